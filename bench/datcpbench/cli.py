@@ -1,0 +1,105 @@
+"""bench/run SCENARIO [--cc CC] [--json] [--out DIR]
+bench/run custom --spec FILE.json [--cc CC] [--json]
+bench/run all --out DIR"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from . import kernel, scenarios
+from .netns import log
+
+
+def fmt_table(r):
+    lines = [f"scenario {r['scenario']}  cc {r['cc']}  link {r['link_mbps']} Mbit/s  "
+             f"switch {r['switch_config'].get('profile', '')} ({r['switch'].get('impl')})"]
+    flows = r["flows"]
+    if r["scenario"].startswith("incast"):
+        s = r["summary"]
+        lines.append(f"{'senders':>8} {'goodput Mbit/s':>15} {'% link':>7}")
+        for n, g in s["goodput_mbps"].items():
+            lines.append(f"{n:>8} {g:>15.1f} {100 * g / r['link_mbps']:>6.1f}%")
+    else:
+        lines.append(f"{'id':<12} {'size MB':>8} {'start':>6} {'deadline':>8} {'imp':>4} "
+                     f"{'fct s':>7} {'met':>5} {'Mbit/s':>7}")
+        for f in flows:
+            sz = "inf" if f["size_bytes"] is None else f"{f['size_bytes'] / 1e6:.2f}"
+            dl = "-" if f["deadline_s"] is None else f"{f['deadline_s']:.2f}"
+            fct = "-" if f["fct_s"] is None else f"{f['fct_s']:.3f}"
+            met = "-" if f["met"] is None else ("yes" if f["met"] else "NO")
+            if f.get("killed"):
+                met += "(k)"
+            elif f.get("suspended"):
+                met += "(s)"
+            lines.append(f"{f['id']:<12} {sz:>8} {f['start_s']:>6.2f} {dl:>8} "
+                         f"{f['importance']:>4.1f} {fct:>7} {met:>5} {f['mean_mbps']:>7.2f}")
+    sw = r["switch"]
+    lines.append(f"deadline met ratio: {r['deadline_met_ratio']}   switch: marks {sw.get('marks')} "
+                 f"drops {sw.get('drops')} peak queue {sw.get('peak_queue_bytes')} B "
+                 f"steady {sw.get('steady')}")
+    summ = {k: v for k, v in r["summary"].items() if k not in ("fct_s", "goodput_mbps")}
+    lines.append(f"summary: {json.dumps(summ)}")
+    return "\n".join(lines)
+
+
+def strip_for_json(r):
+    return r
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="bench/run", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("scenario", help="|".join(scenarios.NAMES + ["custom", "all", "cleanup"]))
+    ap.add_argument("--cc", default="datcp", help="|".join(kernel.CCS))
+    ap.add_argument("--json", action="store_true", help="print exactly one JSON object")
+    ap.add_argument("--out", help="directory for results (JSON per run; report for 'all')")
+    ap.add_argument("--spec", help="scenario spec file for 'custom'")
+    ap.add_argument("--link-mbps", type=int, default=100)
+    ap.add_argument("--switch-profile", default=scenarios.DEFAULT_PROFILE,
+                    choices=sorted(scenarios.SWITCH_PROFILES))
+    ap.add_argument("--short", action="store_true", help="CI-sized version of the scenario")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--ccs", help="for 'all': comma-separated subset of CCs")
+    ap.add_argument("--scenarios", help="for 'all': comma-separated subset of scenarios")
+    a = ap.parse_args(argv)
+    if os.geteuid() != 0:
+        raise SystemExit("bench/run needs root (network namespaces)")
+
+    from . import runner
+    if a.scenario == "cleanup":
+        from .netns import reap_stale
+        log(f"removed {reap_stale()} stale namespaces")
+        return 0
+    if a.scenario == "all":
+        from . import report
+        out = a.out or "bench/results/latest"
+        return report.run_all(out, ccs=a.ccs.split(",") if a.ccs else None,
+                              names=a.scenarios.split(",") if a.scenarios else None,
+                              profile=a.switch_profile, link_mbps=a.link_mbps,
+                              short=a.short, seed=a.seed)
+    if a.scenario == "custom":
+        if not a.spec:
+            ap.error("custom needs --spec FILE.json")
+        with open(a.spec) as fh:
+            spec = json.load(fh)
+    else:
+        if a.scenario not in scenarios.NAMES:
+            ap.error(f"unknown scenario {a.scenario}")
+        spec = scenarios.build(a.scenario, a.link_mbps, a.switch_profile, a.short, a.seed)
+
+    def progress(t, dur):
+        log(f"  [{spec['scenario']} / {a.cc}] t={t:5.1f}s / max {dur:.0f}s")
+
+    log(f"running {spec.get('scenario')} with {a.cc} ...")
+    r = runner.run_spec(spec, a.cc, progress)
+    if a.out:
+        os.makedirs(a.out, exist_ok=True)
+        with open(os.path.join(a.out, f"{r['scenario']}__{a.cc}.json"), "w") as fh:
+            json.dump(r, fh)
+    if a.json:
+        sys.stdout.write(json.dumps(r) + "\n")
+    else:
+        print(fmt_table(r))
+    return 0

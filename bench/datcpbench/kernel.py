@@ -1,0 +1,184 @@
+"""The one place where the bench talks to kmod/ (datcpctl). Everything else calls
+these functions. When kmod/build/datcpctl is missing, switch ports fall back to a
+plain HTB + bfifo port made with tc (no AQM marking) and datcp CCs are unavailable."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import threading
+
+from .netns import log, sh
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DATCPCTL = os.environ.get("DATCPCTL", os.path.join(REPO, "kmod", "build", "datcpctl"))
+PIN_DIR = "/sys/fs/bpf/datcp"
+
+# bench --cc value -> (kernel CC name, datcp mode or None, quench)
+CCS = {
+    "datcp": ("datcp", "datcp", "suspend"),
+    "datcp-noquench": ("datcp", "datcp", "off"),
+    "dctcp": ("datcp", "dctcp", "off"),
+    "d2tcp": ("datcp", "d2tcp", "off"),
+    "pd2tcp": ("datcp", "pd2tcp", "off"),
+    "reno-ecn": ("reno", None, None),
+    "cubic": ("cubic", None, None),
+    "bbr": ("bbr", None, None),
+}
+
+
+def available():
+    return os.path.isfile(DATCPCTL) and os.access(DATCPCTL, os.X_OK)
+
+
+def needs_kmod(cc):
+    return CCS[cc][1] is not None
+
+
+def _ctl(*args, check=True, timeout=30):
+    return sh([DATCPCTL, *map(str, args)], check=check, timeout=timeout)
+
+
+def ensure_bpffs():
+    if not os.path.ismount("/sys/fs/bpf"):
+        sh(["mount", "-t", "bpf", "bpf", "/sys/fs/bpf"])
+
+
+class Loaded:
+    """Context manager: ``datcpctl load`` if not yet pinned; unload on exit only if
+    this process did the load (so a concurrently running user keeps theirs)."""
+
+    def __init__(self):
+        self.we_loaded = False
+
+    def __enter__(self):
+        ensure_bpffs()
+        pre = os.path.exists(PIN_DIR)
+        _ctl("load")
+        self.we_loaded = not pre
+        return self
+
+    def __exit__(self, *exc):
+        if self.we_loaded:
+            _ctl("unload", check=False)
+        return False
+
+
+def flow_set(src, dst, size=None, deadline_ms=None, importance=1.0, phi=0.0,
+             mode="datcp", quench="off"):
+    args = ["flow", "set", "--src", src, "--dst", dst, "--importance", importance,
+            "--phi", phi, "--mode", mode, "--quench", quench]
+    if size is not None:
+        args += ["--size", int(size)]
+    if deadline_ms is not None:
+        args += ["--deadline-ms", int(round(deadline_ms))]
+    _ctl(*args)
+
+
+def flow_delete(src, dst):
+    _ctl("flow", "delete", "--src", src, "--dst", dst, check=False)
+
+
+def flow_list():
+    out = _ctl("flow", "list", "--json", check=False)
+    try:
+        return json.loads(out)
+    except ValueError:
+        return None
+
+
+# ---------------------------------------------------------------- switch ports
+
+def _tc_port(ns, dev, rate_mbit, buf):
+    sh(["tc", "-n", ns, "qdisc", "replace", "dev", dev, "root", "handle", "1:", "htb",
+        "default", "10"])
+    sh(["tc", "-n", ns, "class", "add", "dev", dev, "parent", "1:", "classid", "1:10",
+        "htb", "rate", f"{rate_mbit}mbit", "ceil", f"{rate_mbit}mbit", "quantum", "60000"])
+    sh(["tc", "-n", ns, "qdisc", "add", "dev", dev, "parent", "1:10", "handle", "10:",
+        "bfifo", "limit", str(int(buf))])
+
+
+def switch_configure(ns, dev, rate_mbit, sw):
+    """Configure an emulated switch egress port. Returns the implementation used."""
+    buf = int(sw.get("buffer_bytes", 200000))
+    mark = sw.get("mark", "red")
+    if available() and not sw.get("plain_tc"):
+        args = ["switch", "configure", "--netns", ns, "--dev", dev, "--rate-mbit",
+                rate_mbit, "--buffer-bytes", buf, "--mark", mark]
+        if mark == "red":
+            args += ["--red-min", int(sw.get("red_min", 80000)), "--red-max",
+                     int(sw.get("red_max", 120000)), "--red-maxp", sw.get("red_maxp", 1.0)]
+        elif mark == "step":
+            args += ["--k", int(sw.get("k", 80000))]
+        if sw.get("dscp_map"):
+            args += ["--dscp-map", sw["dscp_map"]]
+        _ctl(*args)
+        return "datcpctl"
+    _tc_port(ns, dev, rate_mbit, buf)
+    return "tc"
+
+
+def switch_reset(ns, dev, impl):
+    if impl == "datcpctl":
+        _ctl("switch", "reset", "--netns", ns, "--dev", dev, check=False)
+    else:
+        sh(["tc", "-n", ns, "qdisc", "del", "dev", dev, "root"], check=False)
+
+
+def switch_counters(ns, dev, impl):
+    if impl == "datcpctl":
+        out = _ctl("switch", "counters", "--netns", ns, "--dev", dev, "--json", check=False)
+        try:
+            return json.loads(out)
+        except ValueError:
+            log(f"switch counters: unparsable: {out!r}")
+            return {}
+    out = sh(["tc", "-n", ns, "-s", "-j", "qdisc", "show", "dev", dev], check=False)
+    try:
+        qd = json.loads(out)
+    except ValueError:
+        return {}
+    leaf = next((q for q in qd if q.get("kind") == "bfifo"), {})
+    return {"bytes": leaf.get("bytes"), "packets": leaf.get("packets"), "marks": 0,
+            "drops": leaf.get("drops"), "peak_queue_bytes": None}
+
+
+# ---------------------------------------------------------------- events
+
+class Events:
+    """Runs ``datcpctl events --json``; calls ``cb(obj)`` for each event line."""
+
+    def __init__(self, cb):
+        self.cb = cb
+        self.proc = None
+        self.t = None
+
+    def start(self):
+        self.proc = subprocess.Popen([DATCPCTL, "events", "--json"], stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, text=True, bufsize=1)
+        self.t = threading.Thread(target=self._read, daemon=True)
+        self.t.start()
+        return self
+
+    def _read(self):
+        for line in self.proc.stdout:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                continue
+            try:
+                self.cb(obj)
+            except Exception as e:
+                log(f"event handler: {e}")
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=3)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()

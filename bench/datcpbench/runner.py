@@ -1,0 +1,119 @@
+"""Run one scenario spec with one congestion control on a fresh testbed; summarise."""
+from __future__ import annotations
+
+import statistics
+
+from . import kernel
+from .gen import Generator
+from .netns import Cleanup, install_signal_handlers, log, reap_stale
+from .topo import Testbed
+
+
+def normalise(spec):
+    """Fill defaults of a (custom) spec: each flow without ``src`` gets its own host."""
+    spec = dict(spec)
+    spec.setdefault("scenario", "custom")
+    spec.setdefault("link_mbps", 100)
+    spec.setdefault("switch", {})
+    flows = []
+    for i, f in enumerate(spec["flows"]):
+        f = dict(f)
+        f.setdefault("id", f"f{i}")
+        f.setdefault("src", i)
+        f.setdefault("dst", 0)
+        f.setdefault("size_bytes", None)
+        f.setdefault("deadline_s", None)
+        f.setdefault("importance", 1.0)
+        f.setdefault("phi", 0.0)
+        f.setdefault("start_s", 0.0)
+        flows.append(f)
+    spec["flows"] = flows
+    if "duration_s" not in spec:
+        spec["duration_s"] = 10.0
+    return spec
+
+
+def run_spec(spec, cc, progress=None):
+    if cc not in kernel.CCS:
+        raise SystemExit(f"unknown --cc {cc}; one of {', '.join(kernel.CCS)}")
+    if kernel.needs_kmod(cc) and not kernel.available():
+        raise SystemExit(f"--cc {cc} needs {kernel.DATCPCTL} (run: make -C kmod)")
+    spec = normalise(spec)
+    install_signal_handlers()
+    reap_stale()
+    cleanup = Cleanup()
+    n_s = max(f["src"] for f in spec["flows"]) + 1
+    n_r = max(f["dst"] for f in spec["flows"]) + 1
+    tb = Testbed(n_s, n_r, spec["link_mbps"], spec["switch"], cleanup)
+    loaded = None
+    try:
+        if kernel.available():
+            loaded = kernel.Loaded().__enter__()
+            cleanup.push(loaded.__exit__, None, None, None)
+        tb.up()
+        res = Generator(tb, spec, cc, progress).run()
+    finally:
+        cleanup.run()
+    out = {"scenario": spec["scenario"], "cc": cc, "link_mbps": spec["link_mbps"]}
+    out.update(res)
+    out["switch_config"] = spec["switch"]
+    out["summary"] = summarize(spec["scenario"], out)
+    return out
+
+
+def _window_mean(flow, t_from, t_to=None):
+    s = flow["tput_mbps"]
+    a = int(t_from / 0.1)
+    b = len(s) if t_to is None else min(len(s), int(t_to / 0.1))
+    w = s[a:b]
+    return sum(w) / len(w) if w else 0.0
+
+
+def summarize(name, r):
+    flows = r["flows"]
+    dl = [f for f in flows if f["deadline_s"] is not None]
+    out = {"met": sum(1 for f in dl if f["met"]), "deadline_flows": len(dl)}
+    base = name.split(":")[0]
+    if base.startswith("fig8") or base in ("fig9", "fig10", "fig11"):
+        out["fct_s"] = {f["id"]: f["fct_s"] for f in dl}
+    if base in ("fig8-4s", "fig8-3s", "fig9", "fig10"):
+        bg = [f for f in flows if f["size_bytes"] is None]
+        end = max((f["fct_s"] or 0) + f["start_s"] for f in dl) if dl else None
+        out["bg_mbps_during_deadline_flows"] = {
+            f["id"]: round(_window_mean(f, 0.5, end), 2) for f in bg} if end else None
+    if base == "fig10":
+        bg = sorted((f for f in flows if f["size_bytes"] is None), key=lambda f: f["importance"])
+        shares = [round(_window_mean(f, 1.0), 2) for f in bg]
+        out["bg_mbps_by_importance"] = {str(f["importance"]): s for f, s in zip(bg, shares)}
+        out["share_grows_with_importance"] = all(a < b for a, b in zip(shares, shares[1:]))
+    if base == "eq5":
+        hi = next((f for f in flows if f["id"] == "p2"), None)
+        lo = next((f for f in flows if f["id"] == "p1"), None)
+        if hi and lo:
+            a, b = _window_mean(hi, 1.0), _window_mean(lo, 1.0)
+            out["p2_mbps"], out["p1_mbps"] = round(a, 2), round(b, 2)
+            out["ratio"] = round(a / b, 3) if b > 0 else None
+    if base == "incast":
+        groups = {}
+        for f in flows:
+            groups.setdefault(f.get("group"), []).append(f)
+        per_n = {}
+        for g, fs in groups.items():
+            n = len(fs)
+            if any(f["fct_s"] is None for f in fs):
+                gp = 0.0
+            else:
+                span = max(f["fct_s"] for f in fs)   # all start together
+                gp = sum(f["size_bytes"] for f in fs) * 8 / span / 1e6
+            per_n.setdefault(n, []).append(gp)
+        out["goodput_mbps"] = {str(n): round(statistics.median(v), 2)
+                               for n, v in sorted(per_n.items())}
+        out["goodput_frac_min"] = round(min(min(v) for v in per_n.values()) / r["link_mbps"], 3)
+    if base == "mixed":
+        cls = {}
+        for f in dl:
+            c = cls.setdefault(f.get("class", "?"), [0, 0])
+            c[0] += bool(f["met"])
+            c[1] += 1
+        out["met_ratio_by_class"] = {k: round(v[0] / v[1], 3) for k, v in cls.items()}
+    return out
