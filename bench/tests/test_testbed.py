@@ -1,0 +1,59 @@
+"""Testbed + generator on real sockets, no kmod needed (cubic/reno/bbr)."""
+import json
+import os
+import signal
+import subprocess
+import time
+
+from conftest import RUN, bench_json, needs_root, our_netns
+
+
+@needs_root
+def test_custom_spec_contract(tmp_path):
+    spec = {"scenario": "two-flows", "link_mbps": 100,
+            "switch": {"buffer_bytes": 200000, "mark": "red", "red_min": 80000,
+                       "red_max": 120000, "red_maxp": 1.0},
+            "duration_s": 6,
+            "flows": [{"id": "a", "size_bytes": 2_000_000, "deadline_s": 2.0},
+                      {"id": "bg", "size_bytes": None}]}
+    p = tmp_path / "spec.json"
+    p.write_text(json.dumps(spec))
+    r = bench_json("custom", "--spec", str(p), "--cc", "cubic")
+    for k in ("scenario", "cc", "link_mbps", "flows", "deadline_met_ratio", "switch"):
+        assert k in r
+    assert r["scenario"] == "two-flows" and r["cc"] == "cubic" and r["link_mbps"] == 100
+    a, bg = r["flows"]
+    for f in (a, bg):
+        for k in ("id", "size_bytes", "deadline_s", "importance", "start_s", "fct_s", "met",
+                  "mean_mbps"):
+            assert k in f
+    # 2 MB at a fair half of 100 Mbit/s takes ~0.35 s; the link must be the limit
+    assert a["fct_s"] is not None and 0.15 < a["fct_s"] < 2.0
+    assert a["met"] is True and r["deadline_met_ratio"] == 1.0
+    assert bg["size_bytes"] is None and bg["fct_s"] is None and bg["met"] is None
+    # the endless flow runs on alone after `a` and takes most of the link
+    assert 60 < bg["mean_mbps"] < 100
+    for k in ("marks", "drops", "peak_queue_bytes"):
+        assert k in r["switch"]
+
+
+@needs_root
+def test_link_rate_is_enforced():
+    r = bench_json("eq5", "--cc", "reno-ecn", "--short")
+    tot = r["summary"]["p1_mbps"] + r["summary"]["p2_mbps"]
+    assert 85 < tot < 100, tot
+
+
+@needs_root
+def test_sigint_cleans_up():
+    p = subprocess.Popen([RUN, "fig8-4s", "--cc", "cubic"], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True)
+    prefix = f"db{p.pid}-"
+    deadline = time.time() + 20
+    while time.time() < deadline and not any(n.startswith(prefix) for n in our_netns()):
+        time.sleep(0.1)
+    assert any(n.startswith(prefix) for n in our_netns()), "testbed never came up"
+    time.sleep(1.5)
+    p.send_signal(signal.SIGINT)
+    p.wait(timeout=30)
+    assert not [n for n in our_netns() if n.startswith(prefix)]
