@@ -1,0 +1,55 @@
+"""Real kernel, real sockets, the datcp CC and switch AQM from kmod/. Skipped only
+when kmod/build/datcpctl is missing (CI builds it first)."""
+import json
+
+from conftest import bench_json, needs_kmod, needs_root
+
+
+def _window_mean(flow, a, b):
+    s = flow["tput_mbps"][int(a / 0.1):int(b / 0.1)]
+    return sum(s) / len(s) if s else 0.0
+
+
+@needs_root
+@needs_kmod
+def test_deadline_flow_beats_background_with_marks_no_drops(tmp_path):
+    # two senders, one receiver, AQM on the bottleneck port at 100 Mbit/s.
+    # 10 MB in 1.2 s needs ~67 Mbit/s; the fair half (50 Mbit/s) would take ~1.7 s.
+    spec = {"scenario": "beats-background", "link_mbps": 100,
+            "switch": {"buffer_bytes": 200000, "mark": "red", "red_min": 80000,
+                       "red_max": 120000, "red_maxp": 1.0},
+            "duration_s": 6, "min_duration_s": 3.0, "steady_from_s": 0.5,
+            "flows": [{"id": "d", "size_bytes": 10_000_000, "deadline_s": 1.2},
+                      {"id": "bg", "size_bytes": None}]}
+    p = tmp_path / "spec.json"
+    p.write_text(json.dumps(spec))
+    r = bench_json("custom", "--spec", str(p), "--cc", "datcp")
+    d, bg = r["flows"]
+    assert d["met"] is True, d
+    assert d["fct_s"] < 1.2
+    during_d = _window_mean(bg, 0.2, d["fct_s"] - 0.1)
+    assert d["mean_mbps"] > 1.5 * during_d, (d["mean_mbps"], during_d)
+    sw = r["switch"]
+    assert sw["marks"] > 0, sw
+    assert sw["steady"]["marks"] > 0, sw
+    assert sw["steady"]["drops"] == 0, sw
+
+
+@needs_root
+@needs_kmod
+def test_fig8_short_datcp_meets_cubic_misses():
+    d = bench_json("fig8-4s", "--short", "--cc", "datcp")
+    assert d["summary"]["met"] == 3, d["summary"]
+    c = bench_json("fig8-4s", "--short", "--cc", "cubic")
+    assert c["summary"]["met"] < 3, c["summary"]
+    assert d["switch"]["marks"] > 0
+
+
+@needs_root
+@needs_kmod
+def test_fig11_short_quenching():
+    q = bench_json("fig11", "--short", "--cc", "datcp")
+    assert q["summary"]["met"] == 3, q["summary"]
+    assert sum(1 for f in q["flows"] if f["suspended"] or f["killed"]) >= 1
+    n = bench_json("fig11", "--short", "--cc", "datcp-noquench")
+    assert n["summary"]["met"] <= 1, n["summary"]
