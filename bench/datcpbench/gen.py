@@ -15,7 +15,7 @@ from .netns import in_netns, log
 
 TCP_CONGESTION = getattr(socket, "TCP_CONGESTION", 13)
 TCP_NOTSENT_LOWAT = getattr(socket, "TCP_NOTSENT_LOWAT", 25)
-PORT = 5001
+PORT = 9631   # not a port the sockops program may put on datcp
 BIN_S = 0.1
 CHUNK = 64 * 1024
 _ZEROS = memoryview(bytes(CHUNK))
@@ -326,6 +326,7 @@ class Generator:
                 # resume suspended flows whose blockers have finished
                 for f in self.flows:
                     if f.suspended.is_set() and all(self._finished(o, now) for o in f.resume_after):
+                        kernel.flow_resume(f.src_key, f.dst_key)
                         f.suspended.clear()
                         log(f"  quench: resume {f.id} at {t:.2f}s")
                 sized = [f for f in self.flows if f.size is not None]

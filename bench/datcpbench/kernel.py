@@ -75,6 +75,19 @@ def flow_set(src, dst, size=None, deadline_ms=None, importance=1.0, phi=0.0,
     _ctl(*args)
 
 
+def flow_resume(src, dst):
+    """Clear a quench order (the application resumed the flow)."""
+    _ctl("flow", "resume", "--src", src, "--dst", dst, check=False)
+
+
+def flow_get(src, dst):
+    out = _ctl("flow", "get", "--src", src, "--dst", dst, "--json", check=False)
+    try:
+        return json.loads(out)
+    except ValueError:
+        return None
+
+
 def flow_delete(src, dst):
     _ctl("flow", "delete", "--src", src, "--dst", dst, check=False)
 
