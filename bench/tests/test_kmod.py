@@ -14,19 +14,19 @@ def _window_mean(flow, a, b):
 @needs_kmod
 def test_deadline_flow_beats_background_with_marks_no_drops(tmp_path):
     # two senders, one receiver, AQM on the bottleneck port at 100 Mbit/s.
-    # 10 MB in 1.2 s needs ~67 Mbit/s; the fair half (50 Mbit/s) would take ~1.7 s.
+    # 10 MB in 1.4 s needs ~57 Mbit/s; the fair half (~48 Mbit/s goodput) takes ~1.7 s.
     spec = {"scenario": "beats-background", "link_mbps": 100,
             "switch": {"buffer_bytes": 200000, "mark": "red", "red_min": 80000,
                        "red_max": 120000, "red_maxp": 1.0},
             "duration_s": 6, "min_duration_s": 3.0, "steady_from_s": 0.5,
-            "flows": [{"id": "d", "size_bytes": 10_000_000, "deadline_s": 1.2},
+            "flows": [{"id": "d", "size_bytes": 10_000_000, "deadline_s": 1.4},
                       {"id": "bg", "size_bytes": None}]}
     p = tmp_path / "spec.json"
     p.write_text(json.dumps(spec))
     r = bench_json("custom", "--spec", str(p), "--cc", "datcp")
     d, bg = r["flows"]
     assert d["met"] is True, d
-    assert d["fct_s"] < 1.2
+    assert d["fct_s"] < 1.4
     during_d = _window_mean(bg, 0.2, d["fct_s"] - 0.1)
     assert d["mean_mbps"] > 1.5 * during_d, (d["mean_mbps"], during_d)
     sw = r["switch"]
