@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
+/*
+ * Types shared by the BPF programs and user space (libdatcp, datcpctl).
+ * Fixed-width types only: this header is compiled both against vmlinux.h
+ * (BPF) and against <linux/types.h> (user space).
+ *
+ * Fixed point: every "_q" field is Q10, i.e. 1024 means 1.0.
+ * Times are nanoseconds of CLOCK_MONOTONIC (bpf_ktime_get_ns), rates are
+ * bytes per second, sizes are bytes.
+ */
+#ifndef DATCP_ABI_H
+#define DATCP_ABI_H
+
+#define DATCP_Q 1024U /* 1.0 in Q10 */
+/* Highest urgency, importance and precedence (see datcp_core.h). */
+#define DATCP_PRECEDENCE_MAX_Q (6 * DATCP_Q)
+
+/* Congestion-control flavour of one flow (all share one struct_ops). */
+enum datcp_mode {
+	DATCP_MODE_RENO = 0,   /* ECN reno, precedence 1 (also: flow without meta) */
+	DATCP_MODE_DATCP = 1,  /* DATCP Algorithms 1-2, Eq. 5 */
+	DATCP_MODE_DCTCP = 2,  /* DCTCP: cwnd * (1 - alpha/2) */
+	DATCP_MODE_D2TCP = 3,  /* D2TCP: penalty alpha^d */
+	DATCP_MODE_PD2TCP = 4, /* PD2TCP: penalty alpha^p, early priority inversion */
+	DATCP_MODE_MAX
+};
+
+/* DATCP Algorithm 2, epsilon: what a quenched flow becomes. */
+enum datcp_quench_mode {
+	DATCP_QUENCH_OFF = 0,
+	DATCP_QUENCH_SUSPEND = 1,
+	DATCP_QUENCH_KILL = 2,
+};
+
+/* Flow identity as seen by the sending socket. IPv4 addresses are stored
+ * as IPv4-mapped IPv6 (::ffff:a.b.c.d); addresses in network byte order,
+ * ports in host byte order. */
+struct datcp_flow_key {
+	__u8 saddr[16];
+	__u8 daddr[16];
+	__u16 sport;
+	__u16 dport;
+};
+
+#define DATCP_F_SIZE_KNOWN 0x1 /* size_bytes is meaningful (it may be 0) */
+
+/* Per-flow policy written by the agent; the epoch lets one kept-alive
+ * connection carry several flows in turn: a new epoch restarts the flow's
+ * byte count and clock at the moment the kernel first sees it. */
+struct datcp_flow_meta {
+	__u64 size_bytes;   /* bytes of this flow (epoch), if DATCP_F_SIZE_KNOWN */
+	__u64 deadline_ns;  /* absolute CLOCK_MONOTONIC deadline; 0 = none */
+	__u64 start_ns;     /* CLOCK_MONOTONIC start of the flow (registration);
+	                     * 0 = when the kernel first sees the epoch */
+	__u32 epoch;        /* flow number on this connection */
+	__u32 importance_q; /* importance I, Q10 */
+	__u32 phi_q;        /* share of importance in precedence, Q10 in [0, 1] */
+	__u8 mode;          /* enum datcp_mode */
+	__u8 quench;        /* enum datcp_quench_mode */
+	__u8 flags;         /* DATCP_F_* */
+	__u8 pad;
+};
+
+/* Quench state of a flow, as reported in statistics and events. */
+enum datcp_quench_state {
+	DATCP_QS_NONE = 0,
+	DATCP_QS_SUSPENDED = 1,
+	DATCP_QS_KILLED = 2,
+};
+
+/* Per-flow statistics, refreshed by the congestion control once a window. */
+struct datcp_flow_stats {
+	__u64 bytes_acked;   /* since the epoch began */
+	__u64 r_avg_Bps;     /* R_avg, bytes/s */
+	__u64 r_desired_Bps; /* R_desired, bytes/s (~0 when infinite) */
+	__u64 start_ns;      /* when the kernel first saw this epoch */
+	__u64 fct_ns;        /* completion time, 0 while unfinished */
+	__u32 epoch;
+	__u32 urgency_q;     /* U, Q10 */
+	__u32 precedence_q;  /* P, Q10 */
+	__u32 b_q;           /* multiplicative decrease, Q10 */
+	__u32 alpha_q;       /* DCTCP-family congestion estimate, Q10 */
+	__u32 cwnd;          /* packets */
+	__u32 ece_count;     /* ACKs with ECN echo */
+	__u32 windows;       /* windows (~RTTs) evaluated */
+	__u8 mode;
+	__u8 quench;         /* enum datcp_quench_state */
+	__u8 finished;       /* 1 once bytes_acked >= size */
+	__u8 met;            /* 1 if finished by the deadline (or none) */
+	__u32 pad;
+};
+
+enum datcp_event_type {
+	DATCP_EV_FINISHED = 1,
+	DATCP_EV_QUENCH = 2,
+};
+
+struct datcp_event {
+	struct datcp_flow_key key;
+	__u64 fct_ns;       /* FINISHED: completion time */
+	__u32 type;         /* enum datcp_event_type */
+	__u32 epoch;
+	__u32 precedence_q; /* QUENCH: precedence when quenched */
+	__u8 met;           /* FINISHED: deadline met (1 also without deadline) */
+	__u8 action;        /* QUENCH: enum datcp_quench_state */
+	__u16 pad;
+};
+
+/* ---- emulated switch port (tc AQM) ---- */
+
+#define DATCP_BANDS 3 /* strict priority bands, 0 is served first */
+
+enum datcp_mark_mode {
+	DATCP_MARK_NONE = 0,
+	DATCP_MARK_RED = 1,   /* RED on the instantaneous queue (DATCP Table 1) */
+	DATCP_MARK_STEP = 2,  /* DCTCP: mark above K */
+	DATCP_MARK_PFDCT = 3, /* PFDCT dynamic threshold (sec. 3.2.5) */
+};
+
+/* A switch port: a network namespace (inode of its nsfs file) and an
+ * interface index in it. */
+struct datcp_port_key {
+	__u64 netns_ino;
+	__u32 ifindex;
+	__u32 pad;
+};
+
+struct datcp_port_config {
+	__u64 rate_bps;      /* link rate, bits/s */
+	__u32 buffer_bytes;  /* port buffer; beyond it packets drop */
+	__u32 mark_mode;     /* enum datcp_mark_mode */
+	__u32 red_min_bytes;
+	__u32 red_max_bytes;
+	__u32 red_maxp_q;    /* Q10 */
+	__u32 k_bytes;       /* step threshold K; PFDCT's ideal threshold K_i */
+	__u8 dscp_band[64];  /* DSCP -> band */
+};
+
+struct datcp_band_counters {
+	__u64 bytes;             /* enqueued */
+	__u64 packets;           /* enqueued */
+	__u64 marks;             /* CE set */
+	__u64 drops;             /* dropped: buffer full */
+	__u64 peak_queue_bytes;  /* highest virtual queue of this band */
+};
+
+/* Virtual queue state and counters of one port. */
+struct datcp_port_state {
+	__u64 last_ns;                 /* virtual queue last drained at */
+	__u64 vq_bytes[DATCP_BANDS];   /* virtual queue per band */
+	__u64 peak_queue_bytes;        /* whole port */
+	__u64 pfdct_avg_q;             /* PFDCT LQV: average queue, bytes */
+	__u64 pfdct_k_t;               /* PFDCT K_t: current threshold, bytes */
+	struct datcp_band_counters band[DATCP_BANDS];
+};
+
+/* Value of the map of switch ports; the lock serialises the port's
+ * virtual queue between CPUs. */
+struct datcp_port_slot {
+	struct bpf_spin_lock lock;
+	__u32 pad;
+	struct datcp_port_config cfg;
+	struct datcp_port_state st;
+};
+
+#endif

@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
+/*
+ * datcp_aqm.h - the emulated switch port's queue and marking arithmetic.
+ *
+ * The kernel here has no RED qdisc, so a switch port is HTB (link rate) +
+ * bfifo (buffer) with a tc program in front that sees every packet before
+ * the shaper. It keeps a byte-accurate virtual queue per strict-priority
+ * band, drained as a fluid at the link rate: the elapsed time since the last
+ * packet buys rate * dt bytes of service, given to band 0 first, then 1, 2.
+ * A packet of band b waits behind the bytes of bands 0..b, so that sum is
+ * the queue it sees for marking; the whole port's bytes decide drops
+ * (shared buffer). Marking: RED on the instantaneous queue (DATCP Table 1:
+ * weight 1.0), the DCTCP step at K, or PFDCT's dynamic threshold (section
+ * 3.2.5), which does not mark the short-flow bands.
+ *
+ * Pure integer functions, shared by datcp_switch.bpf.c and the C tests.
+ */
+#ifndef DATCP_AQM_H
+#define DATCP_AQM_H
+
+#include "datcp_abi.h"
+
+#ifndef DATCP_Q
+#define DATCP_Q 1024U
+#endif
+
+/* Idle gaps longer than this drain any buffer; capping keeps rate * dt
+ * within 64 bits for rates below 2^32 B/s (34 Gbit/s). */
+#define AQM_MAX_GAP_NS (1ULL << 32)
+/* PFDCT: LQV = (1 - h) LQV + h LQ with h = 1/16, K_t moves by one MTU. */
+#define AQM_PFDCT_SHIFT_H 4U
+#define AQM_PFDCT_STEP_BYTES 1500U
+/* PFDCT marks only the long-flow band; retransmissions and short flows
+ * (bands 0 and 1 in its preset) are never constrained. */
+#define AQM_PFDCT_LONG_BAND (DATCP_BANDS - 1)
+
+/* Bytes the link serves in dt nanoseconds. */
+static __always_inline __u64 aqm_service_bytes(__u64 dt_ns, __u64 rate_bps)
+{
+	__u64 rate_Bps = rate_bps / 8;
+
+	if (dt_ns > AQM_MAX_GAP_NS)
+		dt_ns = AQM_MAX_GAP_NS;
+	if (rate_Bps >> 32)
+		return (dt_ns / 1000) * rate_Bps / 1000000;
+	return dt_ns * rate_Bps / 1000000000ULL;
+}
+
+/* Strict-priority fluid drain of the per-band virtual queues. */
+static __always_inline void aqm_drain(__u64 vq[DATCP_BANDS], __u64 service)
+{
+	int b;
+
+	for (b = 0; b < DATCP_BANDS; b++) {
+		__u64 served = vq[b] < service ? vq[b] : service;
+
+		vq[b] -= served;
+		service -= served;
+	}
+}
+
+/* Bytes a packet of band `band` finds ahead of it (bands 0..band). */
+static __always_inline __u64 aqm_queue_ahead(const __u64 vq[DATCP_BANDS], __u32 band)
+{
+	__u64 q = 0;
+	int b;
+
+	for (b = 0; b < DATCP_BANDS; b++)
+		if ((__u32)b <= band)
+			q += vq[b];
+	return q;
+}
+
+static __always_inline __u64 aqm_queue_total(const __u64 vq[DATCP_BANDS])
+{
+	return aqm_queue_ahead(vq, DATCP_BANDS - 1);
+}
+
+/* RED on the instantaneous queue: no mark below min, always at or above
+ * max, in between with p = max_p (q - min) / (max - min). rnd is uniform. */
+static __always_inline int aqm_red_mark(__u64 q, __u32 min, __u32 max, __u32 maxp_q, __u32 rnd)
+{
+	__u64 p_q;
+
+	if (q < min)
+		return 0;
+	if (q >= max || max <= min)
+		return 1;
+	p_q = (__u64)maxp_q * (q - min) / (max - min);
+	return (rnd & (DATCP_Q - 1)) < p_q;
+}
+
+/* DCTCP: mark when the queue exceeds K. */
+static __always_inline int aqm_step_mark(__u64 q, __u32 k)
+{
+	return q > k;
+}
+
+/* PFDCT 3.2.5: LQV = (1 - h) LQV + h LQ; K_t moves toward keeping LQV at
+ * the ideal K_i: down (more marking) while LQV > K_i, up while LQV < K_i,
+ * within [K_l, K_u] = [0, buffer / 2]. Returns the new K_t. */
+static __always_inline __u64 aqm_pfdct_threshold(__u64 *avg_q, __u64 k_t, __u64 q, __u32 k_ideal,
+						 __u32 buffer)
+{
+	__u64 k_up = buffer / 2;
+
+	*avg_q = *avg_q - (*avg_q >> AQM_PFDCT_SHIFT_H) + (q >> AQM_PFDCT_SHIFT_H);
+	if (*avg_q > k_ideal)
+		k_t = k_t > AQM_PFDCT_STEP_BYTES ? k_t - AQM_PFDCT_STEP_BYTES : 0;
+	else if (*avg_q < k_ideal)
+		k_t = k_t + AQM_PFDCT_STEP_BYTES < k_up ? k_t + AQM_PFDCT_STEP_BYTES : k_up;
+	return k_t;
+}
+
+enum aqm_verdict {
+	AQM_PASS = 0,
+	AQM_MARK = 1,
+	AQM_DROP = 2,
+};
+
+/* One packet of len bytes and band `band` arriving at now_ns: drain, then
+ * drop if the buffer is full, else enqueue and decide marking. Updates the
+ * state and counters (marks are counted by the caller once CE is set, as
+ * only ECN-capable packets can carry it). */
+static __always_inline int aqm_enqueue(const struct datcp_port_config *cfg,
+				       struct datcp_port_state *st, __u64 now_ns, __u32 len,
+				       __u32 band, __u32 rnd)
+{
+	struct datcp_band_counters *c;
+	__u64 q, total;
+	int mark = 0;
+
+	if (band >= DATCP_BANDS)
+		band = DATCP_BANDS - 1;
+	c = &st->band[band];
+	if (now_ns > st->last_ns) {
+		aqm_drain(st->vq_bytes, aqm_service_bytes(now_ns - st->last_ns, cfg->rate_bps));
+		st->last_ns = now_ns;
+	}
+	total = aqm_queue_total(st->vq_bytes);
+	if (total + len > cfg->buffer_bytes) {
+		c->drops++;
+		return AQM_DROP;
+	}
+	st->vq_bytes[band] += len;
+	c->bytes += len;
+	c->packets++;
+	if (st->vq_bytes[band] > c->peak_queue_bytes)
+		c->peak_queue_bytes = st->vq_bytes[band];
+	if (total + len > st->peak_queue_bytes)
+		st->peak_queue_bytes = total + len;
+	q = aqm_queue_ahead(st->vq_bytes, band);
+
+	switch (cfg->mark_mode) {
+	case DATCP_MARK_RED:
+		mark = aqm_red_mark(q, cfg->red_min_bytes, cfg->red_max_bytes, cfg->red_maxp_q, rnd);
+		break;
+	case DATCP_MARK_STEP:
+		mark = aqm_step_mark(q, cfg->k_bytes);
+		break;
+	case DATCP_MARK_PFDCT:
+		st->pfdct_k_t = aqm_pfdct_threshold(&st->pfdct_avg_q, st->pfdct_k_t, total + len,
+						    cfg->k_bytes, cfg->buffer_bytes);
+		mark = band == AQM_PFDCT_LONG_BAND && aqm_step_mark(q, (__u32)st->pfdct_k_t);
+		break;
+	}
+	return mark ? AQM_MARK : AQM_PASS;
+}
+
+#endif

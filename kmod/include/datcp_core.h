@@ -1,0 +1,467 @@
+/* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
+/*
+ * datcp_core.h - the one algorithm core of DATCP and its peers.
+ *
+ * DATCP (Deadline-Aware TCP, see shared/seeds/datcp.txt) keeps, per flow,
+ * an urgency U that follows the gap between the rate the flow needs to meet
+ * its deadline (R_desired) and the rate it gets (R_avg), mixes it with an
+ * operator-set importance I into a precedence P (Algorithm 1), and turns P
+ * into the multiplicative-decrease factor b of an ECN-driven AIMD window
+ * (Eq. 5): flows with high precedence back off less. When a flow cannot meet
+ * its deadline and raising its urgency no longer buys throughput, it is
+ * quenched with a probability that falls with precedence (Algorithm 2).
+ *
+ * The peers it is measured against are modes of the same core:
+ *   DCTCP  - alpha = (1 - g) alpha + g F, cwnd * (1 - alpha / 2)
+ *   D2TCP  - penalty alpha^d, d = T_c / D clamped to [0.5, 2]
+ *   PD2TCP - penalty alpha^p, p = R_D / R_A clamped to [0.5, 2], with the
+ *            extreme cases and early priority inversion of pd2tcp.txt 2.3
+ *
+ * Everything here is a pure integer function: no floats, no unbounded
+ * loops, no division by zero. The BPF programs include this file and the C
+ * unit tests include the very same file, checked against shared vectors in
+ * kmod/tests/vectors/.
+ *
+ * Fixed point: Q10 (DATCP_Q = 1024 is 1.0) for U, I, P, phi, b, g, alpha and
+ * probabilities; rates are bytes per second in u64; times are nanoseconds.
+ */
+#ifndef DATCP_CORE_H
+#define DATCP_CORE_H
+
+#ifndef DATCP_CORE_TYPES_DEFINED
+#include <linux/types.h>
+#endif
+#include "datcp_abi.h"
+
+#define DATCP_NSEC_PER_SEC 1000000000ULL
+#define DATCP_RATE_INF (~0ULL) /* "infinite" desired rate: deadline passed */
+
+/* Urgency bounds. U_MIN keeps P above 1/3 so that b = 2/(3P+1) stays < 1
+ * (U_MIN 0.5 gives b 0.8). U_MAX 6 (b 0.105) lets three deadline flows
+ * take 80% of a link from three standard flows (fig8 with D = 3 s needs
+ * a 4:1 share, and a flow must also catch up after slow start). */
+#define DATCP_U_MIN_Q (DATCP_Q / 2)
+#define DATCP_U_MAX_Q DATCP_PRECEDENCE_MAX_Q
+#define DATCP_U_INIT_Q DATCP_Q /* standard TCP: precedence 1 */
+/* Importance is accepted in [0, U_max], so P_max = U_max bounds every
+ * precedence. */
+#define DATCP_I_MAX_Q DATCP_U_MAX_Q
+#define DATCP_P_MIN_Q (DATCP_Q / 2)
+#define DATCP_P_MAX_Q DATCP_U_MAX_Q
+
+/* Algorithm 1 parameters (section 4.1/4.2): alpha 0.1, G 0.05. */
+#define DATCP_ALPHA_Q 102U /* 0.1 */
+#define DATCP_G_MAX_Q 51U  /* 0.05 */
+/* Algorithm 2: draw after THETA windows of raised urgency without profit. */
+#define DATCP_THETA_MAX 8U
+/* Algorithm 2's p_quench = 1 - P / P_max is 0 for flows that reached the
+ * top precedence, and identical flows all get there together: they would
+ * never be quenched. We take P_max as twice the precedence cap (so the
+ * probability stays >= 1/2) and spread it over QUENCH_SPREAD draws, so that
+ * one flow is usually quenched, and the others, which then can meet their
+ * deadlines, are not (fig11: 3 of 4 meet). */
+#define DATCP_QUENCH_P_MAX_Q (2 * DATCP_P_MAX_Q)
+#define DATCP_QUENCH_SPREAD 4U
+
+/* DCTCP g = 1/16 (2^-4), as in the DCTCP paper and Linux. */
+#define DCTCP_SHIFT_G 4U
+/* D2TCP / PD2TCP exponent range [0.5, 2]. */
+#define D2TCP_D_MIN_Q (DATCP_Q / 2)
+#define D2TCP_D_MAX_Q (2 * DATCP_Q)
+/* PD2TCP: deadlines under 5 ms get the top priority p = 2. */
+#define PD2TCP_TIGHT_NS 5000000ULL
+
+#define DATCP_CWND_MIN 2U
+
+/* Loops with data-dependent branches (square roots, powers) are BPF global
+ * functions: the verifier checks them once for any argument instead of
+ * walking every path at every call site. Host builds inline them. */
+#if defined(__bpf__)
+#define DATCP_LOOP_FN __attribute__((noinline))
+#else
+#define DATCP_LOOP_FN static inline
+#endif
+
+static __always_inline __u64 datcp_min64(__u64 a, __u64 b) { return a < b ? a : b; }
+static __always_inline __u64 datcp_max64(__u64 a, __u64 b) { return a > b ? a : b; }
+
+/* bytes * 1e9 / ns without overflowing: scale the divisor down instead of
+ * the dividend up when bytes is large. Returns 0 for ns == 0. */
+static __always_inline __u64 datcp_rate_Bps(__u64 bytes, __u64 ns)
+{
+	if (ns == 0)
+		return 0;
+	if (bytes <= (~0ULL) / DATCP_NSEC_PER_SEC)
+		return bytes * DATCP_NSEC_PER_SEC / ns;
+	if (ns < DATCP_NSEC_PER_SEC)
+		return DATCP_RATE_INF - 1; /* > 18 EB/s: saturate */
+	return bytes / (ns / DATCP_NSEC_PER_SEC);
+}
+
+/* Algorithm 1: R_avg = R_last in slow start,
+ * else R_avg = alpha R_avg + (1 - alpha) R_last. */
+static __always_inline __u64 datcp_r_avg(__u64 r_avg, __u64 r_last, int slow_start)
+{
+	if (slow_start || r_avg == 0)
+		return r_last;
+	/* split the products so that rates up to 2^53 B/s cannot overflow */
+	return (r_avg >> 10) * DATCP_ALPHA_Q + (r_last >> 10) * (DATCP_Q - DATCP_ALPHA_Q) +
+	       (((r_avg & 1023) * DATCP_ALPHA_Q + (r_last & 1023) * (DATCP_Q - DATCP_ALPHA_Q)) >> 10);
+}
+
+/* Algorithm 1: R_desired = V_remain / T_remain; infinite once the deadline
+ * has passed with bytes left, 0 when nothing is left. */
+static __always_inline __u64 datcp_desired_rate(__u64 v_remain, __s64 t_remain_ns)
+{
+	if (v_remain == 0)
+		return 0;
+	if (t_remain_ns <= 0)
+		return DATCP_RATE_INF;
+	return datcp_rate_Bps(v_remain, (__u64)t_remain_ns);
+}
+
+/* Algorithm 1: g = |R_desired - R_avg| / R_avg, capped at G (Q10).
+ * With R_avg = 0 the gap is unbounded, so g = G. */
+static __always_inline __u32 datcp_granularity(__u64 r_desired, __u64 r_avg, __u32 g_max_q)
+{
+	__u64 gap = r_desired > r_avg ? r_desired - r_avg : r_avg - r_desired;
+
+	if (r_avg == 0)
+		return gap ? g_max_q : 0;
+	/* gap / r_avg > G  <=>  gap * 1024 > G * r_avg; compare in a safe order */
+	if (gap / DATCP_Q >= r_avg || gap > (r_avg / DATCP_Q + 1) * g_max_q)
+		return g_max_q;
+	if (gap > (~0ULL) / DATCP_Q) /* then r_avg > 2^44: drop its low bits */
+		return (__u32)datcp_min64(gap / (r_avg / DATCP_Q), g_max_q);
+	return (__u32)datcp_min64(gap * DATCP_Q / r_avg, g_max_q);
+}
+
+/* Algorithm 1: U += g if R_desired > R_avg (up to U_max), else U -= g
+ * (down to U_min). *increased tells Algorithm 2 whether U went up. */
+static __always_inline __u32 datcp_urgency_update(__u32 u_q, __u64 r_desired, __u64 r_avg,
+						  __u32 g_max_q, int *increased)
+{
+	__u32 g = datcp_granularity(r_desired, r_avg, g_max_q);
+
+	*increased = 0;
+	if (r_desired > r_avg) {
+		u_q += g;
+		if (u_q > DATCP_U_MAX_Q)
+			u_q = DATCP_U_MAX_Q;
+		*increased = g > 0;
+	} else {
+		u_q = u_q > g ? u_q - g : 0;
+		if (u_q < DATCP_U_MIN_Q)
+			u_q = DATCP_U_MIN_Q;
+	}
+	return u_q;
+}
+
+/* Algorithm 1: P = phi I + (1 - phi) U, clamped to [P_min, P_max]. */
+static __always_inline __u32 datcp_precedence(__u32 phi_q, __u32 importance_q, __u32 u_q)
+{
+	__u64 p;
+
+	if (phi_q > DATCP_Q)
+		phi_q = DATCP_Q;
+	if (importance_q > DATCP_I_MAX_Q)
+		importance_q = DATCP_I_MAX_Q;
+	p = ((__u64)phi_q * importance_q + (__u64)(DATCP_Q - phi_q) * u_q) / DATCP_Q;
+	if (p < DATCP_P_MIN_Q)
+		p = DATCP_P_MIN_Q;
+	if (p > DATCP_P_MAX_Q)
+		p = DATCP_P_MAX_Q;
+	return (__u32)p;
+}
+
+/* Eq. 5 with standard TCP as reference (P = 1, b = 0.5):
+ * P = (2 - b) / (3 b)  =>  b = 2 / (3P + 1). */
+static __always_inline __u32 datcp_md_factor(__u32 p_q)
+{
+	if (p_q < DATCP_P_MIN_Q)
+		p_q = DATCP_P_MIN_Q;
+	if (p_q > DATCP_P_MAX_Q)
+		p_q = DATCP_P_MAX_Q;
+	return (__u32)((2ULL * DATCP_Q * DATCP_Q) / (3ULL * p_q + DATCP_Q));
+}
+
+/* cwnd * (1 - b), never below the TCP minimum of 2 packets. */
+static __always_inline __u32 datcp_ssthresh(__u32 cwnd, __u32 b_q)
+{
+	__u64 keep = (__u64)cwnd * (DATCP_Q - datcp_min64(b_q, DATCP_Q)) / DATCP_Q;
+
+	return (__u32)datcp_max64(keep, DATCP_CWND_MIN);
+}
+
+/* Can the flow meet its deadline at its current rate? R_avg * T_remain >= V_remain. */
+static __always_inline int datcp_can_meet(__u64 v_remain, __u64 r_avg, __s64 t_remain_ns)
+{
+	if (v_remain == 0)
+		return 1;
+	if (t_remain_ns <= 0 || r_avg == 0)
+		return 0;
+	/* compare rates rather than volumes to stay within 64 bits */
+	return r_avg >= datcp_desired_rate(v_remain, t_remain_ns);
+}
+
+/* Algorithm 2: p_quench = 1 - P / P_max (Q10), per draw spread over
+ * QUENCH_SPREAD draws. */
+static __always_inline __u32 datcp_quench_prob(__u32 p_q)
+{
+	if (p_q >= DATCP_QUENCH_P_MAX_Q)
+		return 0;
+	return (DATCP_Q - (__u32)((__u64)p_q * DATCP_Q / DATCP_QUENCH_P_MAX_Q)) /
+	       DATCP_QUENCH_SPREAD;
+}
+
+/* Algorithm 2 state carried from one window to the next. */
+struct datcp_quench_state_q {
+	__u64 r_avg_prev;  /* R'_avg */
+	__u32 theta;       /* consecutive windows with Gamma_profit <= 0 */
+	__u32 u_increased; /* urgency was increased last window */
+};
+
+/* Algorithm 2, one window. Returns 1 when the flow is to be quenched now;
+ * the caller then applies epsilon (suspend or kill). rnd is a uniform
+ * 32-bit random number. A flow that can still meet its deadline is never
+ * quenched (section 3.3: "if flows cannot meet deadlines ... and
+ * Gamma_profit <= 0"). */
+static __always_inline int datcp_quench_step(struct datcp_quench_state_q *s, __u64 r_avg,
+					     int can_meet, __u32 p_q, __u32 theta_max, __u32 rnd)
+{
+	int quench = 0;
+
+	if (s->u_increased) {
+		/* Gamma_profit = R_avg - R'_avg <= 0 */
+		if (r_avg <= s->r_avg_prev) {
+			s->theta++;
+			if (s->theta >= theta_max) {
+				quench = !can_meet && (rnd & (DATCP_Q - 1)) < datcp_quench_prob(p_q);
+				s->theta = 0;
+			}
+		}
+	} else {
+		s->theta = 0;
+	}
+	s->r_avg_prev = r_avg;
+	return quench;
+}
+
+/* DCTCP: alpha = (1 - g) alpha + g F, F = marked / total of the last window. */
+static __always_inline __u32 dctcp_alpha_update(__u32 alpha_q, __u32 marked, __u32 total)
+{
+	__u32 f_q = 0;
+
+	if (total)
+		f_q = (__u32)((__u64)datcp_min64(marked, total) * DATCP_Q / total);
+	alpha_q = alpha_q - (alpha_q >> DCTCP_SHIFT_G) + (f_q >> DCTCP_SHIFT_G);
+	return alpha_q > DATCP_Q ? DATCP_Q : alpha_q;
+}
+
+/* DCTCP: cwnd * (1 - alpha / 2); also D2TCP/PD2TCP with the penalty as alpha. */
+static __always_inline __u32 dctcp_ssthresh(__u32 cwnd, __u32 alpha_q)
+{
+	return datcp_ssthresh(cwnd, datcp_min64(alpha_q, DATCP_Q) / 2);
+}
+
+/* Integer square root of x < 2^32, bit by bit in 16 fixed steps. The
+ * steps are branch-free (masks instead of ifs) so the BPF verifier sees
+ * one path. */
+DATCP_LOOP_FN __u64 datcp_isqrt(__u64 x)
+{
+	__u64 r = 0, bit = 1ULL << 30, t, m;
+	int i;
+
+	x &= 0xffffffffULL;
+	for (i = 0; i < 16; i++) {
+		t = r + bit;
+		m = ~(__u64)((__s64)(x - t) >> 63); /* all ones iff x >= t */
+		x -= t & m;
+		r = (r >> 1) + (bit & m);
+		bit >>= 2;
+	}
+	return r;
+}
+
+/* x^e for x in [0, 1] and e in [0, 2], both Q10 (the gamma-correction
+ * penalty of D2TCP and PD2TCP). The integer part of e multiplies x in,
+ * each fractional bit multiplies in x^(1/2^k), taken by repeated square
+ * roots: 10 bits, so 10 roots. Branch-free like datcp_isqrt. */
+DATCP_LOOP_FN __u32 datcp_pow_q(__u32 x_q, __u32 e_q)
+{
+	__u64 result = DATCP_Q, root = x_q < DATCP_Q ? x_q : DATCP_Q, m;
+	__u32 whole = e_q / DATCP_Q, frac = e_q % DATCP_Q;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		m = 0 - (__u64)((__u32)i < whole);
+		result = result * ((root & m) | (DATCP_Q & ~m)) / DATCP_Q;
+	}
+	for (i = 9; i >= 0; i--) {
+		root = datcp_isqrt(root * DATCP_Q); /* x^(1/2^(10-i)) in Q10 */
+		m = 0 - (__u64)((frac >> i) & 1);
+		result = result * ((root & m) | (DATCP_Q & ~m)) / DATCP_Q;
+	}
+	return (__u32)result;
+}
+
+static __always_inline __u32 datcp_clamp_q(__u64 v, __u32 lo, __u32 hi)
+{
+	return v < lo ? lo : v > hi ? hi : (__u32)v;
+}
+
+/* D2TCP deadline imminence factor d = T_c / D in [0.5, 2]: T_c is the time
+ * the rest of the flow needs at the current rate, D the time left. No
+ * deadline: d = 1 (plain DCTCP). Deadline passed or no rate yet: d = 2. */
+static __always_inline __u32 d2tcp_deadline_factor(__u64 v_remain, __u64 r_avg,
+						   __s64 t_remain_ns, int has_deadline)
+{
+	__u64 d_q;
+
+	if (!has_deadline)
+		return DATCP_Q;
+	if (t_remain_ns <= 0 || r_avg == 0)
+		return D2TCP_D_MAX_Q;
+	/* d = (V_remain / R_avg) / T_remain = R_desired / R_avg */
+	d_q = datcp_desired_rate(v_remain, t_remain_ns);
+	if (d_q / DATCP_Q >= r_avg)
+		return D2TCP_D_MAX_Q;
+	d_q = d_q * DATCP_Q / r_avg;
+	return datcp_clamp_q(d_q, D2TCP_D_MIN_Q, D2TCP_D_MAX_Q);
+}
+
+/* PD2TCP priority (pd2tcp.txt 2.3.2, 2.3.4): p = R_D / R_A in [0.5, 2];
+ * p = 2 for a deadline under 5 ms; p = 0.5 without a deadline; early
+ * priority inversion to 0.5 when the deadline has passed with bytes left or
+ * cannot be met even at line rate. R_A is the mean rate since the flow began. */
+static __always_inline __u32 pd2tcp_priority(__u64 v_remain, __u64 r_avg_since_start,
+					     __s64 t_remain_ns, __u64 deadline_total_ns,
+					     int has_deadline, __u64 line_rate_Bps)
+{
+	__u64 r_d, p_q;
+
+	if (!has_deadline)
+		return D2TCP_D_MIN_Q;
+	if (v_remain == 0)
+		return DATCP_Q;
+	if (t_remain_ns <= 0)
+		return D2TCP_D_MIN_Q; /* inversion (1): deadline passed */
+	r_d = datcp_desired_rate(v_remain, t_remain_ns);
+	if (line_rate_Bps && r_d > line_rate_Bps)
+		return D2TCP_D_MIN_Q; /* inversion (2): not even at line rate */
+	if (deadline_total_ns < PD2TCP_TIGHT_NS)
+		return D2TCP_D_MAX_Q;
+	if (r_avg_since_start == 0 || r_d / DATCP_Q >= r_avg_since_start)
+		return D2TCP_D_MAX_Q;
+	p_q = r_d * DATCP_Q / r_avg_since_start;
+	return datcp_clamp_q(p_q, D2TCP_D_MIN_Q, D2TCP_D_MAX_Q);
+}
+
+/* ---- the per-window step of a DATCP-family flow, pure over its state ---- */
+
+/* What the socket measured over the last window (~one RTT). */
+struct datcp_window {
+	__u64 now_ns;
+	__u64 acked_bytes;     /* V_rtt: bytes acked in this window */
+	__u64 window_ns;       /* T_rtt: length of this window */
+	__u64 acked_total;     /* bytes acked since the epoch began */
+	__u32 delivered;       /* packets delivered in this window */
+	__u32 delivered_ce;    /* of which CE-marked (echoed) */
+	__u32 rnd;             /* uniform random for Algorithm 2 */
+	__u8 slow_start;
+};
+
+/* Per-flow state of the algorithm (kept in socket storage). */
+struct datcp_flow_state {
+	__u64 start_ns;
+	__u64 r_avg;
+	__u64 r_desired;
+	struct datcp_quench_state_q qs;
+	__u32 urgency_q;
+	__u32 precedence_q;
+	__u32 b_q;             /* DATCP: Eq. 5; DCTCP family: penalty / 2 */
+	__u32 alpha_q;
+	__u32 quenched;        /* enum datcp_quench_state */
+};
+
+static __always_inline void datcp_flow_state_init(struct datcp_flow_state *s, __u64 now_ns)
+{
+	s->start_ns = now_ns;
+	s->r_avg = 0;
+	s->r_desired = 0;
+	s->qs.r_avg_prev = 0;
+	s->qs.theta = 0;
+	s->qs.u_increased = 0;
+	s->urgency_q = DATCP_U_INIT_Q;
+	s->precedence_q = DATCP_Q;
+	s->b_q = DATCP_Q / 2;
+	s->alpha_q = DATCP_Q; /* DCTCP starts cautious: alpha 1 */
+	s->quenched = DATCP_QS_NONE;
+}
+
+/* One window of the flow's mode; returns the quench action decided now
+ * (DATCP_QS_NONE, _SUSPENDED or _KILLED). After it, s->b_q is the
+ * multiplicative decrease to apply on the next congestion signal. */
+static __always_inline __u32 datcp_window_step(struct datcp_flow_state *s,
+					       const struct datcp_flow_meta *m,
+					       const struct datcp_window *w,
+					       __u64 line_rate_Bps)
+{
+	int has_size = m->flags & DATCP_F_SIZE_KNOWN;
+	int has_deadline = has_size && m->deadline_ns != 0;
+	__u64 v_remain = 0;
+	__s64 t_remain = 0;
+	__u32 action = DATCP_QS_NONE;
+	int increased = 0;
+
+	if (has_size)
+		v_remain = m->size_bytes > w->acked_total ? m->size_bytes - w->acked_total : 0;
+	if (has_deadline)
+		t_remain = (__s64)(m->deadline_ns - w->now_ns);
+
+	/* Algorithm 1: R_last = V_rtt / T_rtt, then R_avg */
+	s->r_avg = datcp_r_avg(s->r_avg, datcp_rate_Bps(w->acked_bytes, w->window_ns),
+			       w->slow_start);
+	s->alpha_q = dctcp_alpha_update(s->alpha_q, w->delivered_ce, w->delivered);
+
+	switch (m->mode) {
+	case DATCP_MODE_DATCP:
+		if (has_deadline && s->quenched == DATCP_QS_NONE) {
+			s->r_desired = datcp_desired_rate(v_remain, t_remain);
+			s->urgency_q = datcp_urgency_update(s->urgency_q, s->r_desired, s->r_avg,
+							    DATCP_G_MAX_Q, &increased);
+		}
+		s->precedence_q = datcp_precedence(m->phi_q, m->importance_q, s->urgency_q);
+		s->b_q = datcp_md_factor(s->precedence_q);
+		if (has_deadline && m->quench != DATCP_QUENCH_OFF && s->quenched == DATCP_QS_NONE &&
+		    datcp_quench_step(&s->qs, s->r_avg, datcp_can_meet(v_remain, s->r_avg, t_remain),
+				      s->precedence_q, DATCP_THETA_MAX, w->rnd)) {
+			s->quenched = m->quench == DATCP_QUENCH_KILL ? DATCP_QS_KILLED
+								     : DATCP_QS_SUSPENDED;
+			action = s->quenched;
+		}
+		s->qs.u_increased = increased;
+		break;
+	case DATCP_MODE_DCTCP:
+		s->b_q = s->alpha_q / 2;
+		break;
+	case DATCP_MODE_D2TCP:
+		s->precedence_q = d2tcp_deadline_factor(v_remain, s->r_avg, t_remain, has_deadline);
+		s->b_q = datcp_pow_q(s->alpha_q, s->precedence_q) / 2;
+		break;
+	case DATCP_MODE_PD2TCP:
+		s->precedence_q = pd2tcp_priority(
+			v_remain, datcp_rate_Bps(w->acked_total, w->now_ns - s->start_ns), t_remain,
+			has_deadline ? m->deadline_ns - s->start_ns : 0, has_deadline,
+			line_rate_Bps);
+		s->b_q = datcp_pow_q(s->alpha_q, s->precedence_q) / 2;
+		break;
+	default: /* reno: P = 1, b = 0.5 */
+		s->precedence_q = DATCP_Q;
+		s->b_q = DATCP_Q / 2;
+		break;
+	}
+	return action;
+}
+
+#endif

@@ -1,0 +1,398 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * datcp_cc.bpf.c - the DATCP congestion control as BPF struct_ops, and the
+ * sockops program that puts shuffle sockets on it.
+ *
+ * This file only attaches and dispatches: the arithmetic is datcp_core.h.
+ * Per socket it keeps, in socket storage, the flow's algorithm state and
+ * window bookkeeping. Once per window (snd_una passes the snd_nxt recorded
+ * at the window's start, roughly one RTT) it runs datcp_window_step(); on a
+ * congestion signal (ECN echo, once per window through CWR, or loss) the
+ * kernel calls ssthresh(), which applies the flow's multiplicative decrease
+ * b. The flow's size, deadline, importance, phi and mode come from the
+ * pinned map datcp_flows keyed by the 4-tuple; a new epoch there starts a
+ * new flow on the same connection. A socket without an entry runs ECN reno
+ * (P = 1, b = 0.5). The receiving side echoes CE precisely (DCTCP's CE state
+ * machine), which the DCTCP family needs and DATCP does not mind.
+ */
+#define DATCP_CORE_TYPES_DEFINED
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_endian.h>
+#include "datcp_core.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+#define AF_INET 2
+#define AF_INET6 10
+#define SOL_IP 0
+#define SOL_IPV6 41
+#define SOL_TCP 6
+#define IP_TOS 1
+#define IPV6_TCLASS 67
+#define TCP_CONGESTION 13
+#define TCP_CONG_NEEDS_ECN 0x2
+#define TCP_ECN_DEMAND_CWR 4
+
+/* Line rate of this host's NIC in bytes/s, for PD2TCP's "cannot finish
+ * even at line rate" inversion. Set by the loader before load. */
+const volatile __u64 datcp_line_rate_Bps = 12500000; /* 100 Mbit/s */
+/* DSCP for precedence classes low (P < 0.9), standard, high (P >= 1.5). */
+const volatile __u8 datcp_class_dscp[3] = { 8, 0, 34 };
+
+extern void tcp_reno_cong_avoid(struct sock *sk, __u32 ack, __u32 acked) __ksym;
+extern __u32 tcp_reno_undo_cwnd(struct sock *sk) __ksym;
+
+struct datcp_sk {
+	struct datcp_flow_state st;
+	struct datcp_flow_meta meta;  /* copy of the epoch's meta */
+	struct datcp_flow_key key;
+	__u64 epoch_acked;    /* tp->bytes_acked when the epoch began */
+	__u64 prev_acked;     /* tp->bytes_acked before the current ACK */
+	__u64 fct_ns;
+	__u64 win_start_ns;
+	__u64 win_start_acked;
+	__u32 win_next_seq;
+	__u32 win_delivered;
+	__u32 win_delivered_ce;
+	__u32 ece_count;
+	__u32 windows;
+	__u32 prior_rcv_nxt;  /* receiver: DCTCP CE state machine */
+	__u32 ce_state;
+	__u8 have_meta;
+	__u8 finished;
+	__u8 met;
+	__u8 dscp_class;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct datcp_sk);
+} datcp_sk_map SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct datcp_flow_key);
+	__type(value, struct datcp_flow_meta);
+} datcp_flows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct datcp_flow_key);
+	__type(value, struct datcp_flow_stats);
+} datcp_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} datcp_events SEC(".maps");
+
+/* Ports whose sockets sockops switches to datcp (value unused). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, __u16);
+	__type(value, __u8);
+} datcp_ports SEC(".maps");
+
+static __always_inline struct tcp_sock *tcp_sk(const struct sock *sk)
+{
+	return (struct tcp_sock *)sk;
+}
+
+static __always_inline int seq_after(__u32 a, __u32 b)
+{
+	return (__s32)(a - b) > 0;
+}
+
+static __always_inline void datcp_key_of(const struct sock *sk, struct datcp_flow_key *k)
+{
+	__builtin_memset(k, 0, sizeof(*k));
+	if (sk->__sk_common.skc_family == AF_INET6) {
+		__builtin_memcpy(k->saddr, &sk->__sk_common.skc_v6_rcv_saddr, 16);
+		__builtin_memcpy(k->daddr, &sk->__sk_common.skc_v6_daddr, 16);
+	} else {
+		__u32 s = sk->__sk_common.skc_rcv_saddr, d = sk->__sk_common.skc_daddr;
+
+		k->saddr[10] = k->saddr[11] = 0xff;
+		k->daddr[10] = k->daddr[11] = 0xff;
+		__builtin_memcpy(&k->saddr[12], &s, 4);
+		__builtin_memcpy(&k->daddr[12], &d, 4);
+	}
+	k->sport = sk->__sk_common.skc_num;
+	k->dport = bpf_ntohs(sk->__sk_common.skc_dport);
+}
+
+static __always_inline void datcp_window_begin(struct datcp_sk *s, struct tcp_sock *tp, __u64 now)
+{
+	s->win_next_seq = tp->snd_nxt;
+	s->win_start_ns = now;
+	s->win_start_acked = tp->bytes_acked;
+	s->win_delivered = tp->delivered;
+	s->win_delivered_ce = tp->delivered_ce;
+}
+
+/* Pick up a new or changed registration: a new epoch starts a new flow at
+ * the bytes acked before this ACK. */
+static __always_inline void datcp_refresh_meta(struct datcp_sk *s, struct tcp_sock *tp, __u64 now)
+{
+	struct datcp_flow_meta *m = bpf_map_lookup_elem(&datcp_flows, &s->key);
+
+	if (!m) {
+		s->have_meta = 0;
+		return;
+	}
+	if (!s->have_meta || m->epoch != s->meta.epoch) {
+		datcp_flow_state_init(&s->st, m->start_ns ? m->start_ns : now);
+		s->epoch_acked = s->prev_acked;
+		s->finished = 0;
+		s->met = 0;
+		s->fct_ns = 0;
+		s->windows = 0;
+		s->ece_count = 0;
+		datcp_window_begin(s, tp, now);
+	}
+	/* resume: the application cleared the quench order */
+	if (s->st.quenched != DATCP_QS_NONE && m->quench == DATCP_QUENCH_OFF)
+		s->st.quenched = DATCP_QS_NONE;
+	s->meta = *m;
+	s->have_meta = 1;
+}
+
+static __always_inline void datcp_emit(struct datcp_sk *s, __u32 type, __u32 action)
+{
+	struct datcp_event *e = bpf_ringbuf_reserve(&datcp_events, sizeof(*e), 0);
+
+	if (!e)
+		return; /* ring full: statistics still carry the outcome */
+	e->key = s->key;
+	e->type = type;
+	e->epoch = s->meta.epoch;
+	e->fct_ns = s->fct_ns;
+	e->met = s->met;
+	e->action = action;
+	e->precedence_q = s->st.precedence_q;
+	e->pad = 0;
+	bpf_ringbuf_submit(e, 0);
+}
+
+static __always_inline void datcp_publish(struct datcp_sk *s, struct tcp_sock *tp)
+{
+	struct datcp_flow_stats v = {
+		.bytes_acked = tp->bytes_acked - s->epoch_acked,
+		.r_avg_Bps = s->st.r_avg,
+		.r_desired_Bps = s->st.r_desired,
+		.start_ns = s->st.start_ns,
+		.fct_ns = s->fct_ns,
+		.epoch = s->meta.epoch,
+		.urgency_q = s->st.urgency_q,
+		.precedence_q = s->st.precedence_q,
+		.b_q = s->st.b_q,
+		.alpha_q = s->st.alpha_q,
+		.cwnd = tp->snd_cwnd,
+		.ece_count = s->ece_count,
+		.windows = s->windows,
+		.mode = s->meta.mode,
+		.quench = s->st.quenched,
+		.finished = s->finished,
+		.met = s->met,
+	};
+
+	bpf_map_update_elem(&datcp_stats, &s->key, &v, BPF_ANY);
+}
+
+/* DSCP from the precedence class; only on change, and only for flows the
+ * agent registered. */
+static __always_inline void datcp_update_dscp(struct sock *sk, struct datcp_sk *s)
+{
+	__u8 cls = s->st.precedence_q < DATCP_Q * 9 / 10 ? 0 : s->st.precedence_q < DATCP_Q * 3 / 2 ? 1 : 2;
+	int tos;
+
+	if (cls == s->dscp_class)
+		return;
+	s->dscp_class = cls;
+	tos = datcp_class_dscp[cls] << 2;
+	if (sk->__sk_common.skc_family == AF_INET6)
+		bpf_setsockopt(sk, SOL_IPV6, IPV6_TCLASS, &tos, sizeof(tos));
+	else
+		bpf_setsockopt(sk, SOL_IP, IP_TOS, &tos, sizeof(tos));
+}
+
+SEC("struct_ops/datcp_init")
+void BPF_PROG(datcp_init, struct sock *sk)
+{
+	struct datcp_sk *s = bpf_sk_storage_get(&datcp_sk_map, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	struct tcp_sock *tp = tcp_sk(sk);
+	__u64 now = bpf_ktime_get_ns();
+
+	if (!s)
+		return; /* fail open: ops below treat a missing state as reno */
+	__builtin_memset(s, 0, sizeof(*s));
+	datcp_key_of(sk, &s->key);
+	datcp_flow_state_init(&s->st, now);
+	s->dscp_class = 1;
+	s->prev_acked = tp->bytes_acked;
+	s->prior_rcv_nxt = tp->rcv_nxt;
+	datcp_window_begin(s, tp, now);
+}
+
+SEC("struct_ops/datcp_in_ack_event")
+void BPF_PROG(datcp_in_ack_event, struct sock *sk, __u32 flags)
+{
+	struct datcp_sk *s = bpf_sk_storage_get(&datcp_sk_map, sk, 0, 0);
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct datcp_window w;
+	__u64 now, acked_total;
+	__u32 action;
+
+	if (!s)
+		return;
+	now = bpf_ktime_get_ns();
+	if (flags & CA_ACK_ECE)
+		s->ece_count++;
+	datcp_refresh_meta(s, tp, now);
+	s->prev_acked = tp->bytes_acked;
+	if (!s->have_meta)
+		return;
+	acked_total = tp->bytes_acked - s->epoch_acked;
+
+	if (!s->finished && (s->meta.flags & DATCP_F_SIZE_KNOWN) && acked_total >= s->meta.size_bytes) {
+		s->finished = 1;
+		s->fct_ns = now - s->st.start_ns;
+		s->met = s->meta.deadline_ns == 0 || now <= s->meta.deadline_ns;
+		datcp_emit(s, DATCP_EV_FINISHED, DATCP_QS_NONE);
+		datcp_publish(s, tp);
+	}
+	if (!seq_after(tp->snd_una, s->win_next_seq))
+		return;
+
+	/* one window (~RTT) of data acknowledged */
+	w.now_ns = now;
+	w.acked_bytes = tp->bytes_acked - s->win_start_acked;
+	w.window_ns = now - s->win_start_ns;
+	w.acked_total = acked_total;
+	w.delivered = tp->delivered - s->win_delivered;
+	w.delivered_ce = tp->delivered_ce - s->win_delivered_ce;
+	w.rnd = bpf_get_prandom_u32();
+	w.slow_start = tp->snd_cwnd < tp->snd_ssthresh;
+	action = datcp_window_step(&s->st, &s->meta, &w, datcp_line_rate_Bps);
+	s->windows++;
+	if (action != DATCP_QS_NONE)
+		datcp_emit(s, DATCP_EV_QUENCH, action);
+	datcp_update_dscp(sk, s);
+	datcp_publish(s, tp);
+	datcp_window_begin(s, tp, now);
+}
+
+SEC("struct_ops/datcp_ssthresh")
+__u32 BPF_PROG(datcp_ssthresh_op, struct sock *sk)
+{
+	struct datcp_sk *s = bpf_sk_storage_get(&datcp_sk_map, sk, 0, 0);
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	/* Eq. 5 / DCTCP family: cwnd * (1 - b); reno's b = 0.5 without meta */
+	return datcp_ssthresh(tp->snd_cwnd, s && s->have_meta ? s->st.b_q : DATCP_Q / 2);
+}
+
+SEC("struct_ops/datcp_cong_avoid")
+void BPF_PROG(datcp_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
+{
+	struct datcp_sk *s = bpf_sk_storage_get(&datcp_sk_map, sk, 0, 0);
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	/* Algorithm 2: a quenched flow holds the minimum window until the
+	 * application suspends (or kills) it and later resumes it. */
+	if (s && s->have_meta && s->st.quenched != DATCP_QS_NONE) {
+		tp->snd_cwnd = DATCP_CWND_MIN;
+		return;
+	}
+	tcp_reno_cong_avoid(sk, ack, acked);
+}
+
+SEC("struct_ops/datcp_cwnd_event")
+void BPF_PROG(datcp_cwnd_event, struct sock *sk, enum tcp_ca_event ev)
+{
+	struct datcp_sk *s;
+	struct tcp_sock *tp;
+	__u32 new_ce;
+
+	if (ev != CA_EVENT_ECN_IS_CE && ev != CA_EVENT_ECN_NO_CE)
+		return;
+	s = bpf_sk_storage_get(&datcp_sk_map, sk, 0, 0);
+	if (!s)
+		return;
+	tp = tcp_sk(sk);
+	/* DCTCP receiver: echo ECE exactly while CE is seen; on a change,
+	 * first flush a delayed ACK that still carries the old state. */
+	new_ce = ev == CA_EVENT_ECN_IS_CE;
+	if (s->ce_state != new_ce) {
+		struct inet_connection_sock *icsk = (struct inet_connection_sock *)sk;
+
+		if (icsk->icsk_ack.pending & ICSK_ACK_TIMER) {
+			if (s->ce_state)
+				tp->ecn_flags |= TCP_ECN_DEMAND_CWR;
+			else
+				tp->ecn_flags &= ~TCP_ECN_DEMAND_CWR;
+			bpf_tcp_send_ack(tp, s->prior_rcv_nxt);
+		}
+		icsk->icsk_ack.pending |= ICSK_ACK_NOW;
+	}
+	s->prior_rcv_nxt = tp->rcv_nxt;
+	s->ce_state = new_ce;
+	if (new_ce)
+		tp->ecn_flags |= TCP_ECN_DEMAND_CWR;
+	else
+		tp->ecn_flags &= ~TCP_ECN_DEMAND_CWR;
+}
+
+SEC("struct_ops/datcp_undo_cwnd")
+__u32 BPF_PROG(datcp_undo_cwnd, struct sock *sk)
+{
+	return tcp_reno_undo_cwnd(sk);
+}
+
+SEC(".struct_ops")
+struct tcp_congestion_ops datcp = {
+	.init = (void *)datcp_init,
+	.ssthresh = (void *)datcp_ssthresh_op,
+	.cong_avoid = (void *)datcp_cong_avoid,
+	.in_ack_event = (void *)datcp_in_ack_event,
+	.cwnd_event = (void *)datcp_cwnd_event,
+	.undo_cwnd = (void *)datcp_undo_cwnd,
+	.flags = TCP_CONG_NEEDS_ECN,
+	.name = "datcp",
+};
+
+static const char datcp_name[] = "datcp";
+
+static __always_inline int datcp_port_wanted(__u16 port)
+{
+	return bpf_map_lookup_elem(&datcp_ports, &port) != 0;
+}
+
+/* Put sockets on configured ports on datcp: the active side before its SYN
+ * (so that NEEDS_ECN negotiates ECN), listeners so that accepted sockets
+ * inherit it, and accepted sockets of listeners that predate the port. */
+SEC("sockops")
+int datcp_sockops(struct bpf_sock_ops *ops)
+{
+	__u16 lport = ops->local_port, rport = bpf_ntohl(ops->remote_port);
+
+	switch (ops->op) {
+	case BPF_SOCK_OPS_TCP_CONNECT_CB:
+		if (datcp_port_wanted(rport) || datcp_port_wanted(lport))
+			bpf_setsockopt(ops, SOL_TCP, TCP_CONGESTION, (void *)datcp_name, sizeof(datcp_name));
+		break;
+	case BPF_SOCK_OPS_TCP_LISTEN_CB:
+	case BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB:
+		if (datcp_port_wanted(lport))
+			bpf_setsockopt(ops, SOL_TCP, TCP_CONGESTION, (void *)datcp_name, sizeof(datcp_name));
+		break;
+	}
+	return 1;
+}

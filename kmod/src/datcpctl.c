@@ -1,0 +1,704 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * datcpctl - command line of libdatcp. Run `datcpctl help` for usage.
+ * Exit status: 0 ok, 1 runtime error, 2 bad usage.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "datcp.h"
+
+#define EXIT_USAGE 2
+
+static const char usage[] =
+	"usage: datcpctl COMMAND [OPTIONS]\n"
+	"\n"
+	"  load [--port P]... [--line-rate-mbit N] [--cgroup DIR] [--no-sockops]\n"
+	"        register the datcp congestion control, attach sockops, pin under " DATCP_PIN_DIR "\n"
+	"        (idempotent: reuses what is pinned)\n"
+	"  unload                       remove everything (idempotent)\n"
+	"  status [--json]\n"
+	"  ports add|del PORT           sockets on PORT are put on datcp by sockops\n"
+	"  flow set --src IP:PORT --dst IP:PORT [--size BYTES] [--deadline-ms MS]\n"
+	"           [--importance X] [--phi X] [--mode datcp|dctcp|d2tcp|pd2tcp|reno]\n"
+	"           [--quench off|suspend|kill] [--epoch N]\n"
+	"        register a flow (sender's view). The deadline is relative to now and\n"
+	"        needs --size. Without --epoch the epoch is the previous one + 1.\n"
+	"  flow get --src IP:PORT --dst IP:PORT [--json]\n"
+	"  flow resume --src IP:PORT --dst IP:PORT    clear a quench order (same epoch)\n"
+	"  flow delete --src IP:PORT --dst IP:PORT\n"
+	"  flow list [--json]\n"
+	"  switch configure [--netns NS] --dev IF --rate-mbit R --buffer-bytes B\n"
+	"           [--mark none|red|step|pfdct] [--red-min B --red-max B --red-maxp P]\n"
+	"           [--k B] [--preset pfdct] [--dscp-map DSCP=BAND,...]\n"
+	"  switch counters [--netns NS] --dev IF [--json]\n"
+	"  switch reset [--netns NS] --dev IF\n"
+	"  events [--json] [--count N] [--timeout-ms MS]\n";
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "datcpctl: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n(see 'datcpctl help')\n");
+	return EXIT_USAGE;
+}
+
+static int runtime_error(int err)
+{
+	fprintf(stderr, "datcpctl: %s\n", *datcp_last_error() ? datcp_last_error() : strerror(-err));
+	return 1;
+}
+
+static int parse_u64(const char *opt, const char *s, unsigned long long max, unsigned long long *out)
+{
+	char *end;
+
+	errno = 0;
+	if (!s || *s == '-')
+		return usage_error("%s: '%s' is not a non-negative integer", opt, s ? s : "");
+	*out = strtoull(s, &end, 10);
+	if (errno || *end || end == s || *out > max)
+		return usage_error("%s: '%s' is not an integer in 0..%llu", opt, s, max);
+	return 0;
+}
+
+static int parse_real(const char *opt, const char *s, double lo, double hi, double *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtod(s, &end);
+	if (errno || *end || end == s || !(*out >= lo && *out <= hi))
+		return usage_error("%s: '%s' is not a number in [%g, %g]", opt, s, lo, hi);
+	return 0;
+}
+
+static __u32 to_q(double x)
+{
+	return (__u32)llround(x * DATCP_Q);
+}
+
+/* ---- load / unload / status / ports ---- */
+
+static int cmd_load(int argc, char **argv)
+{
+	static const struct option opts[] = { { "port", required_argument, 0, 'p' },
+					      { "line-rate-mbit", required_argument, 0, 'r' },
+					      { "cgroup", required_argument, 0, 'c' },
+					      { "no-sockops", no_argument, 0, 'n' },
+					      { 0 } };
+	struct datcp_load_opts lo = { 0 };
+	__u16 ports[DATCP_MAX_PORTS];
+	unsigned long long v;
+	int c, err, reused;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (parse_u64("--port", optarg, 65535, &v))
+				return EXIT_USAGE;
+			if (v == 0 || lo.n_ports == DATCP_MAX_PORTS)
+				return usage_error("--port: 1..65535, at most %d ports", DATCP_MAX_PORTS);
+			ports[lo.n_ports++] = (__u16)v;
+			break;
+		case 'r':
+			if (parse_u64("--line-rate-mbit", optarg, 10000000, &v) || v == 0)
+				return usage_error("--line-rate-mbit must be 1..10000000");
+			lo.line_rate_bps = v * 1000000ULL;
+			break;
+		case 'c':
+			lo.cgroup_path = optarg;
+			break;
+		case 'n':
+			lo.no_sockops = 1;
+			break;
+		default:
+			return EXIT_USAGE;
+		}
+	}
+	lo.ports = ports;
+	err = datcp_load(&lo, &reused);
+	if (err)
+		return runtime_error(err);
+	printf("datcp %s (pinned under %s)\n", reused ? "already loaded, reused" : "loaded",
+	       DATCP_PIN_DIR);
+	return 0;
+}
+
+static int cmd_unload(void)
+{
+	int err = datcp_unload();
+
+	if (err)
+		return runtime_error(err);
+	printf("datcp unloaded\n");
+	return 0;
+}
+
+static int has_flag(int argc, char **argv, const char *flag)
+{
+	int i;
+
+	for (i = 1; i < argc; i++)
+		if (!strcmp(argv[i], flag))
+			return 1;
+	return 0;
+}
+
+static int cmd_status(int argc, char **argv)
+{
+	struct datcp_status st;
+	int err = datcp_get_status(&st), json = has_flag(argc, argv, "--json");
+	size_t i;
+
+	if (err)
+		return runtime_error(err);
+	if (json) {
+		printf("{\"cc_registered\":%s,\"pinned\":%s,\"sockops_attached\":%s,\"flows\":%u,"
+		       "\"switch_ports\":%u,\"ports\":[",
+		       st.cc_registered ? "true" : "false", st.pinned ? "true" : "false",
+		       st.sockops_attached ? "true" : "false", st.flows, st.switch_ports);
+		for (i = 0; i < st.n_ports; i++)
+			printf("%s%u", i ? "," : "", st.ports[i]);
+		printf("]}\n");
+	} else {
+		printf("congestion control datcp: %s\n", st.cc_registered ? "registered" : "not registered");
+		printf("maps pinned:              %s\n", st.pinned ? "yes" : "no");
+		printf("sockops attached:         %s\n", st.sockops_attached ? "yes" : "no");
+		printf("registered flows:         %u\n", st.flows);
+		printf("switch ports:             %u\n", st.switch_ports);
+		printf("datcp ports:             ");
+		for (i = 0; i < st.n_ports; i++)
+			printf(" %u", st.ports[i]);
+		printf("%s\n", st.n_ports ? "" : " (none)");
+	}
+	return 0;
+}
+
+static int cmd_ports(int argc, char **argv)
+{
+	unsigned long long v;
+	int err;
+
+	if (argc != 3 || (strcmp(argv[1], "add") && strcmp(argv[1], "del")))
+		return usage_error("ports add|del PORT");
+	if (parse_u64("PORT", argv[2], 65535, &v))
+		return EXIT_USAGE;
+	err = !strcmp(argv[1], "add") ? datcp_port_add((__u16)v) : datcp_port_del((__u16)v);
+	return err ? runtime_error(err) : 0;
+}
+
+/* ---- flows ---- */
+
+static void print_flow_json(const struct datcp_flow_key *k, const struct datcp_flow_meta *m,
+			    const struct datcp_flow_stats *s)
+{
+	char src[64], dst[64];
+	__u64 now = datcp_now_ns();
+
+	datcp_flow_key_format(k, 0, src, sizeof(src));
+	datcp_flow_key_format(k, 1, dst, sizeof(dst));
+	printf("{\"src\":\"%s\",\"dst\":\"%s\"", src, dst);
+	if (m) {
+		printf(",\"epoch\":%u,\"mode\":\"%s\",\"quench_mode\":\"%s\",\"importance\":%.3f,"
+		       "\"phi\":%.3f",
+		       m->epoch, datcp_mode_name(m->mode), datcp_quench_name(m->quench),
+		       (double)m->importance_q / DATCP_Q, (double)m->phi_q / DATCP_Q);
+		if (m->flags & DATCP_F_SIZE_KNOWN)
+			printf(",\"size_bytes\":%llu", (unsigned long long)m->size_bytes);
+		else
+			printf(",\"size_bytes\":null");
+		if (m->deadline_ns)
+			printf(",\"deadline_in_ms\":%.3f", ((double)m->deadline_ns - (double)now) / 1e6);
+		else
+			printf(",\"deadline_in_ms\":null");
+	}
+	if (s) {
+		static const char *const qs[] = { "none", "suspended", "killed" };
+
+		printf(",\"stats\":{\"epoch\":%u,\"bytes_acked\":%llu,\"r_avg_bps\":%llu,"
+		       "\"urgency\":%.3f,\"precedence\":%.3f,\"b\":%.3f,\"alpha\":%.3f,\"cwnd\":%u,"
+		       "\"ece_count\":%u,\"windows\":%u,\"quench\":\"%s\",\"finished\":%s",
+		       s->epoch, (unsigned long long)s->bytes_acked,
+		       (unsigned long long)s->r_avg_Bps * 8, (double)s->urgency_q / DATCP_Q,
+		       (double)s->precedence_q / DATCP_Q, (double)s->b_q / DATCP_Q,
+		       (double)s->alpha_q / DATCP_Q, s->cwnd, s->ece_count, s->windows,
+		       qs[s->quench < 3 ? s->quench : 0], s->finished ? "true" : "false");
+		if (s->finished)
+			printf(",\"fct_ns\":%llu,\"met\":%s", (unsigned long long)s->fct_ns,
+			       s->met ? "true" : "false");
+		printf("}");
+	}
+	printf("}");
+}
+
+static void print_flow_text(const struct datcp_flow_key *k, const struct datcp_flow_meta *m,
+			    const struct datcp_flow_stats *s)
+{
+	char src[64], dst[64];
+
+	datcp_flow_key_format(k, 0, src, sizeof(src));
+	datcp_flow_key_format(k, 1, dst, sizeof(dst));
+	printf("%-22s -> %-22s", src, dst);
+	if (m)
+		printf(" epoch %u %s size %s%llu", m->epoch, datcp_mode_name(m->mode),
+		       m->flags & DATCP_F_SIZE_KNOWN ? "" : "unknown/",
+		       (unsigned long long)m->size_bytes);
+	if (s)
+		printf(" | acked %llu R_avg %.1f Mbit/s U %.2f P %.2f b %.3f cwnd %u ece %u%s%s",
+		       (unsigned long long)s->bytes_acked, s->r_avg_Bps * 8 / 1e6,
+		       (double)s->urgency_q / DATCP_Q, (double)s->precedence_q / DATCP_Q,
+		       (double)s->b_q / DATCP_Q, s->cwnd, s->ece_count,
+		       s->quench ? " QUENCHED" : "",
+		       s->finished ? (s->met ? " finished(met)" : " finished(missed)") : "");
+	printf("\n");
+}
+
+struct list_ctx {
+	int json;
+	int n;
+};
+
+static int list_one(const struct datcp_flow_key *k, const struct datcp_flow_meta *m,
+		    const struct datcp_flow_stats *s, void *ctx)
+{
+	struct list_ctx *lc = ctx;
+
+	if (lc->json) {
+		printf("%s", lc->n ? "," : "");
+		print_flow_json(k, m, s);
+	} else {
+		print_flow_text(k, m, s);
+	}
+	lc->n++;
+	return 0;
+}
+
+static int cmd_flow(int argc, char **argv)
+{
+	static const struct option opts[] = { { "src", required_argument, 0, 's' },
+					      { "dst", required_argument, 0, 'd' },
+					      { "size", required_argument, 0, 'z' },
+					      { "deadline-ms", required_argument, 0, 'D' },
+					      { "importance", required_argument, 0, 'i' },
+					      { "phi", required_argument, 0, 'f' },
+					      { "mode", required_argument, 0, 'm' },
+					      { "quench", required_argument, 0, 'q' },
+					      { "epoch", required_argument, 0, 'e' },
+					      { "json", no_argument, 0, 'j' },
+					      { 0 } };
+	const char *sub = argc > 1 ? argv[1] : "", *src = NULL, *dst = NULL;
+	struct datcp_flow_meta meta = { .importance_q = DATCP_Q, .mode = DATCP_MODE_DATCP };
+	unsigned long long v, deadline_ms = 0;
+	int c, err, json = 0, has_deadline = 0, has_epoch = 0;
+	struct datcp_flow_key key;
+	double x;
+
+	argc--;
+	argv++;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			src = optarg;
+			break;
+		case 'd':
+			dst = optarg;
+			break;
+		case 'z':
+			if (parse_u64("--size", optarg, ~0ULL >> 1, &v))
+				return EXIT_USAGE;
+			meta.size_bytes = v;
+			meta.flags |= DATCP_F_SIZE_KNOWN;
+			break;
+		case 'D':
+			if (parse_u64("--deadline-ms", optarg, 365ULL * 24 * 3600 * 1000, &deadline_ms))
+				return EXIT_USAGE;
+			has_deadline = 1;
+			break;
+		case 'i':
+			if (parse_real("--importance", optarg, 0, DATCP_PRECEDENCE_MAX_Q / DATCP_Q, &x))
+				return EXIT_USAGE;
+			meta.importance_q = to_q(x);
+			break;
+		case 'f':
+			if (parse_real("--phi", optarg, 0, 1, &x))
+				return EXIT_USAGE;
+			meta.phi_q = to_q(x);
+			break;
+		case 'm':
+			if (datcp_mode_parse(optarg) < 0)
+				return usage_error("--mode: '%s' unknown (datcp, dctcp, d2tcp, pd2tcp, reno)",
+						   optarg);
+			meta.mode = (__u8)datcp_mode_parse(optarg);
+			break;
+		case 'q':
+			if (datcp_quench_parse(optarg) < 0)
+				return usage_error("--quench: '%s' unknown (off, suspend, kill)", optarg);
+			meta.quench = (__u8)datcp_quench_parse(optarg);
+			break;
+		case 'e':
+			if (parse_u64("--epoch", optarg, 0xffffffffULL, &v))
+				return EXIT_USAGE;
+			meta.epoch = (__u32)v;
+			has_epoch = 1;
+			break;
+		case 'j':
+			json = 1;
+			break;
+		default:
+			return EXIT_USAGE;
+		}
+	}
+	if (!strcmp(sub, "list")) {
+		struct list_ctx lc = { .json = json };
+
+		if (json)
+			printf("[");
+		err = datcp_flow_foreach(list_one, &lc);
+		if (json)
+			printf("]\n");
+		return err ? runtime_error(err) : 0;
+	}
+	if (strcmp(sub, "set") && strcmp(sub, "get") && strcmp(sub, "delete") && strcmp(sub, "resume"))
+		return usage_error("flow set|get|resume|delete|list");
+	if (!src || !dst)
+		return usage_error("flow %s needs --src IP:PORT and --dst IP:PORT", sub);
+	err = datcp_flow_key_parse(&key, src, dst);
+	if (err)
+		return usage_error("%s", datcp_last_error());
+
+	if (!strcmp(sub, "set")) {
+		struct datcp_flow_meta old;
+		int has_old = 0;
+
+		if (has_deadline && !(meta.flags & DATCP_F_SIZE_KNOWN))
+			return usage_error("--deadline-ms needs --size");
+		meta.start_ns = datcp_now_ns();
+		if (has_deadline)
+			meta.deadline_ns = meta.start_ns + deadline_ms * 1000000ULL;
+		if (!has_epoch) {
+			datcp_flow_get(&key, &old, &has_old, NULL, NULL);
+			meta.epoch = has_old ? old.epoch + 1 : 1;
+		}
+		err = datcp_flow_set(&key, &meta);
+	} else if (!strcmp(sub, "resume")) {
+		int has_old = 0;
+
+		err = datcp_flow_get(&key, &meta, &has_old, NULL, NULL);
+		if (!err && !has_old)
+			err = -ENOENT;
+		if (!err) {
+			meta.quench = DATCP_QUENCH_OFF;
+			err = datcp_flow_set(&key, &meta);
+		}
+	} else if (!strcmp(sub, "delete")) {
+		err = datcp_flow_delete(&key);
+	} else {
+		struct datcp_flow_stats st;
+		int hm = 0, hs = 0;
+
+		err = datcp_flow_get(&key, &meta, &hm, &st, &hs);
+		if (!err) {
+			if (json) {
+				print_flow_json(&key, hm ? &meta : NULL, hs ? &st : NULL);
+				printf("\n");
+			} else {
+				print_flow_text(&key, hm ? &meta : NULL, hs ? &st : NULL);
+			}
+		}
+	}
+	return err ? runtime_error(err) : 0;
+}
+
+/* ---- switch ---- */
+
+static int parse_dscp_map(const char *s, __u8 band[64])
+{
+	char *copy = strdup(s), *tok, *save = NULL;
+	int ret = 0;
+
+	for (tok = strtok_r(copy, ",", &save); tok && !ret; tok = strtok_r(NULL, ",", &save)) {
+		unsigned int d, b;
+		char extra;
+
+		if (sscanf(tok, "%u=%u%c", &d, &b, &extra) != 2 || d > 63 || b >= DATCP_BANDS)
+			ret = usage_error("--dscp-map: '%s' is not DSCP=BAND (DSCP 0..63, BAND 0..%d)",
+					  tok, DATCP_BANDS - 1);
+		else
+			band[d] = (__u8)b;
+	}
+	free(copy);
+	return ret;
+}
+
+static void print_counters_json(const struct datcp_port_config *cfg, const struct datcp_port_state *st)
+{
+	__u64 bytes = 0, packets = 0, marks = 0, drops = 0;
+	int b;
+
+	for (b = 0; b < DATCP_BANDS; b++) {
+		bytes += st->band[b].bytes;
+		packets += st->band[b].packets;
+		marks += st->band[b].marks;
+		drops += st->band[b].drops;
+	}
+	printf("{\"rate_bps\":%llu,\"buffer_bytes\":%u,\"mark\":\"%s\",\"bytes\":%llu,\"packets\":%llu,"
+	       "\"marks\":%llu,\"drops\":%llu,\"peak_queue_bytes\":%llu,\"bands\":[",
+	       (unsigned long long)cfg->rate_bps, cfg->buffer_bytes, datcp_mark_name(cfg->mark_mode),
+	       (unsigned long long)bytes, (unsigned long long)packets, (unsigned long long)marks,
+	       (unsigned long long)drops, (unsigned long long)st->peak_queue_bytes);
+	for (b = 0; b < DATCP_BANDS; b++)
+		printf("%s{\"band\":%d,\"bytes\":%llu,\"packets\":%llu,\"marks\":%llu,\"drops\":%llu,"
+		       "\"peak_queue_bytes\":%llu}",
+		       b ? "," : "", b, (unsigned long long)st->band[b].bytes,
+		       (unsigned long long)st->band[b].packets, (unsigned long long)st->band[b].marks,
+		       (unsigned long long)st->band[b].drops,
+		       (unsigned long long)st->band[b].peak_queue_bytes);
+	printf("]}\n");
+}
+
+static int cmd_switch(int argc, char **argv)
+{
+	static const struct option opts[] = { { "netns", required_argument, 0, 'n' },
+					      { "dev", required_argument, 0, 'd' },
+					      { "rate-mbit", required_argument, 0, 'r' },
+					      { "buffer-bytes", required_argument, 0, 'b' },
+					      { "mark", required_argument, 0, 'm' },
+					      { "red-min", required_argument, 0, '1' },
+					      { "red-max", required_argument, 0, '2' },
+					      { "red-maxp", required_argument, 0, 'p' },
+					      { "k", required_argument, 0, 'k' },
+					      { "preset", required_argument, 0, 'P' },
+					      { "dscp-map", required_argument, 0, 'M' },
+					      { "json", no_argument, 0, 'j' },
+					      { 0 } };
+	const char *sub = argc > 1 ? argv[1] : "", *netns = NULL, *dev = NULL, *dscp_map = NULL;
+	struct datcp_port_config cfg;
+	struct datcp_port_state st;
+	unsigned long long v;
+	int c, err, json = 0, i;
+	double x;
+
+	memset(&cfg, 0, sizeof(cfg));
+	memset(cfg.dscp_band, 1, sizeof(cfg.dscp_band)); /* one standard band */
+	cfg.mark_mode = DATCP_MARK_RED;
+	cfg.red_maxp_q = DATCP_Q;
+	argc--;
+	argv++;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'n':
+			netns = optarg;
+			break;
+		case 'd':
+			dev = optarg;
+			break;
+		case 'r':
+			if (parse_u64("--rate-mbit", optarg, 10000000, &v) || v == 0)
+				return usage_error("--rate-mbit must be 1..10000000");
+			cfg.rate_bps = v * 1000000ULL;
+			break;
+		case 'b':
+			if (parse_u64("--buffer-bytes", optarg, 1U << 30, &v))
+				return EXIT_USAGE;
+			cfg.buffer_bytes = (__u32)v;
+			break;
+		case 'm':
+			if (datcp_mark_parse(optarg) < 0)
+				return usage_error("--mark: '%s' unknown (none, red, step, pfdct)", optarg);
+			cfg.mark_mode = (__u32)datcp_mark_parse(optarg);
+			break;
+		case '1':
+		case '2':
+		case 'k':
+			if (parse_u64(c == 'k' ? "--k" : c == '1' ? "--red-min" : "--red-max", optarg,
+				      1U << 30, &v))
+				return EXIT_USAGE;
+			*(c == 'k' ? &cfg.k_bytes : c == '1' ? &cfg.red_min_bytes : &cfg.red_max_bytes) =
+				(__u32)v;
+			break;
+		case 'p':
+			if (parse_real("--red-maxp", optarg, 0, 1, &x))
+				return EXIT_USAGE;
+			cfg.red_maxp_q = to_q(x);
+			break;
+		case 'P':
+			if (strcmp(optarg, "pfdct"))
+				return usage_error("--preset: '%s' unknown (pfdct)", optarg);
+			/* PFDCT: retransmissions (EF) > short flows (CS4, AF41) > long flows */
+			memset(cfg.dscp_band, 2, sizeof(cfg.dscp_band));
+			cfg.dscp_band[46] = 0;
+			cfg.dscp_band[32] = cfg.dscp_band[34] = 1;
+			break;
+		case 'M':
+			dscp_map = optarg;
+			break;
+		case 'j':
+			json = 1;
+			break;
+		default:
+			return EXIT_USAGE;
+		}
+	}
+	if (!dev)
+		return usage_error("switch %s needs --dev IFNAME", sub);
+	if (!strcmp(sub, "configure")) {
+		if (!cfg.rate_bps || !cfg.buffer_bytes)
+			return usage_error("switch configure needs --rate-mbit and --buffer-bytes");
+		if (dscp_map && parse_dscp_map(dscp_map, cfg.dscp_band))
+			return EXIT_USAGE;
+		err = datcp_switch_configure(netns, dev, &cfg);
+	} else if (!strcmp(sub, "counters")) {
+		err = datcp_switch_read(netns, dev, &cfg, &st);
+		if (!err && json) {
+			print_counters_json(&cfg, &st);
+		} else if (!err) {
+			printf("port %s: %llu Mbit/s, buffer %u B, marking %s, peak queue %llu B\n", dev,
+			       (unsigned long long)cfg.rate_bps / 1000000, cfg.buffer_bytes,
+			       datcp_mark_name(cfg.mark_mode), (unsigned long long)st.peak_queue_bytes);
+			for (i = 0; i < DATCP_BANDS; i++)
+				printf("  band %d: %llu packets %llu bytes, %llu marks, %llu drops, peak %llu B\n",
+				       i, (unsigned long long)st.band[i].packets,
+				       (unsigned long long)st.band[i].bytes,
+				       (unsigned long long)st.band[i].marks,
+				       (unsigned long long)st.band[i].drops,
+				       (unsigned long long)st.band[i].peak_queue_bytes);
+		}
+	} else if (!strcmp(sub, "reset")) {
+		err = datcp_switch_reset(netns, dev);
+	} else {
+		return usage_error("switch configure|counters|reset");
+	}
+	return err ? runtime_error(err) : 0;
+}
+
+/* ---- events ---- */
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+struct events_ctx {
+	int json;
+	long remaining; /* -1: unlimited */
+};
+
+static int print_event(const struct datcp_event *e, void *ctx)
+{
+	struct events_ctx *ec = ctx;
+	static const char *const actions[] = { "none", "suspend", "kill" };
+	char src[64], dst[64];
+
+	datcp_flow_key_format(&e->key, 0, src, sizeof(src));
+	datcp_flow_key_format(&e->key, 1, dst, sizeof(dst));
+	if (e->type == DATCP_EV_FINISHED) {
+		if (ec->json)
+			printf("{\"event\":\"finished\",\"src\":\"%s\",\"dst\":\"%s\",\"epoch\":%u,"
+			       "\"fct_ns\":%llu,\"met\":%s}\n",
+			       src, dst, e->epoch, (unsigned long long)e->fct_ns, e->met ? "true" : "false");
+		else
+			printf("finished %s -> %s epoch %u in %.3f ms, deadline %s\n", src, dst, e->epoch,
+			       e->fct_ns / 1e6, e->met ? "met" : "missed");
+	} else if (e->type == DATCP_EV_QUENCH) {
+		const char *a = actions[e->action < 3 ? e->action : 0];
+
+		if (ec->json)
+			printf("{\"event\":\"quench\",\"src\":\"%s\",\"dst\":\"%s\",\"epoch\":%u,"
+			       "\"action\":\"%s\",\"precedence\":%.3f}\n",
+			       src, dst, e->epoch, a, (double)e->precedence_q / DATCP_Q);
+		else
+			printf("quench %s -> %s epoch %u: %s (precedence %.2f)\n", src, dst, e->epoch, a,
+			       (double)e->precedence_q / DATCP_Q);
+	}
+	fflush(stdout);
+	if (ec->remaining > 0 && --ec->remaining == 0)
+		stop = 1;
+	return 0;
+}
+
+static int cmd_events(int argc, char **argv)
+{
+	static const struct option opts[] = { { "json", no_argument, 0, 'j' },
+					      { "count", required_argument, 0, 'c' },
+					      { "timeout-ms", required_argument, 0, 't' },
+					      { 0 } };
+	struct events_ctx ec = { .remaining = -1 };
+	unsigned long long v, timeout_ms = 0;
+	struct datcp_events *evs;
+	__u64 until = 0;
+	int c, n = 0;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			ec.json = 1;
+			break;
+		case 'c':
+			if (parse_u64("--count", optarg, 1UL << 30, &v) || v == 0)
+				return usage_error("--count must be positive");
+			ec.remaining = (long)v;
+			break;
+		case 't':
+			if (parse_u64("--timeout-ms", optarg, 1UL << 30, &timeout_ms))
+				return EXIT_USAGE;
+			break;
+		default:
+			return EXIT_USAGE;
+		}
+	}
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	evs = datcp_events_open(print_event, &ec);
+	if (!evs)
+		return runtime_error(-errno);
+	if (timeout_ms)
+		until = datcp_now_ns() + timeout_ms * 1000000ULL;
+	while (!stop && n >= 0 && (!until || datcp_now_ns() < until))
+		n = datcp_events_poll(evs, 100);
+	datcp_events_close(evs);
+	return n < 0 && n != -EINTR ? runtime_error(n) : 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *cmd = argc > 1 ? argv[1] : "help";
+
+	argc--;
+	argv++;
+	if (!strcmp(cmd, "load"))
+		return cmd_load(argc, argv);
+	if (!strcmp(cmd, "unload"))
+		return cmd_unload();
+	if (!strcmp(cmd, "status"))
+		return cmd_status(argc, argv);
+	if (!strcmp(cmd, "ports"))
+		return cmd_ports(argc, argv);
+	if (!strcmp(cmd, "flow"))
+		return cmd_flow(argc, argv);
+	if (!strcmp(cmd, "switch"))
+		return cmd_switch(argc, argv);
+	if (!strcmp(cmd, "events"))
+		return cmd_events(argc, argv);
+	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+		fputs(usage, stdout);
+		return 0;
+	}
+	fprintf(stderr, "datcpctl: unknown command '%s'\n%s", cmd, usage);
+	return EXIT_USAGE;
+}

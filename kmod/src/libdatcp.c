@@ -1,0 +1,1002 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * libdatcp: loader and map access for the DATCP data path (see datcp.h).
+ *
+ * Loading is one pass with one unwind: open skeletons, set read-only
+ * configuration, pin maps, register the struct_ops, attach and pin the
+ * sockops link. Whatever fails, the partial state is removed by the same
+ * code as datcp_unload(), so a failed load leaves nothing pinned.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <dirent.h>
+#include <limits.h>
+#include <net/if.h>
+#include <arpa/inet.h>
+#include <sched.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/pkt_sched.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "datcp.h"
+#include "datcp_cc.skel.h"
+#include "datcp_switch.skel.h"
+
+#define BPF_FS_MAGIC_NUM 0xcafe4a11
+#define PIN(name) DATCP_PIN_DIR "/" name
+#define PIN_CC_OPS PIN("cc_ops")
+#define PIN_FLOWS PIN("flows")
+#define PIN_STATS PIN("stats")
+#define PIN_EVENTS PIN("events")
+#define PIN_PORTS PIN("ports")
+#define PIN_SWITCH PIN("switch_ports")
+#define PIN_SOCKOPS PIN("sockops_link")
+#define DEFAULT_LINE_RATE_BPS 100000000ULL
+
+extern char **environ;
+
+static const char *const all_pins[] = { PIN_SOCKOPS, PIN_CC_OPS, PIN_FLOWS, PIN_STATS,
+					PIN_EVENTS,  PIN_PORTS,  PIN_SWITCH };
+
+static __thread char errbuf[512];
+
+static int fail(int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(errbuf, sizeof(errbuf), fmt, ap);
+	va_end(ap);
+	return err < 0 ? err : -err;
+}
+
+const char *datcp_last_error(void)
+{
+	return errbuf;
+}
+
+__u64 datcp_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ULL + (__u64)ts.tv_nsec;
+}
+
+/* Root, bpffs and kernel BTF: say which one is missing. */
+static int check_environment(void)
+{
+	struct statfs fs;
+
+	if (geteuid() != 0)
+		return fail(-EPERM, "datcp needs root (CAP_BPF, CAP_NET_ADMIN, CAP_SYS_ADMIN)");
+	if (statfs("/sys/fs/bpf", &fs) || fs.f_type != BPF_FS_MAGIC_NUM)
+		return fail(-ENODEV, "no bpffs at /sys/fs/bpf: mount it with 'mount -t bpf bpf /sys/fs/bpf'");
+	if (access("/sys/kernel/btf/vmlinux", R_OK))
+		return fail(-ENOTSUP, "kernel BTF (/sys/kernel/btf/vmlinux) missing: "
+				      "datcp needs a kernel built with CONFIG_DEBUG_INFO_BTF");
+	return 0;
+}
+
+static int cc_registered(void)
+{
+	char buf[1024] = "", *tok, *save = NULL;
+	FILE *f = fopen("/proc/sys/net/ipv4/tcp_available_congestion_control", "r");
+
+	if (!f)
+		return 0;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = 0;
+	fclose(f);
+	for (tok = strtok_r(buf, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save))
+		if (!strcmp(tok, "datcp"))
+			return 1;
+	return 0;
+}
+
+static int open_pinned(const char *path)
+{
+	int fd = bpf_obj_get(path);
+
+	if (fd < 0)
+		return fail(-errno, "%s is not pinned: is datcp loaded? (datcpctl load)", path);
+	return fd;
+}
+
+/* ---- network namespaces ---- */
+
+struct netns_ctx {
+	int orig_fd; /* caller's netns, -1 if unchanged */
+	__u64 ino;   /* the target netns */
+};
+
+static int netns_enter(const char *netns, struct netns_ctx *ctx)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	int fd;
+
+	ctx->orig_fd = -1;
+	if (!netns || !*netns) {
+		if (stat("/proc/thread-self/ns/net", &st))
+			return fail(-errno, "cannot stat own network namespace: %s", strerror(errno));
+		ctx->ino = st.st_ino;
+		return 0;
+	}
+	if (strchr(netns, '/'))
+		snprintf(path, sizeof(path), "%s", netns);
+	else
+		snprintf(path, sizeof(path), "/var/run/netns/%s", netns);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return fail(-errno, "network namespace '%s' (%s): %s", netns, path, strerror(errno));
+	if (fstat(fd, &st)) {
+		close(fd);
+		return fail(-errno, "%s: %s", path, strerror(errno));
+	}
+	ctx->ino = st.st_ino;
+	ctx->orig_fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (ctx->orig_fd < 0 || setns(fd, CLONE_NEWNET)) {
+		int err = -errno;
+
+		close(fd);
+		if (ctx->orig_fd >= 0)
+			close(ctx->orig_fd);
+		ctx->orig_fd = -1;
+		return fail(err, "cannot enter network namespace '%s': %s", netns, strerror(-err));
+	}
+	close(fd);
+	return 0;
+}
+
+static void netns_leave(struct netns_ctx *ctx)
+{
+	if (ctx->orig_fd >= 0) {
+		if (setns(ctx->orig_fd, CLONE_NEWNET))
+			fprintf(stderr, "datcp: cannot return to the original network namespace: %s\n",
+				strerror(errno));
+		close(ctx->orig_fd);
+		ctx->orig_fd = -1;
+	}
+}
+
+/* Path of the network namespace with inode ino (own, or a named one). */
+static int netns_find(__u64 ino, char *out, size_t len)
+{
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+
+	if (!stat("/proc/thread-self/ns/net", &st) && st.st_ino == ino) {
+		out[0] = 0;
+		return 0;
+	}
+	d = opendir("/var/run/netns");
+	if (!d)
+		return -ENOENT;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(out, len, "/var/run/netns/%s", de->d_name);
+		if (!stat(out, &st) && st.st_ino == ino) {
+			closedir(d);
+			return 0;
+		}
+	}
+	closedir(d);
+	return -ENOENT;
+}
+
+/* Run tc with the given arguments in the current network namespace. */
+static int run_tc(int quiet, const char *const *args)
+{
+	const char *argv[32] = { "tc" };
+	posix_spawn_file_actions_t fa;
+	char cmd[512] = "tc";
+	int i, status, err;
+	pid_t pid;
+
+	for (i = 0; args[i] && i < 30; i++) {
+		argv[i + 1] = args[i];
+		strncat(cmd, " ", sizeof(cmd) - strlen(cmd) - 1);
+		strncat(cmd, args[i], sizeof(cmd) - strlen(cmd) - 1);
+	}
+	argv[i + 1] = NULL;
+	posix_spawn_file_actions_init(&fa);
+	if (quiet)
+		posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+	err = posix_spawnp(&pid, "tc", &fa, NULL, (char *const *)argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	if (err)
+		return fail(-err, "cannot run tc (iproute2): %s", strerror(err));
+	if (waitpid(pid, &status, 0) < 0)
+		return fail(-errno, "waiting for '%s': %s", cmd, strerror(errno));
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		return fail(-EIO, "'%s' failed", cmd);
+	return 0;
+}
+
+/* ---- load / unload ---- */
+
+static void unpin_all(void)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(all_pins) / sizeof(all_pins[0]); i++)
+		unlink(all_pins[i]);
+	rmdir(DATCP_PIN_DIR);
+}
+
+/* Unregister every struct_ops map named "datcp" (ours or left by a loader
+ * that died before pinning). */
+static void unregister_cc(void)
+{
+	__u32 id = 0, key = 0;
+
+	while (!bpf_map_get_next_id(id, &id)) {
+		struct bpf_map_info info = {};
+		__u32 len = sizeof(info);
+		int fd = bpf_map_get_fd_by_id(id);
+
+		if (fd < 0)
+			continue;
+		if (!bpf_obj_get_info_by_fd(fd, &info, &len) && info.type == BPF_MAP_TYPE_STRUCT_OPS &&
+		    !strcmp(info.name, "datcp"))
+			bpf_map_delete_elem(fd, &key);
+		close(fd);
+	}
+}
+
+static void remove_switch_ports(void)
+{
+	struct datcp_port_key key, next;
+	int fd = bpf_obj_get(PIN_SWITCH), more;
+
+	if (fd < 0)
+		return;
+	more = !bpf_map_get_next_key(fd, NULL, &next);
+	while (more) {
+		char path[PATH_MAX], ifname[IF_NAMESIZE];
+		struct netns_ctx ns;
+
+		key = next;
+		more = !bpf_map_get_next_key(fd, &key, &next);
+		if (!netns_find(key.netns_ino, path, sizeof(path)) && !netns_enter(path, &ns)) {
+			if (if_indextoname(key.ifindex, ifname)) {
+				const char *args[] = { "qdisc", "del", "dev", ifname, "root", NULL };
+
+				run_tc(1, args);
+			}
+			netns_leave(&ns);
+		}
+		bpf_map_delete_elem(fd, &key);
+	}
+	close(fd);
+}
+
+int datcp_unload(void)
+{
+	int err = check_environment();
+
+	if (err)
+		return err;
+	remove_switch_ports();
+	unlink(PIN_SOCKOPS); /* the last reference: detaches sockops */
+	unregister_cc();
+	unpin_all();
+	if (cc_registered())
+		return fail(-EBUSY, "datcp is still registered after unload");
+	return 0;
+}
+
+static int find_cgroup2(char *out, size_t len)
+{
+	char dev[256], dir[PATH_MAX], type[64];
+	FILE *f = fopen("/proc/mounts", "r");
+	int found = 0;
+
+	if (!f)
+		return -errno;
+	while (fscanf(f, "%255s %4095s %63s %*[^\n]", dev, dir, type) == 3)
+		if (!strcmp(type, "cgroup2")) {
+			snprintf(out, len, "%s", dir);
+			found = 1;
+			break;
+		}
+	fclose(f);
+	return found ? 0 : -ENOENT;
+}
+
+static int attach_sockops(struct datcp_cc *skel, const char *cgroup_path)
+{
+	char path[PATH_MAX];
+	struct bpf_link *link;
+	int cg, err;
+
+	if (cgroup_path)
+		snprintf(path, sizeof(path), "%s", cgroup_path);
+	else if (find_cgroup2(path, sizeof(path)))
+		return fail(-ENOENT, "no cgroup v2 mount found for the sockops program: "
+				     "mount one, pass --cgroup DIR, or load with --no-sockops");
+	cg = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (cg < 0)
+		return fail(-errno, "cgroup '%s': %s", path, strerror(errno));
+	link = bpf_program__attach_cgroup(skel->progs.datcp_sockops, cg);
+	close(cg);
+	if (!link)
+		return fail(-errno, "attaching sockops to cgroup '%s': %s", path, strerror(errno));
+	err = bpf_link__pin(link, PIN_SOCKOPS);
+	bpf_link__destroy(link); /* the pin keeps it attached */
+	if (err)
+		return fail(err, "pinning the sockops link: %s", strerror(-err));
+	return 0;
+}
+
+static int create_switch_map(void)
+{
+	struct datcp_switch *sw = datcp_switch__open();
+	int err;
+
+	if (!sw)
+		return fail(-errno, "opening the switch program: %s", strerror(errno));
+	bpf_map__set_pin_path(sw->maps.datcp_switch_ports, PIN_SWITCH);
+	err = datcp_switch__load(sw);
+	datcp_switch__destroy(sw);
+	if (err)
+		return fail(err, "loading the switch program failed (%s); see the verifier log above",
+			    strerror(-err));
+	return 0;
+}
+
+static int load_fresh(const struct datcp_load_opts *opts)
+{
+	struct datcp_cc *skel;
+	struct bpf_link *link;
+	int err;
+
+	if (mkdir(DATCP_PIN_DIR, 0700) && errno != EEXIST)
+		return fail(-errno, "cannot create %s: %s", DATCP_PIN_DIR, strerror(errno));
+	skel = datcp_cc__open();
+	if (!skel)
+		return fail(-errno, "opening the datcp programs: %s", strerror(errno));
+	skel->rodata->datcp_line_rate_Bps =
+		(opts && opts->line_rate_bps ? opts->line_rate_bps : DEFAULT_LINE_RATE_BPS) / 8;
+	bpf_map__set_pin_path(skel->maps.datcp_flows, PIN_FLOWS);
+	bpf_map__set_pin_path(skel->maps.datcp_stats, PIN_STATS);
+	bpf_map__set_pin_path(skel->maps.datcp_events, PIN_EVENTS);
+	bpf_map__set_pin_path(skel->maps.datcp_ports, PIN_PORTS);
+	err = datcp_cc__load(skel);
+	if (err) {
+		err = fail(err, "loading the datcp programs failed (%s); see the verifier log above",
+			   strerror(-err));
+		goto out;
+	}
+	link = bpf_map__attach_struct_ops(skel->maps.datcp);
+	if (!link) {
+		err = fail(-errno, "registering the datcp congestion control: %s", strerror(errno));
+		goto out;
+	}
+	/* keep it registered after we exit; unload deletes the map element */
+	bpf_link__disconnect(link);
+	bpf_link__destroy(link);
+	err = bpf_map__pin(skel->maps.datcp, PIN_CC_OPS);
+	if (err) {
+		err = fail(err, "pinning the struct_ops map: %s", strerror(-err));
+		goto out;
+	}
+	if (!(opts && opts->no_sockops)) {
+		err = attach_sockops(skel, opts ? opts->cgroup_path : NULL);
+		if (err)
+			goto out;
+	}
+	err = create_switch_map();
+out:
+	datcp_cc__destroy(skel);
+	return err;
+}
+
+int datcp_load(const struct datcp_load_opts *opts, int *reused)
+{
+	int err = check_environment();
+	size_t i;
+
+	if (err)
+		return err;
+	if (reused)
+		*reused = 0;
+	if (cc_registered() && !access(PIN_CC_OPS, F_OK) && !access(PIN_FLOWS, F_OK) &&
+	    !access(PIN_SWITCH, F_OK)) {
+		if (reused)
+			*reused = 1;
+	} else {
+		char saved[sizeof(errbuf)];
+
+		/* leftovers of a half-done load or a crashed loader */
+		if (!access(DATCP_PIN_DIR, F_OK) || cc_registered())
+			datcp_unload();
+		err = load_fresh(opts);
+		if (err) {
+			memcpy(saved, errbuf, sizeof(saved));
+			datcp_unload();
+			memcpy(errbuf, saved, sizeof(saved));
+			return err;
+		}
+	}
+	for (i = 0; opts && i < opts->n_ports; i++) {
+		err = datcp_port_add(opts->ports[i]);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static __u32 count_keys(const char *pin, size_t key_size)
+{
+	char key[64], next[64];
+	int fd = bpf_obj_get(pin);
+	__u32 n = 0;
+	void *prev = NULL;
+
+	if (fd < 0 || key_size > sizeof(key))
+		return 0;
+	while (!bpf_map_get_next_key(fd, prev, next)) {
+		memcpy(key, next, key_size);
+		prev = key;
+		n++;
+	}
+	close(fd);
+	return n;
+}
+
+int datcp_get_status(struct datcp_status *st)
+{
+	__u16 port, next, *prev = NULL;
+	int err = check_environment(), fd;
+
+	if (err)
+		return err;
+	memset(st, 0, sizeof(*st));
+	st->cc_registered = cc_registered();
+	st->pinned = !access(PIN_FLOWS, F_OK);
+	st->sockops_attached = !access(PIN_SOCKOPS, F_OK);
+	st->flows = count_keys(PIN_FLOWS, sizeof(struct datcp_flow_key));
+	st->switch_ports = count_keys(PIN_SWITCH, sizeof(struct datcp_port_key));
+	fd = bpf_obj_get(PIN_PORTS);
+	if (fd >= 0) {
+		while (!bpf_map_get_next_key(fd, prev, &next) && st->n_ports < DATCP_MAX_PORTS) {
+			st->ports[st->n_ports++] = next;
+			port = next;
+			prev = &port;
+		}
+		close(fd);
+	}
+	return 0;
+}
+
+static int ports_update(__u16 port, int add)
+{
+	int fd, err;
+	__u8 one = 1;
+
+	if (port == 0)
+		return fail(-EINVAL, "port 0 is not a valid port");
+	fd = open_pinned(PIN_PORTS);
+	if (fd < 0)
+		return fd;
+	err = add ? bpf_map_update_elem(fd, &port, &one, BPF_ANY) : bpf_map_delete_elem(fd, &port);
+	err = err ? -errno : 0;
+	close(fd);
+	if (err == -ENOENT)
+		return fail(err, "port %u is not configured", port);
+	if (err)
+		return fail(err, "updating port %u: %s", port, strerror(-err));
+	return 0;
+}
+
+int datcp_port_add(__u16 port)
+{
+	return ports_update(port, 1);
+}
+
+int datcp_port_del(__u16 port)
+{
+	return ports_update(port, 0);
+}
+
+/* ---- flows ---- */
+
+static int parse_endpoint(const char *s, __u8 addr[16], __u16 *port, const char *what)
+{
+	char host[INET6_ADDRSTRLEN + 2];
+	const char *colon, *h = s;
+	size_t hlen;
+	char *end;
+	long p;
+
+	if (!s)
+		return fail(-EINVAL, "%s endpoint missing (want IP:PORT)", what);
+	colon = strrchr(s, ':');
+	if (!colon)
+		return fail(-EINVAL, "%s '%s': want IP:PORT or [IPv6]:PORT", what, s);
+	hlen = colon - s;
+	if (s[0] == '[' && hlen >= 2 && s[hlen - 1] == ']') {
+		h = s + 1;
+		hlen -= 2;
+	}
+	if (hlen >= sizeof(host))
+		return fail(-EINVAL, "%s '%s': address too long", what, s);
+	memcpy(host, h, hlen);
+	host[hlen] = 0;
+	errno = 0;
+	p = strtol(colon + 1, &end, 10);
+	if (errno || *end || end == colon + 1 || p < 1 || p > 65535)
+		return fail(-EINVAL, "%s '%s': port must be 1..65535", what, s);
+	*port = (__u16)p;
+	memset(addr, 0, 16);
+	if (inet_pton(AF_INET, host, addr + 12) == 1) {
+		addr[10] = addr[11] = 0xff;
+		return 0;
+	}
+	if (inet_pton(AF_INET6, host, addr) == 1)
+		return 0;
+	return fail(-EINVAL, "%s '%s': '%s' is not an IPv4 or IPv6 address", what, s, host);
+}
+
+int datcp_flow_key_parse(struct datcp_flow_key *key, const char *src, const char *dst)
+{
+	int err;
+
+	memset(key, 0, sizeof(*key));
+	err = parse_endpoint(src, key->saddr, &key->sport, "source");
+	if (!err)
+		err = parse_endpoint(dst, key->daddr, &key->dport, "destination");
+	return err;
+}
+
+void datcp_flow_key_format(const struct datcp_flow_key *key, int dst, char *buf, size_t len)
+{
+	static const __u8 v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	const __u8 *a = dst ? key->daddr : key->saddr;
+	char host[INET6_ADDRSTRLEN];
+
+	if (!memcmp(a, v4mapped, 12)) {
+		inet_ntop(AF_INET, a + 12, host, sizeof(host));
+		snprintf(buf, len, "%s:%u", host, dst ? key->dport : key->sport);
+	} else {
+		inet_ntop(AF_INET6, a, host, sizeof(host));
+		snprintf(buf, len, "[%s]:%u", host, dst ? key->dport : key->sport);
+	}
+}
+
+static int validate_meta(const struct datcp_flow_meta *m)
+{
+	if (m->mode >= DATCP_MODE_MAX)
+		return fail(-EINVAL, "mode %u unknown (datcp, dctcp, d2tcp, pd2tcp, reno)", m->mode);
+	if (m->quench > DATCP_QUENCH_KILL)
+		return fail(-EINVAL, "quench %u unknown (off, suspend, kill)", m->quench);
+	if (m->phi_q > DATCP_Q)
+		return fail(-EINVAL, "phi must be within [0, 1]");
+	if (m->importance_q > DATCP_PRECEDENCE_MAX_Q)
+		return fail(-EINVAL, "importance must be within [0, %u]", DATCP_PRECEDENCE_MAX_Q / DATCP_Q);
+	if (m->deadline_ns && !(m->flags & DATCP_F_SIZE_KNOWN))
+		return fail(-EINVAL, "a deadline needs the flow's size");
+	return 0;
+}
+
+int datcp_flow_set(const struct datcp_flow_key *key, const struct datcp_flow_meta *meta)
+{
+	struct datcp_flow_meta m = *meta;
+	int fd, err = validate_meta(meta);
+
+	if (err)
+		return err;
+	if (!m.start_ns)
+		m.start_ns = datcp_now_ns();
+	fd = open_pinned(PIN_FLOWS);
+	if (fd < 0)
+		return fd;
+	err = bpf_map_update_elem(fd, key, &m, BPF_ANY) ? -errno : 0;
+	close(fd);
+	if (err)
+		return fail(err, "registering the flow: %s", strerror(-err));
+	return 0;
+}
+
+int datcp_flow_get(const struct datcp_flow_key *key, struct datcp_flow_meta *meta, int *has_meta,
+		   struct datcp_flow_stats *stats, int *has_stats)
+{
+	struct datcp_flow_meta m;
+	struct datcp_flow_stats s;
+	int fd, hm = 0, hs = 0;
+
+	fd = open_pinned(PIN_FLOWS);
+	if (fd < 0)
+		return fd;
+	hm = !bpf_map_lookup_elem(fd, key, &m);
+	close(fd);
+	fd = open_pinned(PIN_STATS);
+	if (fd < 0)
+		return fd;
+	hs = !bpf_map_lookup_elem(fd, key, &s);
+	close(fd);
+	if (has_meta)
+		*has_meta = hm;
+	if (has_stats)
+		*has_stats = hs;
+	if (meta && hm)
+		*meta = m;
+	if (stats && hs)
+		*stats = s;
+	if (!hm && !hs)
+		return fail(-ENOENT, "no such flow");
+	return 0;
+}
+
+int datcp_flow_delete(const struct datcp_flow_key *key)
+{
+	int fd, found = 0;
+
+	fd = open_pinned(PIN_FLOWS);
+	if (fd < 0)
+		return fd;
+	found |= !bpf_map_delete_elem(fd, key);
+	close(fd);
+	fd = open_pinned(PIN_STATS);
+	if (fd < 0)
+		return fd;
+	found |= !bpf_map_delete_elem(fd, key);
+	close(fd);
+	return found ? 0 : fail(-ENOENT, "no such flow");
+}
+
+int datcp_flow_foreach(datcp_flow_fn fn, void *ctx)
+{
+	struct datcp_flow_key key, next, *prev = NULL;
+	struct datcp_flow_meta m;
+	struct datcp_flow_stats s;
+	int ffd, sfd, ret = 0;
+
+	ffd = open_pinned(PIN_FLOWS);
+	if (ffd < 0)
+		return ffd;
+	sfd = open_pinned(PIN_STATS);
+	if (sfd < 0) {
+		close(ffd);
+		return sfd;
+	}
+	while (!ret && !bpf_map_get_next_key(ffd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(ffd, &key, &m))
+			continue; /* deleted meanwhile */
+		ret = fn(&key, &m, bpf_map_lookup_elem(sfd, &key, &s) ? NULL : &s, ctx);
+	}
+	prev = NULL;
+	while (!ret && !bpf_map_get_next_key(sfd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (!bpf_map_lookup_elem(ffd, &key, &m) || bpf_map_lookup_elem(sfd, &key, &s))
+			continue; /* visited above, or evicted meanwhile */
+		ret = fn(&key, NULL, &s, ctx);
+	}
+	close(ffd);
+	close(sfd);
+	return ret;
+}
+
+/* ---- emulated switch ports ---- */
+
+static int port_key_of(const char *ifname, const struct netns_ctx *ns, struct datcp_port_key *key)
+{
+	memset(key, 0, sizeof(*key));
+	key->netns_ino = ns->ino;
+	key->ifindex = if_nametoindex(ifname);
+	if (!key->ifindex)
+		return fail(-ENODEV, "no interface '%s' in that network namespace", ifname);
+	return 0;
+}
+
+static int validate_port_config(const struct datcp_port_config *c)
+{
+	int i;
+
+	if (c->rate_bps < 8000)
+		return fail(-EINVAL, "rate must be at least 8 kbit/s");
+	if (c->buffer_bytes < 1600)
+		return fail(-EINVAL, "buffer must hold at least one full-size packet (1600 bytes)");
+	if (c->mark_mode > DATCP_MARK_PFDCT)
+		return fail(-EINVAL, "marking mode %u unknown (none, red, step, pfdct)", c->mark_mode);
+	if (c->mark_mode == DATCP_MARK_RED &&
+	    (c->red_min_bytes >= c->red_max_bytes || c->red_maxp_q == 0 || c->red_maxp_q > DATCP_Q))
+		return fail(-EINVAL, "RED needs min < max and max_p in (0, 1]");
+	if ((c->mark_mode == DATCP_MARK_STEP || c->mark_mode == DATCP_MARK_PFDCT) && !c->k_bytes)
+		return fail(-EINVAL, "step and pfdct marking need a threshold K > 0");
+	for (i = 0; i < 64; i++)
+		if (c->dscp_band[i] >= DATCP_BANDS)
+			return fail(-EINVAL, "DSCP %d maps to band %u; bands are 0..%d", i,
+				    c->dscp_band[i], DATCP_BANDS - 1);
+	return 0;
+}
+
+/* HTB root at the link rate; one class per band (strict-ish priority by
+ * HTB prio, each guaranteed 1% and allowed the whole link), each with a
+ * bfifo of the port's buffer. */
+static int setup_htb(const char *ifname, const struct datcp_port_config *c)
+{
+	char rate[32], min_rate[32], limit[32], classid[16], handle[16];
+	int b, err;
+
+	snprintf(rate, sizeof(rate), "%llubit", (unsigned long long)c->rate_bps);
+	snprintf(min_rate, sizeof(min_rate), "%llubit", (unsigned long long)(c->rate_bps / 100));
+	snprintf(limit, sizeof(limit), "%u", c->buffer_bytes);
+	{
+		const char *root[] = { "qdisc", "replace", "dev", ifname, "root", "handle", "1:",
+				       "htb",   "default", "11",  NULL };
+		const char *cls[] = { "class", "replace", "dev", ifname, "parent", "1:", "classid",
+				      "1:1",   "htb",     "rate", rate,  "ceil",   rate, NULL };
+
+		err = run_tc(0, root);
+		if (!err)
+			err = run_tc(0, cls);
+		if (err)
+			return err;
+	}
+	for (b = 0; b < DATCP_BANDS && !err; b++) {
+		char prio[4];
+
+		snprintf(classid, sizeof(classid), "1:%x", 0x10 + b);
+		snprintf(handle, sizeof(handle), "%x:", 0x10 + b);
+		snprintf(prio, sizeof(prio), "%d", b);
+		{
+			const char *cls[] = { "class", "replace", "dev",  ifname,   "parent", "1:1",
+					      "classid", classid, "htb",  "rate",   min_rate, "ceil",
+					      rate,      "prio",  prio,   NULL };
+			const char *q[] = { "qdisc", "replace", "dev", ifname, "parent", classid,
+					    "handle", handle,  "bfifo", "limit", limit,  NULL };
+
+			err = run_tc(0, cls);
+			if (!err)
+				err = run_tc(0, q);
+		}
+	}
+	return err;
+}
+
+static int attach_aqm(const struct datcp_port_key *key, const struct datcp_port_config *cfg)
+{
+	DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = key->ifindex,
+			    .attach_point = BPF_TC_CUSTOM, .parent = TC_H_MAKE(1 << 16, 0));
+	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = 1, .priority = 1,
+			    .flags = BPF_TC_F_REPLACE);
+	struct datcp_port_slot slot;
+	struct datcp_switch *sw;
+	int err;
+
+	sw = datcp_switch__open();
+	if (!sw)
+		return fail(-errno, "opening the switch program: %s", strerror(errno));
+	sw->rodata->datcp_port_netns = key->netns_ino;
+	sw->rodata->datcp_port_ifindex = key->ifindex;
+	bpf_map__set_pin_path(sw->maps.datcp_switch_ports, PIN_SWITCH);
+	err = datcp_switch__load(sw);
+	if (err) {
+		err = fail(err, "loading the switch program: %s", strerror(-err));
+		goto out;
+	}
+	memset(&slot, 0, sizeof(slot));
+	slot.cfg = *cfg;
+	slot.st.last_ns = datcp_now_ns();
+	slot.st.pfdct_k_t = cfg->k_bytes;
+	if (bpf_map_update_elem(bpf_map__fd(sw->maps.datcp_switch_ports), key, &slot, BPF_ANY)) {
+		err = fail(-errno, "storing the port configuration: %s", strerror(errno));
+		goto out;
+	}
+	opts.prog_fd = bpf_program__fd(sw->progs.datcp_switch_port);
+	err = bpf_tc_attach(&hook, &opts);
+	if (err)
+		err = fail(err, "attaching the AQM to the HTB root: %s", strerror(-err));
+out:
+	datcp_switch__destroy(sw);
+	return err;
+}
+
+int datcp_switch_configure(const char *netns, const char *ifname, const struct datcp_port_config *cfg)
+{
+	struct datcp_port_key key;
+	struct netns_ctx ns;
+	int err = check_environment();
+
+	if (!err)
+		err = validate_port_config(cfg);
+	if (!err && access(PIN_SWITCH, F_OK))
+		err = fail(-ENOENT, "datcp is not loaded (datcpctl load)");
+	if (err)
+		return err;
+	err = netns_enter(netns, &ns);
+	if (err)
+		return err;
+	err = port_key_of(ifname, &ns, &key);
+	if (!err)
+		err = setup_htb(ifname, cfg);
+	if (!err)
+		err = attach_aqm(&key, cfg);
+	netns_leave(&ns);
+	return err;
+}
+
+int datcp_switch_read(const char *netns, const char *ifname, struct datcp_port_config *cfg,
+		      struct datcp_port_state *st)
+{
+	struct datcp_port_slot slot;
+	struct datcp_port_key key;
+	struct netns_ctx ns;
+	int fd, err = check_environment();
+
+	if (err)
+		return err;
+	err = netns_enter(netns, &ns);
+	if (err)
+		return err;
+	err = port_key_of(ifname, &ns, &key);
+	netns_leave(&ns);
+	if (err)
+		return err;
+	fd = open_pinned(PIN_SWITCH);
+	if (fd < 0)
+		return fd;
+	err = bpf_map_lookup_elem_flags(fd, &key, &slot, BPF_F_LOCK) ? -errno : 0;
+	close(fd);
+	if (err == -ENOENT)
+		return fail(err, "switch port '%s' is not configured", ifname);
+	if (err)
+		return fail(err, "reading switch port '%s': %s", ifname, strerror(-err));
+	if (cfg)
+		*cfg = slot.cfg;
+	if (st)
+		*st = slot.st;
+	return 0;
+}
+
+int datcp_switch_reset(const char *netns, const char *ifname)
+{
+	struct datcp_port_key key;
+	struct netns_ctx ns;
+	int fd, err = check_environment();
+
+	if (err)
+		return err;
+	err = netns_enter(netns, &ns);
+	if (err)
+		return err;
+	err = port_key_of(ifname, &ns, &key);
+	if (!err) {
+		const char *args[] = { "qdisc", "del", "dev", ifname, "root", NULL };
+
+		run_tc(1, args); /* idempotent: no qdisc is fine */
+	}
+	netns_leave(&ns);
+	if (err)
+		return err;
+	fd = bpf_obj_get(PIN_SWITCH);
+	if (fd >= 0) {
+		bpf_map_delete_elem(fd, &key);
+		close(fd);
+	}
+	return 0;
+}
+
+/* ---- events ---- */
+
+struct datcp_events {
+	struct ring_buffer *rb;
+	datcp_event_fn fn;
+	void *ctx;
+};
+
+static int on_ringbuf(void *ctx, void *data, size_t size)
+{
+	struct datcp_events *evs = ctx;
+
+	if (size < sizeof(struct datcp_event))
+		return 0;
+	return evs->fn((const struct datcp_event *)data, evs->ctx);
+}
+
+struct datcp_events *datcp_events_open(datcp_event_fn fn, void *ctx)
+{
+	struct datcp_events *evs;
+	int fd = open_pinned(PIN_EVENTS);
+
+	if (fd < 0)
+		return NULL;
+	evs = calloc(1, sizeof(*evs));
+	if (!evs) {
+		close(fd);
+		fail(-ENOMEM, "out of memory");
+		return NULL;
+	}
+	evs->fn = fn;
+	evs->ctx = ctx;
+	evs->rb = ring_buffer__new(fd, on_ringbuf, evs, NULL);
+	close(fd); /* the ring buffer keeps its own mapping */
+	if (!evs->rb) {
+		fail(-errno, "opening the event ring buffer: %s", strerror(errno));
+		free(evs);
+		return NULL;
+	}
+	return evs;
+}
+
+int datcp_events_poll(struct datcp_events *evs, int timeout_ms)
+{
+	int n = ring_buffer__poll(evs->rb, timeout_ms);
+
+	if (n < 0 && n != -EINTR)
+		return fail(n, "polling events: %s", strerror(-n));
+	return n;
+}
+
+void datcp_events_close(struct datcp_events *evs)
+{
+	if (!evs)
+		return;
+	ring_buffer__free(evs->rb);
+	free(evs);
+}
+
+/* ---- names ---- */
+
+static const char *const mode_names[] = { "reno", "datcp", "dctcp", "d2tcp", "pd2tcp" };
+static const char *const quench_names[] = { "off", "suspend", "kill" };
+static const char *const mark_names[] = { "none", "red", "step", "pfdct" };
+
+static int lookup_name(const char *const *names, int n, const char *name)
+{
+	int i;
+
+	for (i = 0; name && i < n; i++)
+		if (!strcmp(names[i], name))
+			return i;
+	return -1;
+}
+
+const char *datcp_mode_name(int mode)
+{
+	return mode >= 0 && mode < DATCP_MODE_MAX ? mode_names[mode] : "?";
+}
+
+int datcp_mode_parse(const char *name)
+{
+	return lookup_name(mode_names, DATCP_MODE_MAX, name);
+}
+
+const char *datcp_quench_name(int q)
+{
+	return q >= 0 && q <= DATCP_QUENCH_KILL ? quench_names[q] : "?";
+}
+
+int datcp_quench_parse(const char *name)
+{
+	return lookup_name(quench_names, 3, name);
+}
+
+const char *datcp_mark_name(int m)
+{
+	return m >= 0 && m <= DATCP_MARK_PFDCT ? mark_names[m] : "?";
+}
+
+int datcp_mark_parse(const char *name)
+{
+	return lookup_name(mark_names, 4, name);
+}
