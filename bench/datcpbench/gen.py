@@ -318,6 +318,9 @@ class Generator:
                 f.thread.start()
             steady = None
             last_prog = 0
+            trace_every = float(spec.get("kernel_trace_s", 0) or 0)
+            last_trace = -1e9
+            self.trace = []
             while True:
                 now = time.monotonic()
                 t = now - self.t0
@@ -337,12 +340,18 @@ class Generator:
                     break
                 if t >= duration:
                     break
+                if trace_every and self.mode is not None and t - last_trace >= trace_every:
+                    last_trace = t
+                    self._sample_kernel(t)
                 if self.progress and t - last_prog >= 1.0:
                     last_prog = t
                     self.progress(t, duration)
                 time.sleep(0.02)
             t_end = time.monotonic()
             final = self.tb.counters()
+            if self.tb.port_impl == "datcpctl" and final.get("packets") is None:
+                raise RuntimeError("the emulated switch port vanished during the run (was "
+                                   "`datcpctl unload` run by someone else?); results invalid")
         finally:
             self.stop_ev.set()
             for f in self.flows:
@@ -361,6 +370,18 @@ class Generator:
             for src, dst in self.registered:
                 kernel.flow_delete(src, dst)
         return self._result(t_end, final, steady)
+
+    def _sample_kernel(self, t):
+        """Per-flow kernel statistics (urgency, precedence, b, cwnd, ...) for debugging."""
+        lst = kernel.flow_list() or []
+        ids = {(f.src_key, f.dst_key): f.id for f in self.flows if f.laddr}
+        for e in lst:
+            fid = ids.get((e.get("src"), e.get("dst")))
+            st = e.get("stats") or {}
+            if fid:
+                self.trace.append({"t_s": round(t, 2), "id": fid, **{k: st.get(k) for k in (
+                    "r_avg_bps", "urgency", "precedence", "b", "alpha", "cwnd", "ece_count",
+                    "quench")}})
 
     def _end_t(self, f):
         """Scenario time at which a sized flow ended (finished or killed)."""
@@ -410,7 +431,16 @@ class Generator:
             sw["steady"] = {k: (final[k] - steady[k]) if final.get(k) is not None and
                             steady.get(k) is not None else None for k in ("marks", "drops", "packets")}
         sw["impl"] = self.tb.port_impl
+        # sanity: the emulated port must have been the bottleneck
+        tot = [0.0] * max((len(f["tput_mbps"]) for f in flows), default=0)
+        for f in flows:
+            for i, x in enumerate(f["tput_mbps"]):
+                tot[i] += x
+        over = [x for x in tot[2:] if x > 1.3 * self.tb.link_mbps]
+        if len(over) > 3:
+            raise RuntimeError(f"aggregate throughput above the link rate in {len(over)} bins "
+                               f"(max {max(over):.0f} Mbit/s): the switch port was not shaping")
         return {"flows": flows,
                 "deadline_met_ratio": (n_met / n_dl) if n_dl else None,
                 "switch": sw, "duration_s": round(t_end - self.t0, 3),
-                "events": self.events[:2000]}
+                "events": self.events[:2000], **({"kernel_trace": self.trace} if self.trace else {})}

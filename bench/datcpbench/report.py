@@ -64,13 +64,15 @@ def run_all(out, ccs=None, names=None, profile=scenarios.DEFAULT_PROFILE, link_m
         el = time.monotonic() - t_start
         log(f"[{k}/{len(jobs)}] {name} / {cc}   (elapsed {el / 60:.1f} min)")
         spec = scenarios.build(name, link_mbps, profile, short, seed)
-        try:
-            r = runner.run_spec(spec, cc)
-        except KeyboardInterrupt:
-            raise
-        except Exception as e:  # one broken run must not lose the others
-            log(f"   FAILED: {e}")
-            r = {"scenario": name, "cc": cc, "error": str(e)}
+        for attempt in (1, 2):
+            try:
+                r = runner.run_spec(spec, cc)
+                break
+            except KeyboardInterrupt:
+                raise
+            except Exception as e:  # one broken run must not lose the others
+                log(f"   FAILED (attempt {attempt}): {e}")
+                r = {"scenario": name, "cc": cc, "error": str(e)}
         results[(name, cc)] = r
         with open(os.path.join(out, f"{name}__{cc}.json"), "w") as fh:
             json.dump(r, fh)
