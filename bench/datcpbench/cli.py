@@ -68,6 +68,8 @@ def main(argv=None):
         raise SystemExit("bench/run needs root (network namespaces)")
 
     from . import runner
+    from .netns import install_signal_handlers
+    install_signal_handlers()
     if a.scenario == "cleanup":
         from .netns import reap_stale
         log(f"removed {reap_stale()} stale namespaces")

@@ -60,8 +60,21 @@ class Loaded:
 
     def __exit__(self, *exc):
         if self.we_loaded:
-            _ctl("unload", check=False)
+            st = status()
+            if st and (st.get("flows") or st.get("switch_ports")):
+                # someone else (the agent, another test) is using it now: leave it
+                log(f"datcp left loaded: in use by others ({st.get('flows')} flows, "
+                    f"{st.get('switch_ports')} switch ports)")
+            else:
+                _ctl("unload", check=False)
         return False
+
+
+def status():
+    try:
+        return json.loads(_ctl("status", "--json", check=False))
+    except ValueError:
+        return None
 
 
 def flow_set(src, dst, size=None, deadline_ms=None, importance=1.0, phi=0.0,

@@ -58,6 +58,17 @@ def run_all(out, ccs=None, names=None, profile=scenarios.DEFAULT_PROFILE, link_m
         ccs = [c for c in ccs if not kernel.needs_kmod(c)]
         log(f"kmod/build/datcpctl missing: skipping {', '.join(skipped)}")
     jobs = [(n, c) for n in names for c in ccs]
+    loaded = kernel.Loaded().__enter__() if kernel.available() else None
+    try:
+        results, elapsed = _run_jobs(jobs, runner, link_mbps, profile, short, seed, out)
+    finally:
+        if loaded:
+            loaded.__exit__(None, None, None)
+    write_report(out, results, names, ccs, skipped, profile, link_mbps, elapsed, short)
+    return 0
+
+
+def _run_jobs(jobs, runner, link_mbps, profile, short, seed, out):
     results = {}
     t_start = time.monotonic()
     for k, (name, cc) in enumerate(jobs, 1):
@@ -78,9 +89,7 @@ def run_all(out, ccs=None, names=None, profile=scenarios.DEFAULT_PROFILE, link_m
             json.dump(r, fh)
         if "summary" in r:
             log(f"   met {r['deadline_met_ratio']}  {json.dumps({x: y for x, y in r['summary'].items() if x not in ('fct_s', 'goodput_mbps')})}")
-    write_report(out, results, names, ccs, skipped, profile, link_mbps,
-                 time.monotonic() - t_start, short)
-    return 0
+    return results, time.monotonic() - t_start
 
 
 def load_dir(out):
@@ -325,7 +334,7 @@ def write_report(out, results, names, ccs, skipped, profile, link_mbps, elapsed,
                     counts = list(r["summary"]["goodput_mbps"])
                     break
             if counts:
-                L += ["Goodput (Mbit/s, median of 2 rounds) against synchronized senders of 256 KB:", "",
+                L += ["Goodput (Mbit/s, median of 3 rounds) against synchronized senders of 256 KB:", "",
                       "| cc | " + " | ".join(counts) + " | drops |", "|---|" + "---|" * (len(counts) + 1)]
                 for cc, r in runs:
                     if "summary" in r:

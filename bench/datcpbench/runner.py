@@ -108,7 +108,9 @@ def summarize(name, r):
             per_n.setdefault(n, []).append(gp)
         out["goodput_mbps"] = {str(n): round(statistics.median(v), 2)
                                for n, v in sorted(per_n.items())}
-        out["goodput_frac_min"] = round(min(min(v) for v in per_n.values()) / r["link_mbps"], 3)
+        # the worst sender count, each count by its median round
+        out["goodput_frac_min"] = round(min(statistics.median(v) for v in per_n.values())
+                                        / r["link_mbps"], 3)
     if base == "mixed":
         cls = {}
         for f in dl:

@@ -89,7 +89,7 @@ def build(name, link_mbps=100, profile=DEFAULT_PROFILE, short=False, seed=1):
         t = 0.0
         counts = [1, 4, 16, 40] if short else INCAST_COUNTS
         for n in counts:
-            for r in range(2):
+            for r in range(3):
                 g = f"n={n}/r{r}"
                 for i in range(n):
                     s["flows"].append({"id": f"{g}/s{i}", "src": i, "size_bytes": size,
