@@ -39,6 +39,10 @@ def fmt_table(r):
     lines.append(f"deadline met ratio: {r['deadline_met_ratio']}   switch: marks {sw.get('marks')} "
                  f"drops {sw.get('drops')} peak queue {sw.get('peak_queue_bytes')} B "
                  f"steady {sw.get('steady')}")
+    if r.get("link_util") is not None:
+        lines.append(f"link utilisation {r['link_util']:.2f}" +
+                     ("  (CPU-starved run: the host, not the link, was the limit)"
+                      if r.get("cpu_starved") else ""))
     summ = {k: v for k, v in r["summary"].items() if k not in ("fct_s", "goodput_mbps")}
     lines.append(f"summary: {json.dumps(summ)}")
     return "\n".join(lines)
@@ -61,6 +65,8 @@ def main(argv=None):
                     choices=sorted(scenarios.SWITCH_PROFILES))
     ap.add_argument("--short", action="store_true", help="CI-sized version of the scenario")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--boost-softirq", action="store_true",
+                    help="raise ksoftirqd priority during runs (CPU shared with builds)")
     ap.add_argument("--ccs", help="for 'all': comma-separated subset of CCs")
     ap.add_argument("--scenarios", help="for 'all': comma-separated subset of scenarios")
     a = ap.parse_args(argv)
@@ -80,7 +86,7 @@ def main(argv=None):
         return report.run_all(out, ccs=a.ccs.split(",") if a.ccs else None,
                               names=a.scenarios.split(",") if a.scenarios else None,
                               profile=a.switch_profile, link_mbps=a.link_mbps,
-                              short=a.short, seed=a.seed)
+                              short=a.short, seed=a.seed, boost=a.boost_softirq or None)
     if a.scenario == "custom":
         if not a.spec:
             ap.error("custom needs --spec FILE.json")
@@ -95,7 +101,7 @@ def main(argv=None):
         log(f"  [{spec['scenario']} / {a.cc}] t={t:5.1f}s / max {dur:.0f}s")
 
     log(f"running {spec.get('scenario')} with {a.cc} ...")
-    r = runner.run_spec(spec, a.cc, progress)
+    r = runner.run_spec(spec, a.cc, progress, boost=a.boost_softirq or None)
     if a.out:
         os.makedirs(a.out, exist_ok=True)
         with open(os.path.join(a.out, f"{r['scenario']}__{a.cc}.json"), "w") as fh:

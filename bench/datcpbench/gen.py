@@ -393,6 +393,7 @@ class Generator:
     def _result(self, t_end, final, steady):
         flows = []
         n_dl = n_met = 0
+        tot = [0.0] * (int((t_end - self.t0) / BIN_S) + 1)
         for f in self.flows:
             st = self.rx.stats.get(f.laddr) if f.laddr else None
             total = st.total if st else 0
@@ -413,12 +414,20 @@ class Generator:
             bins = st.bins if st else []
             nb = int((t_end - self.t0) / BIN_S) + 1
             series = [(bins[i] if i < len(bins) else 0) * 8 / BIN_S / 1e6 for i in range(nb)]
+            # series starts at the flow's start bin (tput_from_s) and drops trailing zeros
+            for i, x in enumerate(series):
+                tot[i] += x
+            b0 = min(int(f.start_s / BIN_S), len(series))
+            series = series[b0:]
+            while series and series[-1] == 0:
+                series.pop()
             d = {"id": f.id, "size_bytes": f.size, "deadline_s": f.deadline,
                  "importance": f.importance, "start_s": f.start_s,
                  "fct_s": round(fct, 4) if fct is not None else None, "met": met,
                  "mean_mbps": round(mean, 3), "bytes": total, "phi": f.phi,
                  "src": f.src_i, "dst": f.dst_i, "killed": f.killed,
                  "suspended": f.suspend_count,
+                 "tput_from_s": round(b0 * BIN_S, 1),
                  "tput_mbps": [round(x, 2) for x in series]}
             for k in ("group", "class"):
                 if k in f.spec:
@@ -432,10 +441,6 @@ class Generator:
                             steady.get(k) is not None else None for k in ("marks", "drops", "packets")}
         sw["impl"] = self.tb.port_impl
         # sanity: the emulated port must have been the bottleneck
-        tot = [0.0] * max((len(f["tput_mbps"]) for f in flows), default=0)
-        for f in flows:
-            for i, x in enumerate(f["tput_mbps"]):
-                tot[i] += x
         over = [x for x in tot[2:] if x > 1.3 * self.tb.link_mbps]
         if len(over) > 3:
             raise RuntimeError(f"aggregate throughput above the link rate in {len(over)} bins "

@@ -12,6 +12,7 @@ import sys
 import time
 
 from . import kernel, scenarios
+from .runner import series
 from .netns import log
 
 ALL_CCS = ["datcp", "datcp-noquench", "dctcp", "d2tcp", "pd2tcp", "reno-ecn", "cubic", "bbr"]
@@ -47,7 +48,7 @@ def _git_rev():
 
 
 def run_all(out, ccs=None, names=None, profile=scenarios.DEFAULT_PROFILE, link_mbps=100,
-            short=False, seed=1):
+            short=False, seed=1, boost=None):
     from . import runner
     os.makedirs(out, exist_ok=True)
     ccs = ccs or ALL_CCS
@@ -60,7 +61,7 @@ def run_all(out, ccs=None, names=None, profile=scenarios.DEFAULT_PROFILE, link_m
     jobs = [(n, c) for n in names for c in ccs]
     loaded = kernel.Loaded().__enter__() if kernel.available() else None
     try:
-        results, elapsed = _run_jobs(jobs, runner, link_mbps, profile, short, seed, out)
+        results, elapsed = _run_jobs(jobs, runner, link_mbps, profile, short, seed, out, boost)
     finally:
         if loaded:
             loaded.__exit__(None, None, None)
@@ -68,7 +69,7 @@ def run_all(out, ccs=None, names=None, profile=scenarios.DEFAULT_PROFILE, link_m
     return 0
 
 
-def _run_jobs(jobs, runner, link_mbps, profile, short, seed, out):
+def _run_jobs(jobs, runner, link_mbps, profile, short, seed, out, boost=None):
     results = {}
     t_start = time.monotonic()
     for k, (name, cc) in enumerate(jobs, 1):
@@ -77,7 +78,10 @@ def _run_jobs(jobs, runner, link_mbps, profile, short, seed, out):
         spec = scenarios.build(name, link_mbps, profile, short, seed)
         for attempt in (1, 2):
             try:
-                r = runner.run_spec(spec, cc)
+                r = runner.run_spec(spec, cc, boost=boost)
+                if r.get("cpu_starved") and attempt == 1:
+                    log(f"   link utilisation {r['link_util']}: CPU-starved run, retrying")
+                    continue
                 break
             except KeyboardInterrupt:
                 raise
@@ -124,7 +128,7 @@ def plot_timeseries(out, name, results, ccs):
         ax.axis("off")
     for ax, (cc, r) in zip(axes.flat, runs):
         for f in r["flows"]:
-            s = f["tput_mbps"]
+            s = series(f, r.get("duration_s") or 0.0)
             t = [0.1 * (i + 0.5) for i in range(len(s))]
             lab = f["id"]
             if f["deadline_s"] is not None:

@@ -1,6 +1,7 @@
 """Run one scenario spec with one congestion control on a fresh testbed; summarise."""
 from __future__ import annotations
 
+import os
 import statistics
 
 from . import kernel
@@ -33,12 +34,62 @@ def normalise(spec):
     return spec
 
 
-def run_spec(spec, cc, progress=None):
+def boost_priority():
+    """The emulated links are driven by this process's threads (veth transmit and the
+    bridge run in the sender's context), so on a CPU shared with builds a low
+    priority shows up as a slow link. Raise our nice level (threads inherit it)."""
+    try:
+        if os.getpriority(os.PRIO_PROCESS, 0) > -15:
+            os.setpriority(os.PRIO_PROCESS, 0, -15)
+    except OSError:
+        pass
+
+
+def boost_softirq(cleanup):
+    """Opt-in (--boost-softirq / DATCPBENCH_BOOST_SOFTIRQ=1): under CPU contention the
+    kernel defers softirqs (which run the emulated HTB ports and the bridge) to
+    ksoftirqd at nice 0, where builds starve them and the link runs slow. Raise
+    ksoftirqd's priority for the run; the old values are restored at cleanup."""
+    pids = [int(p) for p in os.listdir("/proc") if p.isdigit() and _comm(p).startswith("ksoftirqd/")]
+    for pid in pids:
+        try:
+            old = os.getpriority(os.PRIO_PROCESS, pid)
+            os.setpriority(os.PRIO_PROCESS, pid, -15)
+            cleanup.push(os.setpriority, os.PRIO_PROCESS, pid, old)
+        except OSError:
+            pass
+
+
+def _comm(pid):
+    try:
+        with open(f"/proc/{pid}/comm") as fh:
+            return fh.read().strip()
+    except OSError:
+        return ""
+
+
+def link_util(r):
+    """Mean aggregate goodput / link over the run (0.5 s after start to 0.3 s before
+    the end), for runs that keep the link backlogged: below ~0.85 the host CPU, not
+    the emulated link, was the bottleneck."""
+    T = r.get("duration_s") or 0.0
+    if T < 1.5:
+        return None
+    tot = None
+    for f in r["flows"]:
+        s = series(f, T)
+        tot = s if tot is None else [a + b for a, b in zip(tot, s)]
+    w = tot[5:max(6, int((T - 0.3) / 0.1))]
+    return round(sum(w) / len(w) / (0.956 * r["link_mbps"]), 3) if w else None
+
+
+def run_spec(spec, cc, progress=None, boost=None):
     if cc not in kernel.CCS:
         raise SystemExit(f"unknown --cc {cc}; one of {', '.join(kernel.CCS)}")
     if kernel.needs_kmod(cc) and not kernel.available():
         raise SystemExit(f"--cc {cc} needs {kernel.DATCPCTL} (run: make -C kmod)")
     spec = normalise(spec)
+    boost_priority()
     install_signal_handlers()
     reap_stale()
     cleanup = Cleanup()
@@ -46,7 +97,11 @@ def run_spec(spec, cc, progress=None):
     n_r = max(f["dst"] for f in spec["flows"]) + 1
     tb = Testbed(n_s, n_r, spec["link_mbps"], spec["switch"], cleanup)
     loaded = None
+    if boost is None:
+        boost = os.environ.get("DATCPBENCH_BOOST_SOFTIRQ") == "1"
     try:
+        if boost:
+            boost_softirq(cleanup)
         if kernel.available():
             loaded = kernel.Loaded().__enter__()
             cleanup.push(loaded.__exit__, None, None, None)
@@ -58,11 +113,26 @@ def run_spec(spec, cc, progress=None):
     out.update(res)
     out["switch_config"] = spec["switch"]
     out["summary"] = summarize(spec["scenario"], out)
+    if not spec["scenario"].startswith("incast"):
+        out["link_util"] = link_util(out)
+        if out["link_util"] is not None and out["link_util"] < 0.85 and \
+                any(f["size_bytes"] is None for f in out["flows"]):
+            out["cpu_starved"] = True
+            log(f"warning: link utilisation {out['link_util']:.2f} with backlogged flows: "
+                f"the host CPU, not the emulated link, limited this run")
     return out
 
 
-def _window_mean(flow, t_from, t_to=None):
+def series(flow, t_end):
+    """Throughput in 100 ms bins from t = 0 to t_end (scenario time)."""
+    off = int(round(flow.get("tput_from_s", 0) / 0.1))
     s = flow["tput_mbps"]
+    n = int(t_end / 0.1) + 1
+    return [(s[i - off] if 0 <= i - off < len(s) else 0.0) for i in range(n)]
+
+
+def _window_mean(flow, t_from, t_to, t_end):
+    s = series(flow, t_end)
     a = int(t_from / 0.1)
     b = len(s) if t_to is None else min(len(s), int(t_to / 0.1))
     w = s[a:b]
@@ -71,6 +141,7 @@ def _window_mean(flow, t_from, t_to=None):
 
 def summarize(name, r):
     flows = r["flows"]
+    T = r.get("duration_s") or 0.0
     dl = [f for f in flows if f["deadline_s"] is not None]
     out = {"met": sum(1 for f in dl if f["met"]), "deadline_flows": len(dl)}
     base = name.split(":")[0]
@@ -80,17 +151,17 @@ def summarize(name, r):
         bg = [f for f in flows if f["size_bytes"] is None]
         end = max((f["fct_s"] or 0) + f["start_s"] for f in dl) if dl else None
         out["bg_mbps_during_deadline_flows"] = {
-            f["id"]: round(_window_mean(f, 0.5, end), 2) for f in bg} if end else None
+            f["id"]: round(_window_mean(f, 0.5, end, T), 2) for f in bg} if end else None
     if base == "fig10":
         bg = sorted((f for f in flows if f["size_bytes"] is None), key=lambda f: f["importance"])
-        shares = [round(_window_mean(f, 1.0), 2) for f in bg]
+        shares = [round(_window_mean(f, 1.0, None, T), 2) for f in bg]
         out["bg_mbps_by_importance"] = {str(f["importance"]): s for f, s in zip(bg, shares)}
         out["share_grows_with_importance"] = all(a < b for a, b in zip(shares, shares[1:]))
     if base == "eq5":
         hi = next((f for f in flows if f["id"] == "p2"), None)
         lo = next((f for f in flows if f["id"] == "p1"), None)
         if hi and lo:
-            a, b = _window_mean(hi, 1.0), _window_mean(lo, 1.0)
+            a, b = _window_mean(hi, 1.0, None, T), _window_mean(lo, 1.0, None, T)
             out["p2_mbps"], out["p1_mbps"] = round(a, 2), round(b, 2)
             out["ratio"] = round(a / b, 3) if b > 0 else None
     if base == "incast":
