@@ -52,8 +52,9 @@
 /* Algorithm 1 parameters (section 4.1/4.2): alpha 0.1, G 0.05. */
 #define DATCP_ALPHA_Q 102U /* 0.1 */
 #define DATCP_G_MAX_Q 51U  /* 0.05 */
-/* Algorithm 2: draw after THETA windows of raised urgency without profit. */
-#define DATCP_THETA_MAX 8U
+/* Algorithm 2: draw after THETA consecutive windows of pushed-up urgency
+ * without profit. */
+#define DATCP_THETA_MAX 3U
 /* Algorithm 2's p_quench = 1 - P / P_max is 0 for flows that reached the
  * top precedence, and identical flows all get there together: they would
  * never be quenched. We take P_max as twice the precedence cap (so the
@@ -137,7 +138,8 @@ static __always_inline __u32 datcp_granularity(__u64 r_desired, __u64 r_avg, __u
 }
 
 /* Algorithm 1: U += g if R_desired > R_avg (up to U_max), else U -= g
- * (down to U_min). *increased tells Algorithm 2 whether U went up. */
+ * (down to U_min). *increased tells Algorithm 2 that U was pushed up (also
+ * when U_max capped it: the flow asked for more share). */
 static __always_inline __u32 datcp_urgency_update(__u32 u_q, __u64 r_desired, __u64 r_avg,
 						  __u32 g_max_q, int *increased)
 {
@@ -223,22 +225,21 @@ struct datcp_quench_state_q {
 
 /* Algorithm 2, one window. Returns 1 when the flow is to be quenched now;
  * the caller then applies epsilon (suspend or kill). rnd is a uniform
- * 32-bit random number. A flow that can still meet its deadline is never
- * quenched (section 3.3: "if flows cannot meet deadlines ... and
- * Gamma_profit <= 0"). */
+ * 32-bit random number. A hopeful flow is never quenched: one that can
+ * still meet its deadline at its current rate, or whose urgency can still
+ * grow (section 3.3: quench when flows "cannot meet deadlines with the
+ * current R_avg and Gamma_profit <= 0", i.e. cannot get more share). */
 static __always_inline int datcp_quench_step(struct datcp_quench_state_q *s, __u64 r_avg,
-					     int can_meet, __u32 p_q, __u32 theta_max, __u32 rnd)
+					     int hopeful, __u32 p_q, __u32 theta_max, __u32 rnd)
 {
 	int quench = 0;
 
-	if (s->u_increased) {
-		/* Gamma_profit = R_avg - R'_avg <= 0 */
-		if (r_avg <= s->r_avg_prev) {
-			s->theta++;
-			if (s->theta >= theta_max) {
-				quench = !can_meet && (rnd & (DATCP_Q - 1)) < datcp_quench_prob(p_q);
-				s->theta = 0;
-			}
+	/* Gamma_profit = R_avg - R'_avg <= 0, counted while urgency is pushed up */
+	if (s->u_increased && r_avg <= s->r_avg_prev) {
+		s->theta++;
+		if (s->theta >= theta_max) {
+			quench = !hopeful && (rnd & (DATCP_Q - 1)) < datcp_quench_prob(p_q);
+			s->theta = 0;
 		}
 	} else {
 		s->theta = 0;
@@ -434,7 +435,9 @@ static __always_inline __u32 datcp_window_step(struct datcp_flow_state *s,
 		s->precedence_q = datcp_precedence(m->phi_q, m->importance_q, s->urgency_q);
 		s->b_q = datcp_md_factor(s->precedence_q);
 		if (has_deadline && m->quench != DATCP_QUENCH_OFF && s->quenched == DATCP_QS_NONE &&
-		    datcp_quench_step(&s->qs, s->r_avg, datcp_can_meet(v_remain, s->r_avg, t_remain),
+		    datcp_quench_step(&s->qs, s->r_avg,
+				      datcp_can_meet(v_remain, s->r_avg, t_remain) ||
+					      s->urgency_q < DATCP_U_MAX_Q,
 				      s->precedence_q, DATCP_THETA_MAX, w->rnd)) {
 			s->quenched = m->quench == DATCP_QUENCH_KILL ? DATCP_QS_KILLED
 								     : DATCP_QS_SUSPENDED;

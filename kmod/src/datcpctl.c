@@ -38,6 +38,8 @@ static const char usage[] =
 	"  switch configure [--netns NS] --dev IF --rate-mbit R --buffer-bytes B\n"
 	"           [--mark none|red|step|pfdct] [--red-min B --red-max B --red-maxp P]\n"
 	"           [--k B] [--preset pfdct] [--dscp-map DSCP=BAND,...]\n"
+	"        defaults: --mark red --red-min 80000 --red-max 120000 --red-maxp 1 (DATCP\n"
+	"        Table 1); every DSCP in band 1 of 0..2 (0 is served first)\n"
 	"  switch counters [--netns NS] --dev IF [--json]\n"
 	"  switch reset [--netns NS] --dev IF\n"
 	"  events [--json] [--count N] [--timeout-ms MS]\n";
@@ -493,7 +495,10 @@ static int cmd_switch(int argc, char **argv)
 
 	memset(&cfg, 0, sizeof(cfg));
 	memset(cfg.dscp_band, 1, sizeof(cfg.dscp_band)); /* one standard band */
+	/* DATCP Table 1: RED on the instantaneous queue, 80/120 KB, max_p 1 */
 	cfg.mark_mode = DATCP_MARK_RED;
+	cfg.red_min_bytes = 80000;
+	cfg.red_max_bytes = 120000;
 	cfg.red_maxp_q = DATCP_Q;
 	argc--;
 	argv++;
