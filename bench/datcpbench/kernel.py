@@ -138,7 +138,14 @@ def switch_configure(ns, dev, rate_mbit, sw):
             args += ["--k", int(sw.get("k", 80000))]
         if sw.get("dscp_map"):
             args += ["--dscp-map", sw["dscp_map"]]
-        _ctl(*args)
+        try:
+            _ctl(*args)
+        except RuntimeError as e:
+            if "not loaded" not in str(e):
+                raise
+            log("datcp was unloaded by someone else; loading it again")
+            _ctl("load")
+            _ctl(*args)
         return "datcpctl"
     _tc_port(ns, dev, rate_mbit, buf)
     return "tc"

@@ -128,12 +128,15 @@ def plot_timeseries(out, name, results, ccs):
         ax.axis("off")
     for ax, (cc, r) in zip(axes.flat, runs):
         for f in r["flows"]:
-            s = series(f, r.get("duration_s") or 0.0)
+            if name == "fig10" and not (f["id"].endswith("/bg0") or f["id"].startswith("I1/")):
+                continue   # the varied flow of each run + the whole first run
+            dur = r.get("variants", {}).get(f.get("variant"), {}).get("duration_s") or r.get("duration_s") or 0.0
+            s = series(f, dur)
             t = [0.1 * (i + 0.5) for i in range(len(s))]
             lab = f["id"]
             if f["deadline_s"] is not None:
                 lab += f" D={f['deadline_s']:g}s " + ("met" if f["met"] else "missed")
-            elif f["importance"] != 1.0 or name == "eq5":
+            elif f["importance"] != 1.0 or name in ("eq5", "fig10"):
                 lab += f" I={f['importance']:g}"
             ls = "-" if f["deadline_s"] is not None else "--"
             ax.plot(t, s, ls, lw=1.0, label=lab)
@@ -250,7 +253,10 @@ def checks(results):
             c.append((n, f"datcp meets {d['met']}/3; cubic {cu['met']}/3; reno-ecn {re_['met']}/3", ok))
     d = get("fig10", "datcp")
     if d:
-        c.append(("fig10", f"datcp background Mbit/s by importance {d['bg_mbps_by_importance']}",
+        cu = get("fig10", "cubic")
+        c.append(("fig10", f"datcp: Mbit/s of the background flow by its importance "
+                  f"{d['bg_mbps_by_importance']}" +
+                  (f" (cubic: {cu['bg_mbps_by_importance']})" if cu else ""),
                   d["share_grows_with_importance"]))
     d, nq, cu = get("fig11", "datcp"), get("fig11", "datcp-noquench"), get("fig11", "cubic")
     if d and nq and cu:
@@ -325,7 +331,7 @@ def write_report(out, results, names, ccs, skipped, profile, link_mbps, elapsed,
                 if n == "eq5":
                     other += f"; ratio {_fmt(s.get('ratio'))}"
                 if n == "fig10":
-                    other = "by importance " + ", ".join(f"I={k}: {v}" for k, v in s["bg_mbps_by_importance"].items())
+                    other = "bg0 by its importance " + ", ".join(f"I={k}: {v}" for k, v in s["bg_mbps_by_importance"].items())
                 sw_ = r["switch"]
                 L.append(f"| {cc} | {s['met']}/{s['deadline_flows']} | {fcts} | {other} | "
                          f"{_fmt(sw_.get('marks'))} | {_fmt(sw_.get('drops'))} | {_fmt(sw_.get('peak_queue_bytes'))} |")

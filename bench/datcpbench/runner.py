@@ -84,6 +84,60 @@ def link_util(r):
 
 
 def run_spec(spec, cc, progress=None, boost=None):
+    """Run a spec; a spec with "variants" runs each on a fresh testbed and merges them
+    into one result (flow ids prefixed with the variant name)."""
+    if spec.get("variants"):
+        loaded = kernel.Loaded().__enter__() if kernel.available() else None
+        try:
+            parts = []
+            for v in spec["variants"]:
+                v = dict(v, scenario=spec.get("scenario", "custom"),
+                         link_mbps=spec.get("link_mbps", v.get("link_mbps", 100)))
+                parts.append((v.get("variant", f"v{len(parts)}"), _run_one(v, cc, progress, boost)))
+        finally:
+            if loaded:
+                loaded.__exit__(None, None, None)
+        return merge(spec, cc, parts)
+    return _run_one(spec, cc, progress, boost)
+
+
+def merge(spec, cc, parts):
+    out = {"scenario": spec["scenario"], "cc": cc, "link_mbps": spec["link_mbps"], "flows": []}
+    n_dl = n_met = 0
+    sw = {"marks": 0, "drops": 0, "peak_queue_bytes": 0, "bytes": 0, "packets": 0,
+          "steady": {"marks": 0, "drops": 0, "packets": 0}}
+    for name, r in parts:
+        for f in r["flows"]:
+            f = dict(f, id=f"{name}/{f['id']}", variant=name)
+            out["flows"].append(f)
+            if f["deadline_s"] is not None:
+                n_dl += 1
+                n_met += bool(f["met"])
+        for k in ("marks", "drops", "bytes", "packets"):
+            sw[k] = None if sw[k] is None or r["switch"].get(k) is None else sw[k] + r["switch"][k]
+        pk = r["switch"].get("peak_queue_bytes")
+        sw["peak_queue_bytes"] = None if pk is None or sw["peak_queue_bytes"] is None else \
+            max(pk, sw["peak_queue_bytes"])
+        for k in ("marks", "drops", "packets"):
+            a = (r["switch"].get("steady") or {}).get(k)
+            sw["steady"][k] = None if a is None or sw["steady"][k] is None else sw["steady"][k] + a
+        sw["impl"] = r["switch"].get("impl")
+    out["deadline_met_ratio"] = n_met / n_dl if n_dl else None
+    out["switch"] = sw
+    out["duration_s"] = max(r["duration_s"] for _, r in parts)
+    out["variants"] = {name: {"duration_s": r["duration_s"], "link_util": r.get("link_util"),
+                              "summary": r["summary"]} for name, r in parts}
+    out["events"] = [dict(e, variant=name) for name, r in parts for e in r.get("events", [])]
+    out["switch_config"] = parts[0][1]["switch_config"]
+    out["summary"] = summarize(spec["scenario"], out)
+    utils = [r.get("link_util") for _, r in parts if r.get("link_util") is not None]
+    out["link_util"] = min(utils) if utils else None
+    if any(r.get("cpu_starved") for _, r in parts):
+        out["cpu_starved"] = True
+    return out
+
+
+def _run_one(spec, cc, progress=None, boost=None):
     if cc not in kernel.CCS:
         raise SystemExit(f"unknown --cc {cc}; one of {', '.join(kernel.CCS)}")
     if kernel.needs_kmod(cc) and not kernel.available():
@@ -153,10 +207,18 @@ def summarize(name, r):
         out["bg_mbps_during_deadline_flows"] = {
             f["id"]: round(_window_mean(f, 0.5, end, T), 2) for f in bg} if end else None
     if base == "fig10":
-        bg = sorted((f for f in flows if f["size_bytes"] is None), key=lambda f: f["importance"])
-        shares = [round(_window_mean(f, 1.0, None, T), 2) for f in bg]
-        out["bg_mbps_by_importance"] = {str(f["importance"]): s for f, s in zip(bg, shares)}
-        out["share_grows_with_importance"] = all(a < b for a, b in zip(shares, shares[1:]))
+        # the varied background flow bg0 of each variant, over the variant's run
+        by = {}
+        for f in flows:
+            if f["id"].endswith("/bg0"):
+                dur = r.get("variants", {}).get(f.get("variant"), {}).get("duration_s", T)
+                by[f["importance"]] = _window_mean(f, 1.0, None, dur)
+        imps = sorted(by)
+        shares = [round(by[i], 2) for i in imps]
+        out["bg_mbps_by_importance"] = {f"{i:g}": v for i, v in zip(imps, shares)}
+        out["share_grows_with_importance"] = len(shares) > 1 and all(
+            a < b for a, b in zip(shares, shares[1:]))
+        out["share_ratio_max_min"] = round(shares[-1] / shares[0], 2) if shares and shares[0] else None
     if base == "eq5":
         hi = next((f for f in flows if f["id"] == "p2"), None)
         lo = next((f for f in flows if f["id"] == "p1"), None)

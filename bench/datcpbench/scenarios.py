@@ -57,14 +57,18 @@ def build(name, link_mbps=100, profile=DEFAULT_PROFILE, short=False, seed=1):
                                "start_s": 1.0 + i})
         s.update(duration_s=14, min_duration_s=8, tail_s=0.5)
     elif name == "fig10":
-        # fig8 with phi = 0.5; the three background flows carry importance 1, 2, 3
-        # at once (the paper varies one background flow's importance across runs).
-        s = _fig8(name, 4.0, link_mbps, profile, short)
-        for f in s["flows"]:
-            f["phi"] = 0.5
-        for i, f in enumerate(x for x in s["flows"] if x["id"].startswith("bg")):
-            f["importance"] = float(i + 1)
-        s.update(min_duration_s=7)
+        # fig8-4s with phi = 0.5, run three times: background flow bg0 has importance
+        # 1, 2, 3 (the others 1). One result; flow ids are prefixed "I1/", "I2/", "I3/".
+        s = _base(name, link_mbps, profile)
+        s["variants"] = []
+        for imp in (1, 2, 3):
+            v = _fig8(name, 4.0, link_mbps, profile, short)
+            for f in v["flows"]:
+                f["phi"] = 0.5
+                if f["id"] == "bg0":
+                    f["importance"] = float(imp)
+            v.update(min_duration_s=5 if short else 7, variant=f"I{imp}")
+            s["variants"].append(v)
     elif name == "fig11":
         s = _base(name, link_mbps, profile)
         size, dl = 20 * MB, 6.0
@@ -120,7 +124,7 @@ def build(name, link_mbps=100, profile=DEFAULT_PROFILE, short=False, seed=1):
     else:
         raise KeyError(name)
     if scale != 1.0 and name not in ("mixed",):
-        for f in s["flows"]:
+        for f in s["flows"] + [f for v in s.get("variants", []) for f in v["flows"]]:
             if f.get("size_bytes"):
                 f["size_bytes"] = int(f["size_bytes"] * scale)
     return s
