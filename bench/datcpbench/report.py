@@ -271,12 +271,21 @@ def checks(results):
         if d:
             c.append(("incast", f"{cc}: min goodput {100 * d['goodput_frac_min']:.1f}% of link",
                       d["goodput_frac_min"] >= 0.9))
+    cu = get("incast", "cubic")
+    if cu:
+        c.append(("incast", f"cubic: min goodput {100 * cu['goodput_frac_min']:.1f}% of link "
+                  f"({'collapse' if cu['goodput_frac_min'] < 0.9 else 'no collapse'} with this buffer)", None))
     d, cu = get("mixed", "datcp"), get("mixed", "cubic")
     if d and cu:
         a, b = d["met_ratio_by_class"], cu["met_ratio_by_class"]
         ok = all(a.get(k, 0) > b.get(k, 0) for k in scenarios.MIXED_CLASSES)
         c.append(("mixed", "datcp vs cubic met ratio: " + ", ".join(
             f"{k} {a.get(k, 0):.2f} vs {b.get(k, 0):.2f}" for k in scenarios.MIXED_CLASSES), ok))
+        for cc in ("d2tcp", "pd2tcp", "dctcp"):
+            x = get("mixed", cc)
+            if x:
+                c.append(("mixed", f"{cc}: " + ", ".join(
+                    f"{k} {x['met_ratio_by_class'].get(k, 0):.2f}" for k in scenarios.MIXED_CLASSES), None))
     return c
 
 
@@ -303,9 +312,12 @@ def write_report(out, results, names, ccs, skipped, profile, link_mbps, elapsed,
     cs = checks(results)
     if cs:
         L += ["## What must show", "", "| scenario | result | ok |", "|---|---|---|"]
-        L += [f"| {n} | {t} | {'PASS' if ok else 'FAIL'} |" for n, t, ok in cs]
+        L += [f"| {n} | {t} | {'info' if ok is None else 'PASS' if ok else 'FAIL'} |" for n, t, ok in cs]
         L.append("")
-    L += ["## Deadline-met ratio", "", f"![deadline met]({bars})", "",
+    L += ["FCTs marked (s) were suspended by DATCP quenching at least once, (k) killed. "
+          "Link util = aggregate goodput / (0.956 × link) while backlogged; below 0.85 the "
+          "host CPU (shared with builds), not the emulated link, limited the run.", "",
+          "## Deadline-met ratio", "", f"![deadline met]({bars})", "",
           "| scenario | " + " | ".join(ccs) + " |", "|---|" + "---|" * len(ccs)]
     for n in names:
         if n in ("incast", "eq5"):
@@ -317,11 +329,11 @@ def write_report(out, results, names, ccs, skipped, profile, link_mbps, elapsed,
         L += [f"## {n}", ""]
         runs = [(cc, results.get((n, cc), {})) for cc in ccs]
         if n in TIMESERIES:
-            L += ["| cc | met | deadline-flow FCTs (s) | background / other Mbit/s | marks | drops | peak queue B |",
-                  "|---|---|---|---|---|---|---|"]
+            L += ["| cc | met | deadline-flow FCTs (s) | background / other Mbit/s | marks | drops | peak queue B | link util |",
+                  "|---|---|---|---|---|---|---|---|"]
             for cc, r in runs:
                 if "summary" not in r:
-                    L.append(f"| {cc} | error: {r.get('error', 'not run')} | | | | | |")
+                    L.append(f"| {cc} | error: {r.get('error', 'not run')} | | | | | | |")
                     continue
                 s = r["summary"]
                 fcts = ", ".join(_fmt(f["fct_s"]) + ("(k)" if f.get("killed") else "(s)" if f.get("suspended") else "")
@@ -334,7 +346,8 @@ def write_report(out, results, names, ccs, skipped, profile, link_mbps, elapsed,
                     other = "bg0 by its importance " + ", ".join(f"I={k}: {v}" for k, v in s["bg_mbps_by_importance"].items())
                 sw_ = r["switch"]
                 L.append(f"| {cc} | {s['met']}/{s['deadline_flows']} | {fcts} | {other} | "
-                         f"{_fmt(sw_.get('marks'))} | {_fmt(sw_.get('drops'))} | {_fmt(sw_.get('peak_queue_bytes'))} |")
+                         f"{_fmt(sw_.get('marks'))} | {_fmt(sw_.get('drops'))} | {_fmt(sw_.get('peak_queue_bytes'))} | "
+                         f"{_fmt(r.get('link_util'))}{' (CPU-starved)' if r.get('cpu_starved') else ''} |")
             if figs.get(n):
                 L += ["", f"![{n}]({figs[n]})"]
         elif n == "incast":
@@ -371,4 +384,4 @@ def write_report(out, results, names, ccs, skipped, profile, link_mbps, elapsed,
         fh.write("\n".join(L) + "\n")
     log(f"report: {os.path.join(out, 'REPORT.md')}")
     for n, t, ok in cs:
-        print(f"{'PASS' if ok else 'FAIL'}  {n}: {t}")
+        print(f"{'INFO' if ok is None else 'PASS' if ok else 'FAIL'}  {n}: {t}")
