@@ -55,7 +55,7 @@ def strip_for_json(r):
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="bench/run", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("scenario", help="|".join(scenarios.NAMES + ["custom", "all", "cleanup"]))
+    ap.add_argument("scenario", help="|".join(scenarios.NAMES + ["custom", "all", "report", "cleanup"]))
     ap.add_argument("--cc", default="datcp", help="|".join(kernel.CCS))
     ap.add_argument("--json", action="store_true", help="print exactly one JSON object")
     ap.add_argument("--out", help="directory for results (JSON per run; report for 'all')")
@@ -79,6 +79,13 @@ def main(argv=None):
     if a.scenario == "cleanup":
         from .netns import reap_stale
         log(f"removed {reap_stale()} stale namespaces")
+        return 0
+    if a.scenario == "report":   # re-render REPORT.md + plots from the JSON in --out
+        from . import report
+        res = report.load_dir(a.out)
+        names = [n for n in scenarios.NAMES if any(k[0] == n for k in res)]
+        ccs = [c for c in report.ALL_CCS if any(k[1] == c for k in res)]
+        report.write_report(a.out, res, names, ccs, [], a.switch_profile, a.link_mbps, 0.0)
         return 0
     if a.scenario == "all":
         from . import report

@@ -301,7 +301,8 @@ def write_report(out, results, names, ccs, skipped, profile, link_mbps, elapsed,
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     L = [f"# DATCP bench report — {now}", "",
          f"- machine: {machine()}",
-         f"- commit: {_git_rev()}; run time {elapsed / 60:.1f} min" + (" (short versions)" if short else ""),
+         f"- commit: {_git_rev()}" + (f"; run time {elapsed / 60:.1f} min" if elapsed else "") +
+         (" (short versions)" if short else ""),
          f"- link {link_mbps} Mbit/s; switch ports: HTB + bfifo {sw['buffer_bytes']} B + AQM "
          f"RED on the instantaneous queue {sw['red_min']}/{sw['red_max']} B, max_p {sw['red_maxp']} "
          f"(profile `{profile}`); TSO/GSO/GRO off; rto_min 10 ms; ECN on",
