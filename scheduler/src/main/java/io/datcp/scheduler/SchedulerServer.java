@@ -1,0 +1,193 @@
+package io.datcp.scheduler;
+
+import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.linecorp.armeria.common.HttpMethod;
+import com.linecorp.armeria.common.HttpResponse;
+import com.linecorp.armeria.common.MediaType;
+import com.linecorp.armeria.server.Server;
+import com.linecorp.armeria.server.ServerBuilder;
+import com.linecorp.armeria.server.annotation.JacksonRequestConverterFunction;
+import com.linecorp.armeria.server.annotation.JacksonResponseConverterFunction;
+import com.linecorp.armeria.server.grpc.GrpcService;
+import com.linecorp.armeria.server.healthcheck.HealthCheckService;
+import com.linecorp.armeria.server.metric.MetricCollectingService;
+import com.linecorp.armeria.common.metric.MeterIdPrefixFunction;
+import io.datcp.scheduler.api.grpc.FlowPolicyGrpcService;
+import io.datcp.scheduler.api.grpc.PolicyAdminGrpcService;
+import io.datcp.scheduler.api.grpc.ShuffleReportGrpcService;
+import io.datcp.scheduler.api.rest.JobResource;
+import io.datcp.scheduler.api.rest.PolicyResource;
+import io.datcp.scheduler.api.rest.RestErrors;
+import io.datcp.scheduler.auth.WriteToken;
+import io.datcp.scheduler.config.SchedulerConf;
+import io.datcp.scheduler.dashboard.Dashboard;
+import io.datcp.scheduler.limits.HostRateLimiter;
+import io.datcp.scheduler.policy.PolicyBook;
+import io.datcp.scheduler.store.PolicyStore;
+import io.grpc.protobuf.services.ProtoReflectionServiceV1;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * The scheduler process: one domain service behind two Armeria (Netty) servers, one for gRPC
+ * (plugins, agents, policy administration; health checking and reflection on) and one for HTTP
+ * (REST under /api/v1/, the OpenAPI document, /metrics, /healthz and the dashboard at /).
+ * Build one with {@link #builder()}; tests run it in-process on port 0.
+ */
+public final class SchedulerServer implements AutoCloseable {
+  private final SchedulerService service;
+  private final PolicyStore store;
+  private final WriteToken token;
+  private final Server grpc;
+  private final Server http;
+
+  private SchedulerServer(Builder b) throws IOException {
+    Files.createDirectories(b.dataDir);
+    SchedulerConf conf = b.conf;
+    token = WriteToken.loadOrCreate(b.dataDir, conf.get(SchedulerConf.AUTH_TOKEN));
+    ObjectMapper json = new ObjectMapper()
+        .configure(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES, true)
+        .configure(DeserializationFeature.FAIL_ON_NULL_FOR_PRIMITIVES, true);
+    store = PolicyStore.open(b.dataDir, json);
+    PolicyBook book = new PolicyBook(store, conf.get(SchedulerConf.DEFAULT_MODE),
+        conf.get(SchedulerConf.DEFAULT_QUENCH_MODE));
+    PrometheusMeterRegistry meters = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    service = new SchedulerService(conf, book, b.clock,
+        new HostRateLimiter(conf.get(SchedulerConf.REPORT_RATE_PER_HOST),
+            conf.get(SchedulerConf.REPORT_BURST_PER_HOST), System::nanoTime), meters);
+    int maxMessage = conf.get(SchedulerConf.REPORT_MAX_MESSAGE_BYTES);
+
+    ServerBuilder gb = Server.builder()
+        .http(b.grpcPort)
+        .meterRegistry(meters)
+        .maxRequestLength(maxMessage)
+        // Policy update streams live as long as the agent; clients bound unary calls themselves.
+        .requestTimeout(Duration.ZERO)
+        .service(GrpcService.builder()
+            .addService(new ShuffleReportGrpcService(service))
+            .addService(new FlowPolicyGrpcService(service))
+            .addService(new PolicyAdminGrpcService(service))
+            .addService(ProtoReflectionServiceV1.newInstance())
+            .enableHealthCheckService(true)
+            .maxRequestMessageLength(maxMessage)
+            .useBlockingTaskExecutor(true)
+            .build())
+        .decorator(MetricCollectingService.newDecorator(MeterIdPrefixFunction.ofDefault("datcp.grpc")));
+    for (String method : PolicyAdminGrpcService.WRITE_METHODS) {
+      gb.routeDecorator().path("/" + method).build(token.decorator());
+    }
+    grpc = gb.build();
+
+    ServerBuilder hb = Server.builder()
+        .http(b.httpPort)
+        .meterRegistry(meters)
+        .maxRequestLength(maxMessage)
+        .service("/healthz", HealthCheckService.of())
+        .service("/metrics", (ctx, req) -> HttpResponse.of(
+            MediaType.parse("text/plain; version=0.0.4; charset=utf-8"), meters.scrape()))
+        .annotatedService()
+        .pathPrefix("/api/v1")
+        .requestConverters(new JacksonRequestConverterFunction(json))
+        .responseConverters(new JacksonResponseConverterFunction(json))
+        .exceptionHandlers(new RestErrors())
+        .build(new PolicyResource(service))
+        .annotatedService()
+        .pathPrefix("/api/v1")
+        .responseConverters(new JacksonResponseConverterFunction(json))
+        .exceptionHandlers(new RestErrors())
+        .build(new JobResource(service))
+        .decorator(MetricCollectingService.newDecorator(MeterIdPrefixFunction.ofDefault("datcp.http")));
+    hb.routeDecorator().methods(HttpMethod.PUT, HttpMethod.POST, HttpMethod.DELETE, HttpMethod.PATCH)
+        .pathPrefix("/api/v1/").build(token.decorator());
+    Dashboard.mount(hb);
+    http = hb.build();
+  }
+
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  /** Starts both servers; returns when they accept connections. */
+  public SchedulerServer start() {
+    grpc.start().join();
+    http.start().join();
+    return this;
+  }
+
+  public int grpcPort() {
+    return grpc.activeLocalPort();
+  }
+
+  public int httpPort() {
+    return http.activeLocalPort();
+  }
+
+  /** The bearer token policy writes need. */
+  public String token() {
+    return token.value();
+  }
+
+  /** The domain service, for in-process tests and benchmarks. */
+  public SchedulerService service() {
+    return service;
+  }
+
+  @Override
+  public void close() {
+    http.stop().join();
+    grpc.stop().join();
+    store.close();
+  }
+
+  /** Settings of one scheduler instance. */
+  public static final class Builder {
+    private Path dataDir;
+    private int grpcPort;
+    private int httpPort;
+    private SchedulerConf conf = SchedulerConf.defaults();
+    private Clock clock = Clock.systemUTC();
+
+    private Builder() {}
+
+    /** Where policies and the generated token live. */
+    public Builder dataDir(Path dir) {
+      this.dataDir = dir;
+      return this;
+    }
+
+    /** 0 picks a free port. */
+    public Builder grpcPort(int port) {
+      this.grpcPort = port;
+      return this;
+    }
+
+    /** 0 picks a free port. */
+    public Builder httpPort(int port) {
+      this.httpPort = port;
+      return this;
+    }
+
+    public Builder conf(SchedulerConf conf) {
+      this.conf = conf;
+      return this;
+    }
+
+    /** The clock for event and deadline times; tests freeze it. */
+    public Builder clock(Clock clock) {
+      this.clock = clock;
+      return this;
+    }
+
+    public SchedulerServer build() throws IOException {
+      Objects.requireNonNull(dataDir, "dataDir");
+      return new SchedulerServer(this);
+    }
+  }
+}
