@@ -25,7 +25,7 @@ import io.datcp.scheduler.dashboard.Dashboard;
 import io.datcp.scheduler.limits.HostRateLimiter;
 import io.datcp.scheduler.policy.PolicyBook;
 import io.datcp.scheduler.store.PolicyStore;
-import io.grpc.protobuf.services.ProtoReflectionServiceV1;
+import io.grpc.protobuf.services.ProtoReflectionService;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.io.IOException;
@@ -34,6 +34,7 @@ import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
 
 /**
  * The scheduler process: one domain service behind two Armeria (Netty) servers, one for gRPC
@@ -42,12 +43,19 @@ import java.util.Objects;
  * Build one with {@link #builder()}; tests run it in-process on port 0.
  */
 public final class SchedulerServer implements AutoCloseable {
+  /**
+   * In-flight calls get this long to finish on stop. No quiet period: no load balancer drains the
+   * scheduler, and agents and plugins fail open while it is away.
+   */
+  private static final Duration SHUTDOWN_GRACE = Duration.ofSeconds(2);
+
   private final SchedulerService service;
   private final PolicyStore store;
   private final WriteToken token;
   private final Server grpc;
   private final Server http;
 
+  @SuppressWarnings("deprecation")
   private SchedulerServer(Builder b) throws IOException {
     Files.createDirectories(b.dataDir);
     SchedulerConf conf = b.conf;
@@ -66,6 +74,7 @@ public final class SchedulerServer implements AutoCloseable {
 
     ServerBuilder gb = Server.builder()
         .http(b.grpcPort)
+        .gracefulShutdownTimeout(Duration.ZERO, SHUTDOWN_GRACE)
         .meterRegistry(meters)
         .maxRequestLength(maxMessage)
         // Policy update streams live as long as the agent; clients bound unary calls themselves.
@@ -74,7 +83,8 @@ public final class SchedulerServer implements AutoCloseable {
             .addService(new ShuffleReportGrpcService(service))
             .addService(new FlowPolicyGrpcService(service))
             .addService(new PolicyAdminGrpcService(service))
-            .addService(ProtoReflectionServiceV1.newInstance())
+            // v1alpha: the reflection flavour Armeria wires to its server; grpcurl falls back to it.
+            .addService(ProtoReflectionService.newInstance())
             .enableHealthCheckService(true)
             .maxRequestMessageLength(maxMessage)
             .useBlockingTaskExecutor(true)
@@ -87,6 +97,7 @@ public final class SchedulerServer implements AutoCloseable {
 
     ServerBuilder hb = Server.builder()
         .http(b.httpPort)
+        .gracefulShutdownTimeout(Duration.ZERO, SHUTDOWN_GRACE)
         .meterRegistry(meters)
         .maxRequestLength(maxMessage)
         .service("/healthz", HealthCheckService.of())
@@ -141,8 +152,7 @@ public final class SchedulerServer implements AutoCloseable {
 
   @Override
   public void close() {
-    http.stop().join();
-    grpc.stop().join();
+    CompletableFuture.allOf(http.stop(), grpc.stop()).join();
     store.close();
   }
 

@@ -101,7 +101,7 @@ public final class SchedulerService {
         .register(meters);
     Gauge.builder("datcp.jobs.running", this, s -> s.runningJobCount())
         .description("Jobs with a reduce reported and no finish").register(meters);
-    Gauge.builder("datcp.policy.watchers", hub, PolicyUpdateHub::watcherCount)
+    Gauge.builder("datcp.policy.watchers", this, SchedulerService::openWatches)
         .description("Open policy update streams").register(meters);
   }
 
@@ -247,6 +247,11 @@ public final class SchedulerService {
 
   public FlowLog.Tally overallTally() {
     return flowLog.overall();
+  }
+
+  /** Open policy update streams. */
+  public int openWatches() {
+    return hub.watcherCount();
   }
 
   public int runningJobCount() {
