@@ -48,6 +48,10 @@ public final class SchedulerServer implements AutoCloseable {
    * scheduler, and agents and plugins fail open while it is away.
    */
   private static final Duration SHUTDOWN_GRACE = Duration.ofSeconds(2);
+  /** Bytes of gRPC framing around a request message (5-byte prefix, with ample headroom). */
+  private static final int GRPC_FRAMING_BYTES = 1024;
+  /** HTTP body cap on the gRPC port, in largest messages. */
+  private static final int HTTP_CAP_MESSAGES = 4;
 
   private final SchedulerService service;
   private final PolicyStore store;
@@ -76,7 +80,9 @@ public final class SchedulerServer implements AutoCloseable {
         .http(b.grpcPort)
         .gracefulShutdownTimeout(Duration.ZERO, SHUTDOWN_GRACE)
         .meterRegistry(meters)
-        .maxRequestLength(maxMessage)
+        // The gRPC message limit below judges oversized reports (RESOURCE_EXHAUSTED, read from the
+        // length prefix); this HTTP cap only stops bodies far beyond it.
+        .maxRequestLength(HTTP_CAP_MESSAGES * (long) maxMessage + GRPC_FRAMING_BYTES)
         // Policy update streams live as long as the agent; clients bound unary calls themselves.
         .requestTimeout(Duration.ZERO)
         .service(GrpcService.builder()
@@ -87,7 +93,6 @@ public final class SchedulerServer implements AutoCloseable {
             .addService(ProtoReflectionService.newInstance())
             .enableHealthCheckService(true)
             .maxRequestMessageLength(maxMessage)
-            .useBlockingTaskExecutor(true)
             .build())
         .decorator(MetricCollectingService.newDecorator(MeterIdPrefixFunction.ofDefault("datcp.grpc")));
     for (String method : PolicyAdminGrpcService.WRITE_METHODS) {

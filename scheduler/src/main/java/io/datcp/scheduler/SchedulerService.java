@@ -122,17 +122,22 @@ public final class SchedulerService {
       throw e;
     }
     long now = nowUnixNanos();
+    List<PolicyUpdateHub.Outbound> updates;
     synchronized (lock) {
       Set<String> touched = new HashSet<>();
       for (JobEvent e : events) {
         Job job = registry.apply(e, touched);
         if (job != null && job.finished()) {
           hub.jobFinished(job.id(), now);
+        } else if (e instanceof JobEvent.FetchFinished f) {
+          hub.notInterested(f.sourceHost(), f.jobId(), f.reduceId());
         }
       }
       registry.drainEvicted().forEach(flowLog::forget);
       replan(touched, now);
+      updates = hub.drain();
     }
+    hub.deliver(updates);
     eventsAccepted.increment(events.size());
     return events.size();
   }
@@ -179,6 +184,9 @@ public final class SchedulerService {
     for (FlowOutcome o : outcomes) {
       flowLog.add(o);
       (o.met() ? outcomesMet : outcomesMissed).increment();
+    }
+    synchronized (lock) {
+      outcomes.forEach(o -> hub.notInterested(agentHost, o.jobId(), o.reduceId()));
     }
     return outcomes.size();
   }
@@ -283,28 +291,38 @@ public final class SchedulerService {
 
   private FlowPolicy explain(String agentHost, String jobId, int reduceId, long bytes) {
     long now = nowUnixNanos();
+    FlowPolicy answer;
+    List<PolicyUpdateHub.Outbound> updates;
     synchronized (lock) {
-      Job job = registry.running(jobId);
-      if (job == null) {
-        return noDeadline(jobId, reduceId, policies.defaults(),
-            "job not known to the scheduler (no running reduce reported): no deadline");
-      }
-      PolicyDecision decision = JobRegistry.decision(job, policies);
-      Job.Reduce reduce = job.reduce(reduceId);
-      if (reduce == null || !reduce.shuffling()) {
-        return noDeadline(jobId, reduceId, decision,
-            "reduce " + reduceId + " is not shuffling: no deadline");
-      }
-      hub.interested(agentHost, jobId, reduceId, bytes);
-      JobRegistry.sawLookup(job, bytes);
-      Deadline d = planned(reduce.host(), jobId);
-      if (d == null || d.unixNanos() <= now) {
-        // The plan went stale (bytes were fetched without a report yet): plan afresh from now.
-        replan(Set.of(reduce.host()), now);
-        d = planned(reduce.host(), jobId);
-      }
-      return policyFor(jobId, reduceId, d, bytes, now, decision);
+      answer = explainLocked(agentHost, jobId, reduceId, bytes, now);
+      updates = hub.drain();
     }
+    hub.deliver(updates);
+    return answer;
+  }
+
+  private FlowPolicy explainLocked(String agentHost, String jobId, int reduceId, long bytes,
+      long now) {
+    Job job = registry.running(jobId);
+    if (job == null) {
+      return noDeadline(jobId, reduceId, policies.defaults(),
+          "job not known to the scheduler (no running reduce reported): no deadline");
+    }
+    PolicyDecision decision = JobRegistry.decision(job, policies);
+    Job.Reduce reduce = job.reduce(reduceId);
+    if (reduce == null || !reduce.shuffling()) {
+      return noDeadline(jobId, reduceId, decision,
+          "reduce " + reduceId + " is not shuffling: no deadline");
+    }
+    hub.interested(agentHost, jobId, reduceId, bytes);
+    JobRegistry.sawLookup(job, bytes);
+    Deadline d = planned(reduce.host(), jobId);
+    if (d == null || d.unixNanos() <= now) {
+      // The plan went stale (bytes were fetched without a report yet): plan afresh from now.
+      replan(Set.of(reduce.host()), now);
+      d = planned(reduce.host(), jobId);
+    }
+    return policyFor(jobId, reduceId, d, bytes, now, decision);
   }
 
   private Deadline planned(String host, String jobId) {
@@ -395,7 +413,7 @@ public final class SchedulerService {
     hub.interestIn(job.id()).forEach((agent, reduces) -> reduces.forEach((reduceId, bytes) -> {
       Job.Reduce r = job.reduce(reduceId);
       if (r != null && r.host().equals(host)) {
-        hub.send(agent, new PolicyUpdate(now,
+        hub.queue(agent, new PolicyUpdate(now,
             policyFor(job.id(), reduceId, d, bytes, now, decision), false));
         updatesSent.increment();
       }
@@ -405,6 +423,7 @@ public final class SchedulerService {
   /** Importance, phi, mode or quench may have changed for any job: re-send interested flows. */
   private void pushPolicyChange() {
     long now = nowUnixNanos();
+    List<PolicyUpdateHub.Outbound> updates;
     synchronized (lock) {
       for (Job job : registry.runningJobs()) {
         for (Job.Reduce r : job.reduces()) {
@@ -414,7 +433,9 @@ public final class SchedulerService {
           }
         }
       }
+      updates = hub.drain();
     }
+    hub.deliver(updates);
   }
 
   private JobView view(Job j, long now) {

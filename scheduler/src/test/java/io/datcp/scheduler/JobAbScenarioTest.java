@@ -74,7 +74,7 @@ class JobAbScenarioTest {
   }
 
   @Test
-  void whenJobAsLastMapsFinishItBecomesShuffleBoundAndItsAgentsHearOfIt() {
+  void whenJobAsLastMapsFinishItBecomesShuffleBoundAndAgentsWithFlowsInFlightHearOfIt() {
     List<PolicyUpdate> updates = new CopyOnWriteArrayList<>();
     scheduler.watch("m1", updates::add);
     scheduler.lookup("m1", "jobA", 0, 10 * MB);
@@ -89,17 +89,32 @@ class JobAbScenarioTest {
     clock.advance(Duration.ofSeconds(3));
     long t5 = clock.nanos();
     scheduler.report(NODE, List.of(
-        new JobEvent.FetchFinished(t5, "jobA", 0, "m1", List.of(0, 1), 20 * MB, 3_000_000_000L),
-        new JobEvent.MapCompleted(t5, "jobA", 0, 2, "m1", TASK, 10 * MB, 0),
-        new JobEvent.MapCompleted(t5, "jobA", 0, 3, "m2", TASK, 10 * MB, 0)));
+        new JobEvent.MapCompleted(t5, "jobA", 0, 2, "m5", TASK, 10 * MB, 0),
+        new JobEvent.MapCompleted(t5, "jobA", 0, 3, "m6", TASK, 10 * MB, 0)));
 
-    FlowPolicy a = scheduler.lookup("m1", "jobA", 0, 10 * MB);
-    assertThat(seconds(a)).isCloseTo(2.0, within(0.01));
-    assertThat(a.reason()).contains("maps all done");
-    assertThat(updates).isNotEmpty();
-    PolicyUpdate last = updates.get(updates.size() - 1);
-    assertThat(last.policy().jobId()).isEqualTo("jobA");
-    assertThat((last.policy().deadlineUnixNanos() - t5) / 1e9).isCloseTo(2.0, within(0.01));
+    // m1's flow is still in flight: all four maps' outputs (40 MB) are now all that is left.
+    assertThat(updates).singleElement().satisfies(u -> {
+      assertThat(u.policy().jobId()).isEqualTo("jobA");
+      assertThat(u.policy().reason()).contains("maps all done", "40.0 MB");
+      assertThat((u.policy().deadlineUnixNanos() - t5) / 1e9).isCloseTo(4.0, within(0.01));
+    });
+    assertThat(seconds(scheduler.lookup("m5", "jobA", 0, 10 * MB))).isCloseTo(4.0, within(0.01));
+  }
+
+  @Test
+  void anAgentStopsHearingOfAFlowOnceItsFetchFinished() {
+    List<PolicyUpdate> updates = new CopyOnWriteArrayList<>();
+    scheduler.watch("m1", updates::add);
+    scheduler.lookup("m1", "jobA", 0, 10 * MB);
+    clock.advance(Duration.ofSeconds(1));
+    long t1 = clock.nanos();
+
+    scheduler.report(NODE, List.of(
+        new JobEvent.FetchFinished(t1, "jobA", 0, "m1", List.of(0), 10 * MB, t1),
+        new JobEvent.MapCompleted(t1, "jobA", 0, 2, "m5", TASK, 10 * MB, 0),
+        new JobEvent.MapCompleted(t1, "jobA", 0, 3, "m6", TASK, 10 * MB, 0)));
+
+    assertThat(updates).isEmpty();
   }
 
   @Test

@@ -1,5 +1,6 @@
 package io.datcp.scheduler.api.grpc;
 
+import com.linecorp.armeria.server.annotation.Blocking;
 import io.datcp.proto.v1.DeletePolicyRequest;
 import io.datcp.proto.v1.DeletePolicyResponse;
 import io.datcp.proto.v1.GetPolicyRequest;
@@ -14,8 +15,10 @@ import java.util.List;
 
 /**
  * gRPC adapter for policy administration; the same operations as REST /api/v1/policies. Writes
- * are guarded by the bearer-token decorator the server installs on this service's write methods.
+ * are guarded by the bearer-token decorator the server installs on this service's write methods,
+ * and run off the event loop because they wait for the store's fsync.
  */
+@Blocking
 public final class PolicyAdminGrpcService extends PolicyAdminServiceGrpc.PolicyAdminServiceImplBase {
   /** Full method names that change rules and so need the bearer token. */
   public static final List<String> WRITE_METHODS = List.of(
