@@ -171,13 +171,6 @@ public final class SchedulerConf {
     return new SchedulerConf(values);
   }
 
-  /** This configuration with one more setting, validated like a file entry. */
-  public SchedulerConf with(Key<?> key, String raw) {
-    Map<Key<?>, Object> copy = new LinkedHashMap<>(values);
-    copy.put(key, key.parse(raw));
-    return new SchedulerConf(copy);
-  }
-
   @SuppressWarnings("unchecked")
   public <T> T get(Key<T> key) {
     return values.containsKey(key) ? (T) values.get(key) : key.defaultValue();
