@@ -1,6 +1,6 @@
 package io.datcp.scheduler;
 
-/** Invalid input, naming the offending field; the adapters turn it into a 4xx / INVALID_ARGUMENT. */
+/** Invalid input, naming the offending field; adapters answer 400 or INVALID_ARGUMENT. */
 public final class InvalidFieldException extends IllegalArgumentException {
   private final String field;
 

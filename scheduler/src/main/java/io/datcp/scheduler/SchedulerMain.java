@@ -26,7 +26,8 @@ public final class SchedulerMain implements Callable<Integer> {
   int grpcPort;
 
   @Option(names = "--http-port", defaultValue = "8080",
-      description = "HTTP port for REST, metrics and dashboard (0 = any). Default: ${DEFAULT-VALUE}.")
+      description = "HTTP port for REST, metrics and dashboard (0 = any)."
+          + " Default: ${DEFAULT-VALUE}.")
   int httpPort;
 
   @Option(names = "--config",

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.linecorp.armeria.common.HttpMethod;
 import com.linecorp.armeria.common.HttpResponse;
 import com.linecorp.armeria.common.MediaType;
+import com.linecorp.armeria.common.metric.MeterIdPrefixFunction;
 import com.linecorp.armeria.server.Server;
 import com.linecorp.armeria.server.ServerBuilder;
 import com.linecorp.armeria.server.annotation.JacksonRequestConverterFunction;
@@ -12,7 +13,6 @@ import com.linecorp.armeria.server.annotation.JacksonResponseConverterFunction;
 import com.linecorp.armeria.server.grpc.GrpcService;
 import com.linecorp.armeria.server.healthcheck.HealthCheckService;
 import com.linecorp.armeria.server.metric.MetricCollectingService;
-import com.linecorp.armeria.common.metric.MeterIdPrefixFunction;
 import io.datcp.scheduler.api.grpc.FlowPolicyGrpcService;
 import io.datcp.scheduler.api.grpc.PolicyAdminGrpcService;
 import io.datcp.scheduler.api.grpc.ShuffleReportGrpcService;
@@ -89,12 +89,14 @@ public final class SchedulerServer implements AutoCloseable {
             .addService(new ShuffleReportGrpcService(service))
             .addService(new FlowPolicyGrpcService(service))
             .addService(new PolicyAdminGrpcService(service))
-            // v1alpha: the reflection flavour Armeria wires to its server; grpcurl falls back to it.
+            // v1alpha: the reflection flavour Armeria wires to its server; grpcurl falls back
+            // to it.
             .addService(ProtoReflectionService.newInstance())
             .enableHealthCheckService(true)
             .maxRequestMessageLength(maxMessage)
             .build())
-        .decorator(MetricCollectingService.newDecorator(MeterIdPrefixFunction.ofDefault("datcp.grpc")));
+        .decorator(MetricCollectingService.newDecorator(
+            MeterIdPrefixFunction.ofDefault("datcp.grpc")));
     for (String method : PolicyAdminGrpcService.WRITE_METHODS) {
       gb.routeDecorator().path("/" + method).build(token.decorator());
     }
@@ -119,8 +121,10 @@ public final class SchedulerServer implements AutoCloseable {
         .responseConverters(new JacksonResponseConverterFunction(json))
         .exceptionHandlers(new RestErrors())
         .build(new JobResource(service))
-        .decorator(MetricCollectingService.newDecorator(MeterIdPrefixFunction.ofDefault("datcp.http")));
-    hb.routeDecorator().methods(HttpMethod.PUT, HttpMethod.POST, HttpMethod.DELETE, HttpMethod.PATCH)
+        .decorator(MetricCollectingService.newDecorator(
+            MeterIdPrefixFunction.ofDefault("datcp.http")));
+    hb.routeDecorator()
+        .methods(HttpMethod.PUT, HttpMethod.POST, HttpMethod.DELETE, HttpMethod.PATCH)
         .pathPrefix("/api/v1/").build(token.decorator());
     Dashboard.mount(hb);
     http = hb.build();
@@ -132,8 +136,13 @@ public final class SchedulerServer implements AutoCloseable {
 
   /** Starts both servers; returns when they accept connections. */
   public SchedulerServer start() {
-    grpc.start().join();
-    http.start().join();
+    try {
+      grpc.start().join();
+      http.start().join();
+    } catch (RuntimeException e) {
+      close();
+      throw e;
+    }
     return this;
   }
 

@@ -80,7 +80,8 @@ public final class SchedulerConf {
   public static final Key<String> AUTH_TOKEN = register(new Key<>("auth.token", "",
       Function.identity(), t -> t.isEmpty() || t.length() >= 16,
       "empty or a string of at least 16 characters",
-      "Bearer token required for policy writes; empty generates one into DATA_DIR/token (mode 0600)."));
+      "Bearer token required for policy writes; empty generates one into DATA_DIR/token"
+          + " (mode 0600)."));
 
   public static final Key<Long> DOWNLINK_BITS_PER_SECOND = register(new Key<>(
       "planner.downlinkBitsPerSecond", 100_000_000L, Long::parseLong, v -> v > 0,
@@ -96,7 +97,8 @@ public final class SchedulerConf {
   public static final Key<Double> REPORT_RATE_PER_HOST = register(new Key<>(
       "reports.ratePerHost", 500.0, Double::parseDouble, v -> v > 0,
       "a positive number (report batches per second)",
-      "Sustained report batches per second accepted from one host (shuffle reports and outcomes)."));
+      "Sustained report batches per second accepted from one host (shuffle reports and"
+          + " outcomes)."));
 
   public static final Key<Integer> REPORT_BURST_PER_HOST = register(new Key<>(
       "reports.burstPerHost", 1000, Integer::parseInt, v -> v > 0,

@@ -59,7 +59,8 @@ public final class DeadlinePlanner {
     for (Demand d : demands) {
       (d.mapsLeft() == 0 ? shuffleBound : waiting).add(d);
     }
-    // Smallest remaining shuffle first; job id breaks ties so plans are stable.
+    // §4.4: a job with all maps done ends with its shuffle, so its flows go first, smallest
+    // remaining shuffle first; job id breaks ties so plans are stable.
     shuffleBound.sort(Comparator.comparingLong(Demand::remainingBytes)
         .thenComparing(Demand::jobId));
     long aheadAndOwn = 0;
@@ -72,6 +73,7 @@ public final class DeadlinePlanner {
               + " rank %d of %d on %s; %s up to and including this job at %s -> %s",
           i + 1, shuffleBound.size(), host, mb(aheadAndOwn), mbit(usableBitsPerSecond), s(t))));
     }
+    // §4.4: rushing a job that still waits for maps buys nothing; aim at its last map's end.
     double fairShare = usableBitsPerSecond / demands.size();
     for (Demand d : waiting) {
       long floor = transferNanos(d.remainingBytes(), fairShare);

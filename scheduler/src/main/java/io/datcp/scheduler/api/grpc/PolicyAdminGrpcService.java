@@ -19,7 +19,8 @@ import java.util.List;
  * and run off the event loop because they wait for the store's fsync.
  */
 @Blocking
-public final class PolicyAdminGrpcService extends PolicyAdminServiceGrpc.PolicyAdminServiceImplBase {
+public final class PolicyAdminGrpcService
+    extends PolicyAdminServiceGrpc.PolicyAdminServiceImplBase {
   /** Full method names that change rules and so need the bearer token. */
   public static final List<String> WRITE_METHODS = List.of(
       PolicyAdminServiceGrpc.getPutPolicyMethod().getFullMethodName(),
