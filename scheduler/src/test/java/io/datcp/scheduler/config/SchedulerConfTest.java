@@ -4,9 +4,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.datcp.scheduler.policy.FlowMode;
+import java.io.Reader;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
+import java.util.Properties;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -45,6 +47,21 @@ class SchedulerConfTest {
         .hasMessageContaining("policy.defaultQuenchMode").hasMessageContaining("suspend|kill");
     assertThatThrownBy(() -> SchedulerConf.fromMap(Map.of("reports.ratePerHost", "lots")))
         .hasMessageContaining("reports.ratePerHost");
+  }
+
+  @Test
+  void theExampleFileListsEveryKeyWithItsDefault() throws Exception {
+    Path example = Path.of("scheduler.properties.example");
+    Properties props = new Properties();
+    try (Reader r = Files.newBufferedReader(example)) {
+      props.load(r);
+    }
+    assertThat(props.stringPropertyNames()).containsExactlyInAnyOrderElementsOf(
+        SchedulerConf.keys().stream().map(SchedulerConf.Key::name).toList());
+    SchedulerConf loaded = SchedulerConf.load(example);
+    for (SchedulerConf.Key<?> k : SchedulerConf.keys()) {
+      assertThat((Object) loaded.get(k)).as(k.name()).isEqualTo(k.defaultValue());
+    }
   }
 
   @Test
