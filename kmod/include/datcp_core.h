@@ -37,12 +37,13 @@
 #define DATCP_RATE_INF (~0ULL) /* "infinite" desired rate: deadline passed */
 
 /* Urgency bounds. U_MIN keeps P above 1/3 so that b = 2/(3P+1) stays < 1
- * (U_MIN 0.5 gives b 0.8). U_MAX 10 (b 0.065): with marks that hit flows
- * at random rather than all at once (RED between its thresholds), shares
- * follow about the square root of Eq. 5's ratio, so a 4:1 share (fig8 with
- * D = 3 s) needs far more than P = 4. Measured: U_MAX 6 gave deadline flows
- * 1.8x a standard flow, 10 gives 3.5x; 16 made windows so sticky that the
- * buffer overflowed and one flow took the link. */
+ * (U_MIN 0.5 gives b 0.8). U_MAX 10 (b 0.065): Eq. 5 assumes every flow
+ * backs off once per congestion epoch; with RED marking packets at random
+ * between its thresholds, small windows escape marks and shares grow far
+ * slower than P. Measured on fig8 (three deadline flows against three
+ * standard ones): at U 6 a deadline flow got about 1.8x a standard flow's
+ * rate, at U 10 about 3.5x, enough for the 4:1 share that D = 3 s needs.
+ * U_MAX 16 made windows so sticky that the buffer overflowed. */
 #define DATCP_U_MIN_Q (DATCP_Q / 2)
 #define DATCP_U_MAX_Q DATCP_PRECEDENCE_MAX_Q
 #define DATCP_U_INIT_Q DATCP_Q /* standard TCP: precedence 1 */
