@@ -13,7 +13,7 @@
 
 #define DATCP_Q 1024U /* 1.0 in Q10 */
 /* Highest urgency, importance and precedence (see datcp_core.h). */
-#define DATCP_PRECEDENCE_MAX_Q (6 * DATCP_Q)
+#define DATCP_PRECEDENCE_MAX_Q (10 * DATCP_Q)
 
 /* Congestion-control flavour of one flow (all share one struct_ops). */
 enum datcp_mode {

@@ -697,13 +697,26 @@ int datcp_flow_foreach(datcp_flow_fn fn, void *ctx)
 
 /* ---- emulated switch ports ---- */
 
-static int port_key_of(const char *ifname, const struct netns_ctx *ns, struct datcp_port_key *key)
+/* Check the environment, enter the port's network namespace and find the
+ * port's key. On success the caller is in that namespace and must call
+ * netns_leave(ns). */
+static int port_enter(const char *netns, const char *ifname, struct netns_ctx *ns,
+		      struct datcp_port_key *key)
 {
+	int err = check_environment();
+
+	if (err)
+		return err;
+	err = netns_enter(netns, ns);
+	if (err)
+		return err;
 	memset(key, 0, sizeof(*key));
 	key->netns_ino = ns->ino;
 	key->ifindex = if_nametoindex(ifname);
-	if (!key->ifindex)
+	if (!key->ifindex) {
+		netns_leave(ns);
 		return fail(-ENODEV, "no interface '%s' in that network namespace", ifname);
+	}
 	return 0;
 }
 
@@ -815,18 +828,14 @@ int datcp_switch_configure(const char *netns, const char *ifname, const struct d
 {
 	struct datcp_port_key key;
 	struct netns_ctx ns;
-	int err = check_environment();
+	int err = validate_port_config(cfg);
 
 	if (!err)
-		err = validate_port_config(cfg);
-	if (!err && access(PIN_SWITCH, F_OK))
+		err = port_enter(netns, ifname, &ns, &key);
+	if (err)
+		return err;
+	if (access(PIN_SWITCH, F_OK))
 		err = fail(-ENOENT, "datcp is not loaded (datcpctl load)");
-	if (err)
-		return err;
-	err = netns_enter(netns, &ns);
-	if (err)
-		return err;
-	err = port_key_of(ifname, &ns, &key);
 	if (!err)
 		err = setup_htb(ifname, cfg);
 	if (!err)
@@ -841,17 +850,11 @@ int datcp_switch_read(const char *netns, const char *ifname, struct datcp_port_c
 	struct datcp_port_slot slot;
 	struct datcp_port_key key;
 	struct netns_ctx ns;
-	int fd, err = check_environment();
+	int fd, err = port_enter(netns, ifname, &ns, &key);
 
 	if (err)
 		return err;
-	err = netns_enter(netns, &ns);
-	if (err)
-		return err;
-	err = port_key_of(ifname, &ns, &key);
 	netns_leave(&ns);
-	if (err)
-		return err;
 	fd = open_pinned(PIN_SWITCH);
 	if (fd < 0)
 		return fd;
@@ -870,24 +873,15 @@ int datcp_switch_read(const char *netns, const char *ifname, struct datcp_port_c
 
 int datcp_switch_reset(const char *netns, const char *ifname)
 {
+	const char *args[] = { "qdisc", "del", "dev", ifname, "root", NULL };
 	struct datcp_port_key key;
 	struct netns_ctx ns;
-	int fd, err = check_environment();
+	int fd, err = port_enter(netns, ifname, &ns, &key);
 
 	if (err)
 		return err;
-	err = netns_enter(netns, &ns);
-	if (err)
-		return err;
-	err = port_key_of(ifname, &ns, &key);
-	if (!err) {
-		const char *args[] = { "qdisc", "del", "dev", ifname, "root", NULL };
-
-		run_tc(1, args); /* idempotent: no qdisc is fine */
-	}
+	run_tc(1, args); /* idempotent: no qdisc is fine */
 	netns_leave(&ns);
-	if (err)
-		return err;
 	fd = bpf_obj_get(PIN_SWITCH);
 	if (fd >= 0) {
 		bpf_map_delete_elem(fd, &key);

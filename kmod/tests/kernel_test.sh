@@ -67,6 +67,35 @@ $CTL flow delete --src 127.0.0.1:41001 --dst 127.0.0.1:5201
 out=$($CTL flow get --src 127.0.0.1:41001 --dst 127.0.0.1:5201 2>&1); rc=$?
 check "a deleted flow is gone" test $rc -eq 1 -a -n "$(grep -o "no such flow" <<<"$out")"
 
+# --- DSCP from the precedence class: a flow far ahead of its deadline drops
+# to the low class (urgency falls), set by the congestion control itself ---
+python3 - "$CTL" <<'PY'
+import socket, subprocess, sys, threading
+ctl = sys.argv[1]
+srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind(("127.0.0.1", 5303)); srv.listen(1)
+srv.settimeout(20)
+def drain():
+    c, _ = srv.accept()
+    while c.recv(1 << 20):
+        pass
+t = threading.Thread(target=drain, daemon=True); t.start()
+cli = socket.socket(); cli.settimeout(20)
+cli.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"datcp")
+cli.bind(("127.0.0.1", 43003)); cli.connect(("127.0.0.1", 5303))
+before = cli.getsockopt(socket.IPPROTO_IP, socket.IP_TOS) >> 2
+subprocess.run([ctl, "flow", "set", "--src", "127.0.0.1:43003", "--dst", "127.0.0.1:5303",
+                "--size", "100000000", "--deadline-ms", "60000"], check=True)
+for _ in range(50):
+    cli.sendall(b"x" * (1 << 20))
+after = cli.getsockopt(socket.IPPROTO_IP, socket.IP_TOS) >> 2
+cli.close(); t.join(20)
+subprocess.run([ctl, "flow", "delete", "--src", "127.0.0.1:43003", "--dst", "127.0.0.1:5303"])
+print(f"DSCP before {before}, after {after}")
+sys.exit(0 if before == 0 and after == 8 else 1)
+PY
+check "a registered flow ahead of its deadline is marked with the low-precedence DSCP (CS1)" test $? -eq 0
+
 # --- sockops: a socket to a configured port is put on datcp without asking ---
 python3 - <<'PY'
 import socket, subprocess, sys, time

@@ -1,0 +1,22 @@
+package io.datcp.scheduler;
+
+/** Invalid input, naming the offending field; adapters answer 400 or INVALID_ARGUMENT. */
+public final class InvalidFieldException extends IllegalArgumentException {
+  private final String field;
+
+  public InvalidFieldException(String field, String message) {
+    super(field + ": " + message);
+    this.field = field;
+  }
+
+  public String field() {
+    return field;
+  }
+
+  /** Throws when {@code ok} is false. */
+  public static void require(boolean ok, String field, String message) {
+    if (!ok) {
+      throw new InvalidFieldException(field, message);
+    }
+  }
+}

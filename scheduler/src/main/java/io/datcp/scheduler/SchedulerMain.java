@@ -1,0 +1,63 @@
+package io.datcp.scheduler;
+
+import io.datcp.scheduler.config.ConfigException;
+import io.datcp.scheduler.config.SchedulerConf;
+import java.nio.file.Path;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/** Command line entry point: {@code java -jar scheduler.jar --data-dir DIR ...}. */
+@Command(name = "scheduler", mixinStandardHelpOptions = true,
+    description = "DATCP job-aware shuffle scheduler: gRPC for plugins and agents, REST policy"
+        + " API, metrics and dashboard over HTTP.")
+public final class SchedulerMain implements Callable<Integer> {
+  /** Printed once both servers listen; scripts and tests wait for it. */
+  public static final String READY = "datcp scheduler ready:";
+
+  @Option(names = "--data-dir", required = true,
+      description = "Directory for the policy store and the generated write token.")
+  Path dataDir;
+
+  @Option(names = "--grpc-port", defaultValue = "9090",
+      description = "gRPC port (0 = any free port). Default: ${DEFAULT-VALUE}.")
+  int grpcPort;
+
+  @Option(names = "--http-port", defaultValue = "8080",
+      description = "HTTP port for REST, metrics and dashboard (0 = any)."
+          + " Default: ${DEFAULT-VALUE}.")
+  int httpPort;
+
+  @Option(names = "--config",
+      description = "Properties file with further settings (see scheduler/README.md).")
+  Path config;
+
+  @Override
+  public Integer call() throws Exception {
+    SchedulerConf conf;
+    try {
+      conf = config == null ? SchedulerConf.defaults() : SchedulerConf.load(config);
+    } catch (ConfigException e) {
+      System.err.println("scheduler: " + config + ": " + e.getMessage());
+      return 2;
+    }
+    SchedulerServer server = SchedulerServer.builder().dataDir(dataDir).grpcPort(grpcPort)
+        .httpPort(httpPort).conf(conf).build().start();
+    CountDownLatch stopped = new CountDownLatch(1);
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      server.close();
+      stopped.countDown();
+    }, "scheduler-shutdown"));
+    System.out.println(READY + " grpc port " + server.grpcPort() + ", http port "
+        + server.httpPort());
+    System.out.flush();
+    stopped.await();
+    return 0;
+  }
+
+  public static void main(String[] args) {
+    System.exit(new CommandLine(new SchedulerMain()).execute(args));
+  }
+}

@@ -1,0 +1,217 @@
+package io.datcp.scheduler;
+
+import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.linecorp.armeria.common.HttpMethod;
+import com.linecorp.armeria.common.HttpResponse;
+import com.linecorp.armeria.common.MediaType;
+import com.linecorp.armeria.common.metric.MeterIdPrefixFunction;
+import com.linecorp.armeria.server.Server;
+import com.linecorp.armeria.server.ServerBuilder;
+import com.linecorp.armeria.server.annotation.JacksonRequestConverterFunction;
+import com.linecorp.armeria.server.annotation.JacksonResponseConverterFunction;
+import com.linecorp.armeria.server.grpc.GrpcService;
+import com.linecorp.armeria.server.healthcheck.HealthCheckService;
+import com.linecorp.armeria.server.metric.MetricCollectingService;
+import io.datcp.scheduler.api.grpc.FlowPolicyGrpcService;
+import io.datcp.scheduler.api.grpc.PolicyAdminGrpcService;
+import io.datcp.scheduler.api.grpc.ShuffleReportGrpcService;
+import io.datcp.scheduler.api.rest.JobResource;
+import io.datcp.scheduler.api.rest.PolicyResource;
+import io.datcp.scheduler.api.rest.RestErrors;
+import io.datcp.scheduler.auth.WriteToken;
+import io.datcp.scheduler.config.SchedulerConf;
+import io.datcp.scheduler.dashboard.Dashboard;
+import io.datcp.scheduler.limits.HostRateLimiter;
+import io.datcp.scheduler.policy.PolicyBook;
+import io.datcp.scheduler.store.PolicyStore;
+import io.grpc.protobuf.services.ProtoReflectionService;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * The scheduler process: one domain service behind two Armeria (Netty) servers, one for gRPC
+ * (plugins, agents, policy administration; health checking and reflection on) and one for HTTP
+ * (REST under /api/v1/, the OpenAPI document, /metrics, /healthz and the dashboard at /).
+ * Build one with {@link #builder()}; tests run it in-process on port 0.
+ */
+public final class SchedulerServer implements AutoCloseable {
+  /**
+   * In-flight calls get this long to finish on stop. No quiet period: no load balancer drains the
+   * scheduler, and agents and plugins fail open while it is away.
+   */
+  private static final Duration SHUTDOWN_GRACE = Duration.ofSeconds(2);
+  /** Bytes of gRPC framing around a request message (5-byte prefix, with ample headroom). */
+  private static final int GRPC_FRAMING_BYTES = 1024;
+  /** HTTP body cap on the gRPC port, in largest messages. */
+  private static final int HTTP_CAP_MESSAGES = 4;
+
+  private final SchedulerService service;
+  private final PolicyStore store;
+  private final WriteToken token;
+  private final Server grpc;
+  private final Server http;
+
+  @SuppressWarnings("deprecation")
+  private SchedulerServer(Builder b) throws IOException {
+    Files.createDirectories(b.dataDir);
+    SchedulerConf conf = b.conf;
+    token = WriteToken.loadOrCreate(b.dataDir, conf.get(SchedulerConf.AUTH_TOKEN));
+    ObjectMapper json = new ObjectMapper()
+        .configure(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES, true)
+        .configure(DeserializationFeature.FAIL_ON_NULL_FOR_PRIMITIVES, true);
+    store = PolicyStore.open(b.dataDir, json);
+    PolicyBook book = new PolicyBook(store, conf.get(SchedulerConf.DEFAULT_MODE),
+        conf.get(SchedulerConf.DEFAULT_QUENCH_MODE));
+    PrometheusMeterRegistry meters = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    service = new SchedulerService(conf, book, b.clock,
+        new HostRateLimiter(conf.get(SchedulerConf.REPORT_RATE_PER_HOST),
+            conf.get(SchedulerConf.REPORT_BURST_PER_HOST), System::nanoTime), meters);
+    int maxMessage = conf.get(SchedulerConf.REPORT_MAX_MESSAGE_BYTES);
+
+    ServerBuilder gb = Server.builder()
+        .http(b.grpcPort)
+        .gracefulShutdownTimeout(Duration.ZERO, SHUTDOWN_GRACE)
+        .meterRegistry(meters)
+        // The gRPC message limit below judges oversized reports (RESOURCE_EXHAUSTED, read from the
+        // length prefix); this HTTP cap only stops bodies far beyond it.
+        .maxRequestLength(HTTP_CAP_MESSAGES * (long) maxMessage + GRPC_FRAMING_BYTES)
+        // Policy update streams live as long as the agent; clients bound unary calls themselves.
+        .requestTimeout(Duration.ZERO)
+        .service(GrpcService.builder()
+            .addService(new ShuffleReportGrpcService(service))
+            .addService(new FlowPolicyGrpcService(service))
+            .addService(new PolicyAdminGrpcService(service))
+            // v1alpha: the reflection flavour Armeria wires to its server; grpcurl falls back
+            // to it.
+            .addService(ProtoReflectionService.newInstance())
+            .enableHealthCheckService(true)
+            .maxRequestMessageLength(maxMessage)
+            .build())
+        .decorator(MetricCollectingService.newDecorator(
+            MeterIdPrefixFunction.ofDefault("datcp.grpc")));
+    for (String method : PolicyAdminGrpcService.WRITE_METHODS) {
+      gb.routeDecorator().path("/" + method).build(token.decorator());
+    }
+    grpc = gb.build();
+
+    ServerBuilder hb = Server.builder()
+        .http(b.httpPort)
+        .gracefulShutdownTimeout(Duration.ZERO, SHUTDOWN_GRACE)
+        .meterRegistry(meters)
+        .maxRequestLength(maxMessage)
+        .service("/healthz", HealthCheckService.of())
+        .service("/metrics", (ctx, req) -> HttpResponse.of(
+            MediaType.parse("text/plain; version=0.0.4; charset=utf-8"), meters.scrape()))
+        .annotatedService()
+        .pathPrefix("/api/v1")
+        .requestConverters(new JacksonRequestConverterFunction(json))
+        .responseConverters(new JacksonResponseConverterFunction(json))
+        .exceptionHandlers(new RestErrors())
+        .build(new PolicyResource(service))
+        .annotatedService()
+        .pathPrefix("/api/v1")
+        .responseConverters(new JacksonResponseConverterFunction(json))
+        .exceptionHandlers(new RestErrors())
+        .build(new JobResource(service))
+        .decorator(MetricCollectingService.newDecorator(
+            MeterIdPrefixFunction.ofDefault("datcp.http")));
+    hb.routeDecorator()
+        .methods(HttpMethod.PUT, HttpMethod.POST, HttpMethod.DELETE, HttpMethod.PATCH)
+        .pathPrefix("/api/v1/").build(token.decorator());
+    Dashboard.mount(hb);
+    http = hb.build();
+  }
+
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  /** Starts both servers; returns when they accept connections. */
+  public SchedulerServer start() {
+    try {
+      grpc.start().join();
+      http.start().join();
+    } catch (RuntimeException e) {
+      close();
+      throw e;
+    }
+    return this;
+  }
+
+  public int grpcPort() {
+    return grpc.activeLocalPort();
+  }
+
+  public int httpPort() {
+    return http.activeLocalPort();
+  }
+
+  /** The bearer token policy writes need. */
+  public String token() {
+    return token.value();
+  }
+
+  /** The domain service, for in-process tests and benchmarks. */
+  public SchedulerService service() {
+    return service;
+  }
+
+  @Override
+  public void close() {
+    CompletableFuture.allOf(http.stop(), grpc.stop()).join();
+    store.close();
+  }
+
+  /** Settings of one scheduler instance. */
+  public static final class Builder {
+    private Path dataDir;
+    private int grpcPort;
+    private int httpPort;
+    private SchedulerConf conf = SchedulerConf.defaults();
+    private Clock clock = Clock.systemUTC();
+
+    private Builder() {}
+
+    /** Where policies and the generated token live. */
+    public Builder dataDir(Path dir) {
+      this.dataDir = dir;
+      return this;
+    }
+
+    /** 0 picks a free port. */
+    public Builder grpcPort(int port) {
+      this.grpcPort = port;
+      return this;
+    }
+
+    /** 0 picks a free port. */
+    public Builder httpPort(int port) {
+      this.httpPort = port;
+      return this;
+    }
+
+    public Builder conf(SchedulerConf conf) {
+      this.conf = conf;
+      return this;
+    }
+
+    /** The clock for event and deadline times; tests freeze it. */
+    public Builder clock(Clock clock) {
+      this.clock = clock;
+      return this;
+    }
+
+    public SchedulerServer build() throws IOException {
+      Objects.requireNonNull(dataDir, "dataDir");
+      return new SchedulerServer(this);
+    }
+  }
+}

@@ -1,0 +1,456 @@
+package io.datcp.scheduler;
+
+import static io.datcp.scheduler.InvalidFieldException.require;
+
+import io.datcp.scheduler.config.SchedulerConf;
+import io.datcp.scheduler.flows.DeadlinePlanner;
+import io.datcp.scheduler.flows.DeadlinePlanner.Deadline;
+import io.datcp.scheduler.flows.DeadlinePlanner.Demand;
+import io.datcp.scheduler.flows.FlowLog;
+import io.datcp.scheduler.flows.FlowOutcome;
+import io.datcp.scheduler.flows.FlowPolicy;
+import io.datcp.scheduler.flows.PolicyUpdate;
+import io.datcp.scheduler.flows.PolicyUpdateHub;
+import io.datcp.scheduler.jobs.Job;
+import io.datcp.scheduler.jobs.JobEvent;
+import io.datcp.scheduler.jobs.JobRegistry;
+import io.datcp.scheduler.jobs.JobView;
+import io.datcp.scheduler.limits.HostRateLimiter;
+import io.datcp.scheduler.limits.RateLimitedException;
+import io.datcp.scheduler.policy.FlowMode;
+import io.datcp.scheduler.policy.PolicyBook;
+import io.datcp.scheduler.policy.PolicyDecision;
+import io.datcp.scheduler.policy.PolicyRule;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import java.time.Clock;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+
+/**
+ * The one domain service behind the gRPC and REST adapters: it keeps the live job model from the
+ * plugins' reports, plans per-host deadlines, answers agents' policy lookups, pushes policy
+ * updates, records flow outcomes, and fronts the operator's policy rules.
+ *
+ * <p>Job model, plans and update interest are guarded by one lock: every operation on them is
+ * short (a plan covers the few jobs sharing one reducer's downlink).
+ */
+public final class SchedulerService {
+  /** A re-plan is pushed to agents only when a deadline moves by more than this, nanoseconds. */
+  private static final long MIN_UPDATE_SHIFT_NANOS = 50_000_000L;
+  /** ... and by more than this share of the time left to the old deadline. */
+  private static final double MIN_UPDATE_SHIFT_SHARE = 0.1;
+
+  private final Object lock = new Object();
+  private final JobRegistry registry;
+  private final Map<String, Map<String, Deadline>> hostPlans = new HashMap<>();
+  private final PolicyUpdateHub hub = new PolicyUpdateHub();
+  private final DeadlinePlanner planner;
+  private final double usableBitsPerSecond;
+  private final PolicyBook policies;
+  private final FlowLog flowLog;
+  private final HostRateLimiter limiter;
+  private final int maxEventsPerBatch;
+  private final Clock clock;
+
+  private final Counter eventsAccepted;
+  private final Counter batchesRateLimited;
+  private final Counter batchesInvalid;
+  private final Counter outcomesMet;
+  private final Counter outcomesMissed;
+  private final Timer lookupTimer;
+  private final Counter updatesSent;
+
+  public SchedulerService(SchedulerConf conf, PolicyBook policies, Clock clock,
+      HostRateLimiter limiter, MeterRegistry meters) {
+    this.policies = policies;
+    this.clock = clock;
+    this.limiter = limiter;
+    this.registry = new JobRegistry(conf.get(SchedulerConf.RETAIN_FINISHED_JOBS));
+    this.flowLog = new FlowLog(conf.get(SchedulerConf.RETAIN_FLOWS_PER_JOB));
+    this.maxEventsPerBatch = conf.get(SchedulerConf.REPORT_MAX_EVENTS);
+    long downlink = conf.get(SchedulerConf.DOWNLINK_BITS_PER_SECOND);
+    double utilisation = conf.get(SchedulerConf.TARGET_UTILISATION);
+    this.planner = new DeadlinePlanner(downlink, utilisation);
+    this.usableBitsPerSecond = downlink * utilisation;
+
+    eventsAccepted = Counter.builder("datcp.report.events").description("Events applied")
+        .register(meters);
+    batchesRateLimited = Counter.builder("datcp.report.rejected").tag("reason", "rate")
+        .description("Report batches refused").register(meters);
+    batchesInvalid = Counter.builder("datcp.report.rejected").tag("reason", "invalid")
+        .description("Report batches refused").register(meters);
+    outcomesMet = Counter.builder("datcp.flows.ended").tag("deadline", "met")
+        .description("Flows reported ended by agents").register(meters);
+    outcomesMissed = Counter.builder("datcp.flows.ended").tag("deadline", "missed")
+        .description("Flows reported ended by agents").register(meters);
+    lookupTimer = Timer.builder("datcp.policy.lookup").description("Flow policy lookups")
+        .publishPercentiles(0.5, 0.99).register(meters);
+    updatesSent = Counter.builder("datcp.policy.updates").description("Policy updates pushed")
+        .register(meters);
+    Gauge.builder("datcp.jobs.running", this, s -> s.runningJobCount())
+        .description("Jobs with a reduce reported and no finish").register(meters);
+    Gauge.builder("datcp.policy.watchers", this, SchedulerService::openWatches)
+        .description("Open policy update streams").register(meters);
+  }
+
+  // ---- reports from the reduce-side plugin --------------------------------------------------
+
+  /**
+   * Applies a batch of events from {@code reporterHost}; all or nothing: a batch over the size
+   * limit, over the host's rate or with an invalid event changes nothing.
+   */
+  public int report(String reporterHost, List<JobEvent> events) {
+    checkBatch(reporterHost, "reporterHost", events.size(), "events");
+    try {
+      for (int i = 0; i < events.size(); i++) {
+        events.get(i).validate("events[" + i + "].");
+      }
+    } catch (InvalidFieldException e) {
+      batchesInvalid.increment();
+      throw e;
+    }
+    long now = nowUnixNanos();
+    List<PolicyUpdateHub.Outbound> updates;
+    synchronized (lock) {
+      Set<String> touched = new HashSet<>();
+      for (JobEvent e : events) {
+        Job job = registry.apply(e, touched);
+        if (job != null && job.finished()) {
+          hub.jobFinished(job.id(), now);
+        } else if (e instanceof JobEvent.FetchFinished f) {
+          hub.notInterested(f.sourceHost(), f.jobId(), f.reduceId());
+        }
+      }
+      registry.drainEvicted().forEach(flowLog::forget);
+      replan(touched, now);
+      updates = hub.drain();
+    }
+    hub.deliver(updates);
+    eventsAccepted.increment(events.size());
+    return events.size();
+  }
+
+  // ---- agents ---------------------------------------------------------------------------------
+
+  /**
+   * The policy of one flow of {@code bytes} from a map host to reduce {@code reduceId}. The
+   * asking agent is sent updates of this flow's policy until the job ends.
+   */
+  public FlowPolicy lookup(String agentHost, String jobId, int reduceId, long bytes) {
+    require(agentHost != null && !agentHost.isEmpty() && agentHost.length() <= 255, "agentHost",
+        "must be a host name of 1-255 characters");
+    require(jobId != null && !jobId.isEmpty() && jobId.length() <= 128, "jobId",
+        "must be a job id of 1-128 characters");
+    require(reduceId >= 0, "reduceId", "must be >= 0");
+    require(bytes >= 0, "bytes", "must be >= 0 (bytes)");
+    long start = System.nanoTime();
+    try {
+      return explain(agentHost, jobId, reduceId, bytes);
+    } finally {
+      lookupTimer.record(System.nanoTime() - start, TimeUnit.NANOSECONDS);
+    }
+  }
+
+  /** Streams policy updates for flows {@code agentHost} looked up; run the handle to stop. */
+  public Runnable watch(String agentHost, Consumer<PolicyUpdate> watcher) {
+    require(agentHost != null && !agentHost.isEmpty() && agentHost.length() <= 255, "agentHost",
+        "must be a host name of 1-255 characters");
+    return hub.watch(agentHost, watcher);
+  }
+
+  /** Records how flows ended; all or nothing, limited like shuffle reports. */
+  public int reportOutcomes(String agentHost, List<FlowOutcome> outcomes) {
+    checkBatch(agentHost, "agentHost", outcomes.size(), "outcomes");
+    try {
+      for (int i = 0; i < outcomes.size(); i++) {
+        outcomes.get(i).validate("outcomes[" + i + "].");
+      }
+    } catch (InvalidFieldException e) {
+      batchesInvalid.increment();
+      throw e;
+    }
+    for (FlowOutcome o : outcomes) {
+      flowLog.add(o);
+      (o.met() ? outcomesMet : outcomesMissed).increment();
+    }
+    synchronized (lock) {
+      outcomes.forEach(o -> hub.notInterested(agentHost, o.jobId(), o.reduceId()));
+    }
+    return outcomes.size();
+  }
+
+  // ---- operator policy ------------------------------------------------------------------------
+
+  public List<PolicyRule> listPolicies() {
+    return policies.list();
+  }
+
+  public Optional<PolicyRule> getPolicy(String name) {
+    return policies.get(name);
+  }
+
+  public PolicyRule putPolicy(PolicyRule rule) {
+    PolicyRule stored = policies.put(rule);
+    pushPolicyChange();
+    return stored;
+  }
+
+  public List<PolicyRule> replacePolicies(List<PolicyRule> rules) {
+    List<PolicyRule> stored = policies.replaceAll(rules);
+    pushPolicyChange();
+    return stored;
+  }
+
+  public boolean deletePolicy(String name) {
+    boolean deleted = policies.delete(name);
+    if (deleted) {
+      pushPolicyChange();
+    }
+    return deleted;
+  }
+
+  // ---- views ----------------------------------------------------------------------------------
+
+  /** Running jobs first (newest first), then finished ones (most recently finished first). */
+  public List<JobView> jobs() {
+    long now = nowUnixNanos();
+    synchronized (lock) {
+      List<JobView> out = new ArrayList<>();
+      registry.runningJobs().stream()
+          .sorted(Comparator.comparingLong(Job::startUnixNanos).reversed())
+          .forEach(j -> out.add(view(j, now)));
+      List<Job> done = new ArrayList<>(registry.finishedJobs());
+      for (int i = done.size() - 1; i >= 0; i--) {
+        out.add(view(done.get(i), now));
+      }
+      return out;
+    }
+  }
+
+  public Optional<JobView> job(String jobId) {
+    long now = nowUnixNanos();
+    synchronized (lock) {
+      Job j = registry.find(jobId);
+      return j == null ? Optional.empty() : Optional.of(view(j, now));
+    }
+  }
+
+  /** Recent flows of one job, or of all jobs when {@code jobId} is null. */
+  public List<FlowOutcome> flows(String jobId, int limit) {
+    require(limit > 0 && limit <= 100_000, "limit", "must be in [1, 100000]");
+    return jobId == null ? flowLog.recent(limit) : flowLog.flows(jobId, limit);
+  }
+
+  public FlowLog.Tally overallTally() {
+    return flowLog.overall();
+  }
+
+  /** Open policy update streams. */
+  public int openWatches() {
+    return hub.watcherCount();
+  }
+
+  public int runningJobCount() {
+    synchronized (lock) {
+      return registry.runningJobs().size();
+    }
+  }
+
+  public long nowUnixNanos() {
+    Instant i = clock.instant();
+    return i.getEpochSecond() * 1_000_000_000L + i.getNano();
+  }
+
+  // ---- internals ------------------------------------------------------------------------------
+
+  private void checkBatch(String host, String hostField, int size, String listField) {
+    require(host != null && !host.isEmpty() && host.length() <= 255, hostField,
+        "must be a host name of 1-255 characters");
+    if (size > maxEventsPerBatch) {
+      batchesInvalid.increment();
+      throw new InvalidFieldException(listField,
+          "batch of " + size + " exceeds the limit of " + maxEventsPerBatch);
+    }
+    if (!limiter.tryAcquire(host)) {
+      batchesRateLimited.increment();
+      throw new RateLimitedException(host);
+    }
+  }
+
+  private FlowPolicy explain(String agentHost, String jobId, int reduceId, long bytes) {
+    long now = nowUnixNanos();
+    FlowPolicy answer;
+    List<PolicyUpdateHub.Outbound> updates;
+    synchronized (lock) {
+      answer = explainLocked(agentHost, jobId, reduceId, bytes, now);
+      updates = hub.drain();
+    }
+    hub.deliver(updates);
+    return answer;
+  }
+
+  private FlowPolicy explainLocked(String agentHost, String jobId, int reduceId, long bytes,
+      long now) {
+    Job job = registry.running(jobId);
+    if (job == null) {
+      return noDeadline(jobId, reduceId, policies.defaults(),
+          "job not known to the scheduler (no running reduce reported): no deadline");
+    }
+    PolicyDecision decision = JobRegistry.decision(job, policies);
+    Job.Reduce reduce = job.reduce(reduceId);
+    if (reduce == null || !reduce.shuffling()) {
+      return noDeadline(jobId, reduceId, decision,
+          "reduce " + reduceId + " is not shuffling: no deadline");
+    }
+    hub.interested(agentHost, jobId, reduceId, bytes);
+    JobRegistry.sawLookup(job, bytes);
+    Deadline d = planned(reduce.host(), jobId);
+    if (d == null || d.unixNanos() <= now) {
+      // The plan went stale (bytes were fetched without a report yet): plan afresh from now.
+      replan(Set.of(reduce.host()), now);
+      d = planned(reduce.host(), jobId);
+    }
+    return policyFor(jobId, reduceId, d, bytes, now, decision);
+  }
+
+  private Deadline planned(String host, String jobId) {
+    Map<String, Deadline> plan = hostPlans.get(host);
+    return plan == null ? null : plan.get(jobId);
+  }
+
+  private FlowPolicy policyFor(String jobId, int reduceId, Deadline d, long bytes, long now,
+      PolicyDecision decision) {
+    if (decision.mode() == FlowMode.OFF) {
+      return noDeadline(jobId, reduceId, decision,
+          "mode off by rule '" + decision.rule() + "': plain TCP");
+    }
+    long deadline = d.unixNanos();
+    String reason = d.reason();
+    // A flow cannot beat its own size at the usable link rate; asking for more only quenches it.
+    long own = now + DeadlinePlanner.transferNanos(bytes, usableBitsPerSecond);
+    if (own > deadline) {
+      deadline = own;
+      reason = reason + "; raised to this flow's own transfer time";
+    }
+    long relative = Math.max(1, deadline - now);
+    // §3.1: R_desired = V_total / T_deadline.
+    long desired = (long) Math.ceil(bytes * 8.0 * 1e9 / relative);
+    return new FlowPolicy(jobId, reduceId, deadline, relative, desired, decision.importance(),
+        decision.phi(), decision.mode(), decision.quenchMode(), reason, decision.rule());
+  }
+
+  private static FlowPolicy noDeadline(String jobId, int reduceId, PolicyDecision decision,
+      String reason) {
+    return new FlowPolicy(jobId, reduceId, 0, 0, 0, decision.importance(), decision.phi(),
+        decision.mode(), decision.quenchMode(), reason, decision.rule());
+  }
+
+  /** Re-plans {@code hosts} and pushes deadlines that moved materially to interested agents. */
+  private void replan(Set<String> hosts, long now) {
+    for (String host : hosts) {
+      Map<String, Deadline> old = hostPlans.getOrDefault(host, Map.of());
+      Map<String, Deadline> plan = planner.plan(host, demands(host), now);
+      if (plan.isEmpty()) {
+        hostPlans.remove(host);
+      } else {
+        hostPlans.put(host, plan);
+      }
+      plan.forEach((jobId, d) -> {
+        Deadline before = old.get(jobId);
+        if (before == null || movedMaterially(before.unixNanos(), d.unixNanos(), now)) {
+          pushJob(registry.running(jobId), host, d, now);
+        }
+      });
+    }
+  }
+
+  private static boolean movedMaterially(long before, long after, long now) {
+    long shift = Math.abs(after - before);
+    return shift > MIN_UPDATE_SHIFT_NANOS
+        && shift > MIN_UPDATE_SHIFT_SHARE * Math.max(0, before - now);
+  }
+
+  private List<Demand> demands(String host) {
+    List<Demand> demands = new ArrayList<>();
+    for (Job job : registry.shufflingOn(host)) {
+      long remaining = 0;
+      for (Job.Reduce r : job.shufflingOn(host)) {
+        remaining += job.remainingBytes(r);
+      }
+      int mapsLeft = Math.max(0, job.totalMaps() - job.mapsDone());
+      long median = job.medianMapRunTimeNanos();
+      long waves = 0;
+      long lastMapFinish = 0;
+      if (mapsLeft > 0 && median >= 0) {
+        // §2.2: remaining maps run in waves over the slots the job holds; each wave takes about
+        // the median map length, starting when the last map finished and freed a slot.
+        int slots = job.mapsRunning() > 0 ? job.mapsRunning() : mapsLeft;
+        waves = (mapsLeft + slots - 1) / slots;
+        lastMapFinish = job.lastMapCompletionUnixNanos() + waves * median;
+      }
+      demands.add(new Demand(job.id(), remaining, mapsLeft, lastMapFinish, waves, median));
+    }
+    return demands;
+  }
+
+  private void pushJob(Job job, String host, Deadline d, long now) {
+    if (job == null) {
+      return;
+    }
+    PolicyDecision decision = JobRegistry.decision(job, policies);
+    hub.interestIn(job.id()).forEach((agent, reduces) -> reduces.forEach((reduceId, bytes) -> {
+      Job.Reduce r = job.reduce(reduceId);
+      if (r != null && r.host().equals(host)) {
+        hub.queue(agent, new PolicyUpdate(now,
+            policyFor(job.id(), reduceId, d, bytes, now, decision), false));
+        updatesSent.increment();
+      }
+    }));
+  }
+
+  /** Importance, phi, mode or quench may have changed for any job: re-send interested flows. */
+  private void pushPolicyChange() {
+    long now = nowUnixNanos();
+    List<PolicyUpdateHub.Outbound> updates;
+    synchronized (lock) {
+      for (Job job : registry.runningJobs()) {
+        for (Job.Reduce r : job.reduces()) {
+          Deadline d = planned(r.host(), job.id());
+          if (r.shuffling() && d != null) {
+            pushJob(job, r.host(), d, now);
+          }
+        }
+      }
+      updates = hub.drain();
+    }
+    hub.deliver(updates);
+  }
+
+  private JobView view(Job j, long now) {
+    FlowLog.Tally t = flowLog.tally(j.id());
+    List<JobView.ReduceView> reduces = new ArrayList<>();
+    for (Job.Reduce r : j.reduces()) {
+      Deadline d = r.shuffling() ? planned(r.host(), j.id()) : null;
+      reduces.add(new JobView.ReduceView(r.id(), r.host(), r.shuffleStartUnixNanos(),
+          r.shuffleFinishUnixNanos(), r.fetchedBytes(), r.shuffling() ? j.remainingBytes(r) : 0,
+          d == null ? 0 : d.unixNanos(), d == null ? "" : d.reason()));
+    }
+    return new JobView(j.id(), j.conf().jobName(), j.conf().user(), j.conf().queue(),
+        j.conf().priority(), j.finished() ? (j.succeeded() ? "succeeded" : "failed") : "running",
+        j.totalMaps(), j.mapsDone(), j.totalReduces(), j.startUnixNanos(), j.finishUnixNanos(),
+        j.finished() ? j.finishUnixNanos() - j.startUnixNanos() : 0, j.shuffleTimeNanos(now),
+        t.total(), t.met(), t.metRatio(), JobRegistry.decision(j, policies), reduces);
+  }
+}

@@ -1,0 +1,32 @@
+package io.datcp.scheduler.api.grpc;
+
+import io.datcp.proto.v1.ReportAck;
+import io.datcp.proto.v1.ShuffleReport;
+import io.datcp.proto.v1.ShuffleReportServiceGrpc;
+import io.datcp.scheduler.SchedulerService;
+import io.datcp.scheduler.jobs.JobEvent;
+import io.grpc.stub.StreamObserver;
+import java.util.ArrayList;
+import java.util.List;
+
+/** gRPC adapter for the reduce-side plugin's reports. */
+public final class ShuffleReportGrpcService
+    extends ShuffleReportServiceGrpc.ShuffleReportServiceImplBase {
+  private final SchedulerService scheduler;
+
+  public ShuffleReportGrpcService(SchedulerService scheduler) {
+    this.scheduler = scheduler;
+  }
+
+  @Override
+  public void report(ShuffleReport request, StreamObserver<ReportAck> out) {
+    GrpcCalls.unary(out, () -> {
+      List<JobEvent> events = new ArrayList<>(request.getEventsCount());
+      for (int i = 0; i < request.getEventsCount(); i++) {
+        events.add(ProtoMapping.event(request.getEvents(i), i));
+      }
+      int n = scheduler.report(request.getReporterHost(), events);
+      return ReportAck.newBuilder().setAccepted(n).build();
+    });
+  }
+}

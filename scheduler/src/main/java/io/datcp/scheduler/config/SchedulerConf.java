@@ -1,0 +1,194 @@
+package io.datcp.scheduler.config;
+
+import io.datcp.scheduler.policy.FlowMode;
+import io.datcp.scheduler.policy.QuenchMode;
+import java.io.IOException;
+import java.io.Reader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.TreeSet;
+import java.util.function.Function;
+import java.util.function.Predicate;
+import java.util.stream.Collectors;
+
+/**
+ * Every setting of the scheduler besides the command-line flags: one typed key per setting,
+ * with its default, accepted values and meaning. A config file is a Java properties file with
+ * these keys; an unknown key or a bad value stops start-up with a message naming the key.
+ */
+public final class SchedulerConf {
+
+  /** One setting: name, parser, default, validator and the description shown in errors. */
+  public static final class Key<T> {
+    private final String name;
+    private final T defaultValue;
+    private final Function<String, T> parser;
+    private final Predicate<T> valid;
+    private final String accepted;
+    private final String description;
+
+    private Key(String name, T defaultValue, Function<String, T> parser, Predicate<T> valid,
+        String accepted, String description) {
+      this.name = name;
+      this.defaultValue = defaultValue;
+      this.parser = parser;
+      this.valid = valid;
+      this.accepted = accepted;
+      this.description = description;
+    }
+
+    public String name() {
+      return name;
+    }
+
+    public T defaultValue() {
+      return defaultValue;
+    }
+
+    public String accepted() {
+      return accepted;
+    }
+
+    public String description() {
+      return description;
+    }
+
+    T parse(String raw) {
+      T value;
+      try {
+        value = parser.apply(raw.trim());
+      } catch (RuntimeException e) {
+        throw new ConfigException(name, raw, accepted);
+      }
+      if (!valid.test(value)) {
+        throw new ConfigException(name, raw, accepted);
+      }
+      return value;
+    }
+  }
+
+  private static final Map<String, Key<?>> KEYS = new LinkedHashMap<>();
+
+  /** Bearer token for writes; empty means "generate one into DATA_DIR/token on first start". */
+  public static final Key<String> AUTH_TOKEN = register(new Key<>("auth.token", "",
+      Function.identity(), t -> t.isEmpty() || t.length() >= 16,
+      "empty or a string of at least 16 characters",
+      "Bearer token required for policy writes; empty generates one into DATA_DIR/token"
+          + " (mode 0600)."));
+
+  public static final Key<Long> DOWNLINK_BITS_PER_SECOND = register(new Key<>(
+      "planner.downlinkBitsPerSecond", 100_000_000L, Long::parseLong, v -> v > 0,
+      "a positive integer (bits per second)",
+      "Capacity of a reducer host's downlink, bits/s (100 Mbit/s on the emulated testbed)."));
+
+  public static final Key<Double> TARGET_UTILISATION = register(new Key<>(
+      "planner.targetUtilisation", 0.8, Double::parseDouble, v -> v > 0 && v <= 1,
+      "a number in (0, 1]",
+      "Share of the downlink the planner counts on for shuffle goodput; the rest absorbs"
+          + " headers, ECN back-off and other traffic."));
+
+  public static final Key<Double> REPORT_RATE_PER_HOST = register(new Key<>(
+      "reports.ratePerHost", 500.0, Double::parseDouble, v -> v > 0,
+      "a positive number (report batches per second)",
+      "Sustained report batches per second accepted from one host (shuffle reports and"
+          + " outcomes)."));
+
+  public static final Key<Integer> REPORT_BURST_PER_HOST = register(new Key<>(
+      "reports.burstPerHost", 1000, Integer::parseInt, v -> v > 0,
+      "a positive integer (report batches)",
+      "Report batches one host may send in a burst above its sustained rate."));
+
+  public static final Key<Integer> REPORT_MAX_EVENTS = register(new Key<>(
+      "reports.maxEventsPerBatch", 1000, Integer::parseInt, v -> v > 0,
+      "a positive integer (events)",
+      "Most events (or outcomes) in one report batch; larger batches are rejected whole."));
+
+  public static final Key<Integer> REPORT_MAX_MESSAGE_BYTES = register(new Key<>(
+      "reports.maxMessageBytes", 1 << 20, Integer::parseInt, v -> v >= 1024,
+      "an integer >= 1024 (bytes)",
+      "Largest gRPC request message, bytes."));
+
+  public static final Key<Integer> RETAIN_FINISHED_JOBS = register(new Key<>(
+      "jobs.retainFinished", 1000, Integer::parseInt, v -> v >= 0,
+      "a non-negative integer (jobs)",
+      "Finished jobs kept in memory for the dashboard (soft state)."));
+
+  public static final Key<Integer> RETAIN_FLOWS_PER_JOB = register(new Key<>(
+      "flows.retainPerJob", 10_000, Integer::parseInt, v -> v > 0,
+      "a positive integer (flows)",
+      "Flow outcomes kept per job for the timeline; older ones are dropped (counts stay)."));
+
+  public static final Key<FlowMode> DEFAULT_MODE = register(new Key<>(
+      "policy.defaultMode", FlowMode.DATCP, FlowMode::fromName, v -> true,
+      "one of " + names(FlowMode.values()),
+      "Mode of flows whose job matches no policy rule."));
+
+  public static final Key<QuenchMode> DEFAULT_QUENCH_MODE = register(new Key<>(
+      "policy.defaultQuenchMode", QuenchMode.SUSPEND, QuenchMode::fromName, v -> true,
+      "one of " + names(QuenchMode.values()),
+      "Quench mode of flows whose job matches no policy rule (MapReduce: suspend)."));
+
+  private final Map<Key<?>, Object> values;
+
+  private SchedulerConf(Map<Key<?>, Object> values) {
+    this.values = values;
+  }
+
+  /** All defaults. */
+  public static SchedulerConf defaults() {
+    return new SchedulerConf(Map.of());
+  }
+
+  /** Reads a properties file; fails on the first unknown key or bad value. */
+  public static SchedulerConf load(Path file) throws IOException {
+    Properties props = new Properties();
+    try (Reader r = Files.newBufferedReader(file, StandardCharsets.UTF_8)) {
+      props.load(r);
+    }
+    Map<String, String> raw = new LinkedHashMap<>();
+    for (String name : new TreeSet<>(props.stringPropertyNames())) {
+      raw.put(name, props.getProperty(name));
+    }
+    return fromMap(raw);
+  }
+
+  /** Builds a configuration from key/value strings; fails on unknown keys or bad values. */
+  public static SchedulerConf fromMap(Map<String, String> raw) {
+    Map<Key<?>, Object> values = new LinkedHashMap<>();
+    for (Map.Entry<String, String> e : raw.entrySet()) {
+      Key<?> key = KEYS.get(e.getKey());
+      if (key == null) {
+        throw new ConfigException("unknown configuration key '" + e.getKey()
+            + "'; accepted keys: " + String.join(", ", KEYS.keySet()));
+      }
+      values.put(key, key.parse(e.getValue()));
+    }
+    return new SchedulerConf(values);
+  }
+
+  @SuppressWarnings("unchecked")
+  public <T> T get(Key<T> key) {
+    return values.containsKey(key) ? (T) values.get(key) : key.defaultValue();
+  }
+
+  /** Every key, in documentation order. */
+  public static List<Key<?>> keys() {
+    return List.copyOf(Collections.unmodifiableCollection(KEYS.values()));
+  }
+
+  private static <T> Key<T> register(Key<T> key) {
+    KEYS.put(key.name(), key);
+    return key;
+  }
+
+  private static String names(Enum<?>[] values) {
+    return Arrays.stream(values).map(v -> v.toString()).collect(Collectors.joining("|"));
+  }
+}

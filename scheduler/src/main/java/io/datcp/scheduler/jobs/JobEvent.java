@@ -1,0 +1,92 @@
+package io.datcp.scheduler.jobs;
+
+import static io.datcp.scheduler.InvalidFieldException.require;
+
+import java.util.List;
+
+/**
+ * Job and shuffle progress reported by the reduce-side plugin. Times are nanoseconds since the
+ * Unix epoch, durations nanoseconds, sizes bytes. Each event checks itself before any event of
+ * its batch is applied, naming the bad field under {@code prefix}.
+ */
+public sealed interface JobEvent {
+  String jobId();
+
+  long timeUnixNanos();
+
+  void validate(String prefix);
+
+  /** A reduce task started its shuffle on {@code host}. */
+  record ReduceStarted(long timeUnixNanos, String jobId, int reduceId, String host, int totalMaps,
+      int totalReduces, JobConf conf, long jobSubmitTimeUnixNanos) implements JobEvent {
+    @Override
+    public void validate(String prefix) {
+      common(prefix, timeUnixNanos, jobId, reduceId);
+      require(host != null && !host.isEmpty() && host.length() <= 255, prefix + "host",
+          "must be a host name of 1-255 characters");
+      require(totalMaps > 0, prefix + "totalMaps", "must be positive (maps)");
+      require(totalReduces > reduceId, prefix + "totalReduces", "must exceed reduceId (reduces)");
+      require(jobSubmitTimeUnixNanos >= 0, prefix + "jobSubmitTimeUnixNanos",
+          "must be 0 (unknown) or nanoseconds since the epoch");
+    }
+  }
+
+  /** A map finished; {@code outputBytes} is its partition for {@code reduceId}, -1 if unknown. */
+  record MapCompleted(long timeUnixNanos, String jobId, int reduceId, int mapId, String host,
+      long runTimeNanos, long outputBytes, int mapsRunning) implements JobEvent {
+    @Override
+    public void validate(String prefix) {
+      common(prefix, timeUnixNanos, jobId, reduceId);
+      require(mapId >= 0, prefix + "mapId", "must be >= 0");
+      require(runTimeNanos >= 0, prefix + "runTimeNanos", "must be >= 0 (nanoseconds)");
+      require(outputBytes >= -1, prefix + "outputBytes", "must be >= 0 bytes, or -1 when unknown");
+      require(mapsRunning >= -1, prefix + "mapsRunning", "must be >= 0, or -1 when unknown");
+    }
+  }
+
+  /** A fetch of {@code mapIds} from {@code sourceHost} began. */
+  record FetchStarted(long timeUnixNanos, String jobId, int reduceId, String sourceHost,
+      List<Integer> mapIds, long bytes) implements JobEvent {
+    @Override
+    public void validate(String prefix) {
+      common(prefix, timeUnixNanos, jobId, reduceId);
+      require(bytes >= -1, prefix + "bytes", "must be >= 0 bytes, or -1 when unknown");
+      require(mapIds.stream().allMatch(m -> m >= 0), prefix + "mapIds", "must be >= 0");
+    }
+  }
+
+  /** A fetch completed: {@code bytes} arrived in {@code durationNanos}. */
+  record FetchFinished(long timeUnixNanos, String jobId, int reduceId, String sourceHost,
+      List<Integer> mapIds, long bytes, long durationNanos) implements JobEvent {
+    @Override
+    public void validate(String prefix) {
+      common(prefix, timeUnixNanos, jobId, reduceId);
+      require(bytes >= 0, prefix + "bytes", "must be >= 0 (bytes)");
+      require(durationNanos >= 0, prefix + "durationNanos", "must be >= 0 (nanoseconds)");
+      require(mapIds.stream().allMatch(m -> m >= 0), prefix + "mapIds", "must be >= 0");
+    }
+  }
+
+  /** A reduce has all its map outputs. */
+  record ShuffleFinished(long timeUnixNanos, String jobId, int reduceId) implements JobEvent {
+    @Override
+    public void validate(String prefix) {
+      common(prefix, timeUnixNanos, jobId, reduceId);
+    }
+  }
+
+  /** The job ended. */
+  record JobFinished(long timeUnixNanos, String jobId, boolean succeeded) implements JobEvent {
+    @Override
+    public void validate(String prefix) {
+      common(prefix, timeUnixNanos, jobId, 0);
+    }
+  }
+
+  private static void common(String prefix, long timeUnixNanos, String jobId, int reduceId) {
+    require(timeUnixNanos > 0, prefix + "timeUnixNanos", "must be nanoseconds since the epoch");
+    require(jobId != null && !jobId.isEmpty() && jobId.length() <= 128, prefix + "jobId",
+        "must be a job id of 1-128 characters");
+    require(reduceId >= 0, prefix + "reduceId", "must be >= 0");
+  }
+}

@@ -1,0 +1,138 @@
+package io.datcp.scheduler;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.within;
+
+import io.datcp.scheduler.config.SchedulerConf;
+import io.datcp.scheduler.flows.FlowPolicy;
+import io.datcp.scheduler.flows.PolicyUpdate;
+import io.datcp.scheduler.jobs.JobConf;
+import io.datcp.scheduler.jobs.JobEvent;
+import io.datcp.scheduler.jobs.JobPriority;
+import io.datcp.scheduler.policy.FlowMode;
+import io.datcp.scheduler.policy.QuenchMode;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Replays DATCP §4.4's MapReduce scenario (Fig. 14), scaled as in DESIGN.md (100 Mbit/s links,
+ * 10 MB map outputs, times unchanged): job A has 4 maps of which 2 are done, job B 2 maps, both
+ * done; their reduces share one node's downlink; tasks last 5 s. The paper gives B's flows a
+ * 2 s deadline and A's 5 s (the task length); the planner must arrive at the same classes.
+ */
+class JobAbScenarioTest {
+  private static final long MB = 1_000_000L;
+  private static final long TASK = Duration.ofSeconds(5).toNanos();
+  private static final String NODE = "node1";
+
+  @TempDir Path dir;
+  private final MutableClock clock = new MutableClock(Instant.parse("2026-01-01T00:00:00Z"));
+  private SchedulerService scheduler;
+
+  @BeforeEach
+  void startJobs() {
+    scheduler = TestServices.create(dir, clock, SchedulerConf.defaults());
+    long t0 = clock.nanos();
+    JobConf conf = new JobConf("default", "alice", "wordcount", JobPriority.NORMAL);
+    scheduler.report(NODE, List.of(
+        new JobEvent.ReduceStarted(t0, "jobA", 0, NODE, 4, 1, conf, 0),
+        new JobEvent.MapCompleted(t0, "jobA", 0, 0, "m1", TASK, 10 * MB, 2),
+        new JobEvent.MapCompleted(t0, "jobA", 0, 1, "m2", TASK, 10 * MB, 2),
+        new JobEvent.ReduceStarted(t0, "jobB", 0, NODE, 2, 1, conf, 0),
+        new JobEvent.MapCompleted(t0, "jobB", 0, 0, "m3", TASK, 10 * MB, 0),
+        new JobEvent.MapCompleted(t0, "jobB", 0, 1, "m4", TASK, 10 * MB, 0)));
+  }
+
+  private static double seconds(FlowPolicy p) {
+    return p.deadlineNanos() / 1e9;
+  }
+
+  @Test
+  void jobBsFlowsGetThe2SecondClassAndJobAsThe5SecondClass() {
+    FlowPolicy b = scheduler.lookup("m3", "jobB", 0, 10 * MB);
+    FlowPolicy a = scheduler.lookup("m1", "jobA", 0, 10 * MB);
+
+    assertThat(seconds(b)).isCloseTo(2.0, within(0.01));
+    assertThat(seconds(a)).isCloseTo(5.0, within(0.01));
+    assertThat(b.reason()).contains("maps all done", "rank 1 of 1");
+    assertThat(a.reason()).contains("waiting for 2 maps", "median map 5.00 s");
+    // §4.4: all flows have no importance and are suspended in flow quenching.
+    assertThat(List.of(a, b)).allSatisfy(p -> {
+      assertThat(p.importance()).isZero();
+      assertThat(p.mode()).isEqualTo(FlowMode.DATCP);
+      assertThat(p.quenchMode()).isEqualTo(QuenchMode.SUSPEND);
+    });
+    // Two B flows at 40 Mbit/s fill the 80 Mbit/s usable; A's two need 16 Mbit/s each.
+    assertThat(b.desiredRateBitsPerSecond()).isCloseTo(40_000_000L, within(1000L));
+    assertThat(a.desiredRateBitsPerSecond()).isCloseTo(16_000_000L, within(1000L));
+  }
+
+  @Test
+  void whenJobAsLastMapsFinishItBecomesShuffleBoundAndAgentsWithFlowsInFlightHearOfIt() {
+    List<PolicyUpdate> updates = new CopyOnWriteArrayList<>();
+    scheduler.watch("m1", updates::add);
+    scheduler.lookup("m1", "jobA", 0, 10 * MB);
+    scheduler.lookup("m3", "jobB", 0, 10 * MB);
+
+    clock.advance(Duration.ofSeconds(2));
+    long t2 = clock.nanos();
+    scheduler.report(NODE, List.of(
+        new JobEvent.FetchFinished(t2, "jobB", 0, "m3", List.of(0, 1), 20 * MB, t2),
+        new JobEvent.ShuffleFinished(t2, "jobB", 0),
+        new JobEvent.JobFinished(t2, "jobB", true)));
+    clock.advance(Duration.ofSeconds(3));
+    long t5 = clock.nanos();
+    scheduler.report(NODE, List.of(
+        new JobEvent.MapCompleted(t5, "jobA", 0, 2, "m5", TASK, 10 * MB, 0),
+        new JobEvent.MapCompleted(t5, "jobA", 0, 3, "m6", TASK, 10 * MB, 0)));
+
+    // m1's flow is still in flight: all four maps' outputs (40 MB) are now all that is left.
+    assertThat(updates).singleElement().satisfies(u -> {
+      assertThat(u.policy().jobId()).isEqualTo("jobA");
+      assertThat(u.policy().reason()).contains("maps all done", "40.0 MB");
+      assertThat((u.policy().deadlineUnixNanos() - t5) / 1e9).isCloseTo(4.0, within(0.01));
+    });
+    assertThat(seconds(scheduler.lookup("m5", "jobA", 0, 10 * MB))).isCloseTo(4.0, within(0.01));
+  }
+
+  @Test
+  void anAgentStopsHearingOfAFlowOnceItsFetchFinished() {
+    List<PolicyUpdate> updates = new CopyOnWriteArrayList<>();
+    scheduler.watch("m1", updates::add);
+    scheduler.lookup("m1", "jobA", 0, 10 * MB);
+    clock.advance(Duration.ofSeconds(1));
+    long t1 = clock.nanos();
+
+    scheduler.report(NODE, List.of(
+        new JobEvent.FetchFinished(t1, "jobA", 0, "m1", List.of(0), 10 * MB, t1),
+        new JobEvent.MapCompleted(t1, "jobA", 0, 2, "m5", TASK, 10 * MB, 0),
+        new JobEvent.MapCompleted(t1, "jobA", 0, 3, "m6", TASK, 10 * MB, 0)));
+
+    assertThat(updates).isEmpty();
+  }
+
+  @Test
+  void jobViewsShowShuffleAndCompletionTimes() {
+    clock.advance(Duration.ofSeconds(2));
+    long t2 = clock.nanos();
+    scheduler.report(NODE, List.of(new JobEvent.ShuffleFinished(t2, "jobB", 0),
+        new JobEvent.JobFinished(t2, "jobB", true)));
+
+    var b = scheduler.job("jobB").orElseThrow();
+    assertThat(b.state()).isEqualTo("succeeded");
+    assertThat(b.shuffleTimeNanos()).isEqualTo(2_000_000_000L);
+    assertThat(b.completionTimeNanos()).isEqualTo(2_000_000_000L);
+    var a = scheduler.job("jobA").orElseThrow();
+    assertThat(a.state()).isEqualTo("running");
+    assertThat(a.reduces()).singleElement().satisfies(r -> {
+      assertThat(r.remainingBytes()).isEqualTo(20 * MB);
+      assertThat(r.deadlineReason()).contains("waiting for 2 maps");
+    });
+  }
+}

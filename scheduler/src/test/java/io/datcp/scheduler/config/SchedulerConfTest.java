@@ -1,0 +1,74 @@
+package io.datcp.scheduler.config;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.datcp.scheduler.policy.FlowMode;
+import java.io.Reader;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.Properties;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class SchedulerConfTest {
+  @TempDir Path dir;
+
+  @Test
+  void defaultsMatchTheEmulatedTestbed() {
+    SchedulerConf c = SchedulerConf.defaults();
+    assertThat(c.get(SchedulerConf.DOWNLINK_BITS_PER_SECOND)).isEqualTo(100_000_000L);
+    assertThat(c.get(SchedulerConf.DEFAULT_MODE)).isEqualTo(FlowMode.DATCP);
+  }
+
+  @Test
+  void aFileSetsTypedValues() throws Exception {
+    Path f = dir.resolve("scheduler.properties");
+    Files.writeString(f, "planner.downlinkBitsPerSecond = 1000000000\npolicy.defaultMode=dctcp\n");
+    SchedulerConf c = SchedulerConf.load(f);
+    assertThat(c.get(SchedulerConf.DOWNLINK_BITS_PER_SECOND)).isEqualTo(1_000_000_000L);
+    assertThat(c.get(SchedulerConf.DEFAULT_MODE)).isEqualTo(FlowMode.DCTCP);
+  }
+
+  @Test
+  void anUnknownKeyIsNamedWithTheAcceptedKeys() {
+    assertThatThrownBy(() -> SchedulerConf.fromMap(Map.of("planner.downlink", "1")))
+        .isInstanceOf(ConfigException.class)
+        .hasMessageContaining("'planner.downlink'")
+        .hasMessageContaining("planner.downlinkBitsPerSecond");
+  }
+
+  @Test
+  void aBadValueIsNamedWithItsKeyAndTheAcceptedValues() {
+    assertThatThrownBy(() -> SchedulerConf.fromMap(Map.of("planner.targetUtilisation", "1.5")))
+        .hasMessageContaining("planner.targetUtilisation").hasMessageContaining("(0, 1]");
+    assertThatThrownBy(() -> SchedulerConf.fromMap(Map.of("policy.defaultQuenchMode", "pause")))
+        .hasMessageContaining("policy.defaultQuenchMode").hasMessageContaining("suspend|kill");
+    assertThatThrownBy(() -> SchedulerConf.fromMap(Map.of("reports.ratePerHost", "lots")))
+        .hasMessageContaining("reports.ratePerHost");
+  }
+
+  @Test
+  void theExampleFileListsEveryKeyWithItsDefault() throws Exception {
+    Path example = Path.of("scheduler.properties.example");
+    Properties props = new Properties();
+    try (Reader r = Files.newBufferedReader(example)) {
+      props.load(r);
+    }
+    assertThat(props.stringPropertyNames()).containsExactlyInAnyOrderElementsOf(
+        SchedulerConf.keys().stream().map(SchedulerConf.Key::name).toList());
+    SchedulerConf loaded = SchedulerConf.load(example);
+    for (SchedulerConf.Key<?> k : SchedulerConf.keys()) {
+      assertThat((Object) loaded.get(k)).as(k.name()).isEqualTo(k.defaultValue());
+    }
+  }
+
+  @Test
+  void everyKeyHasADescriptionAndAcceptedValues() {
+    assertThat(SchedulerConf.keys()).isNotEmpty().allSatisfy(k -> {
+      assertThat(k.description()).isNotBlank();
+      assertThat(k.accepted()).isNotBlank();
+    });
+  }
+}

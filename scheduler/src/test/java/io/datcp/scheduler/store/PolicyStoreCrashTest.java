@@ -1,0 +1,131 @@
+package io.datcp.scheduler.store;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.datcp.scheduler.SchedulerMain;
+import io.datcp.scheduler.auth.WriteToken;
+import io.datcp.scheduler.policy.PolicyRule;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Starts the real scheduler as a child JVM, writes policy rules through REST from several
+ * threads, kills the child with SIGKILL while writes are in flight, and checks that every write
+ * the scheduler acknowledged is in the store afterwards.
+ */
+class PolicyStoreCrashTest {
+  private static final int WRITERS = 3;
+  private static final int ACKS_BEFORE_KILL = 60;
+
+  @TempDir Path dir;
+
+  @Test
+  void aKillDuringWritesLosesNothingAcknowledged() throws Exception {
+    Path java = Paths.get(System.getProperty("java.home"), "bin", "java");
+    Process child = new ProcessBuilder(java.toString(), "-Xmx256m",
+        "-cp", System.getProperty("java.class.path"), SchedulerMain.class.getName(),
+        "--data-dir", dir.toString(), "--grpc-port", "0", "--http-port", "0")
+        .redirectErrorStream(true).start();
+    ExecutorService pool = Executors.newFixedThreadPool(WRITERS);
+    try {
+      int port = awaitReady(child);
+      String token = Files.readString(dir.resolve(WriteToken.FILE_NAME)).trim();
+      HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+      Set<String> acknowledged = ConcurrentHashMap.newKeySet();
+      for (int w = 0; w < WRITERS; w++) {
+        int writer = w;
+        pool.submit(() -> {
+          for (int i = 0; ; i++) {
+            String name = "w" + writer + "-r" + i;
+            String body = "{\"order\":" + i + ",\"queue\":\"q" + i + "\",\"importance\":1,"
+                + "\"phi\":0.5,\"mode\":\"datcp\",\"quenchMode\":\"suspend\"}";
+            HttpResponse<String> r;
+            try {
+              r = http.send(HttpRequest.newBuilder(
+                      URI.create("http://127.0.0.1:" + port + "/api/v1/policies/" + name))
+                  .timeout(Duration.ofSeconds(10))
+                  .header("Authorization", "Bearer " + token)
+                  .header("Content-Type", "application/json")
+                  .PUT(HttpRequest.BodyPublishers.ofString(body)).build(),
+                  HttpResponse.BodyHandlers.ofString());
+            } catch (Exception connectionLost) {
+              return null;
+            }
+            if (r.statusCode() == 200) {
+              acknowledged.add(name);
+            }
+          }
+        });
+      }
+      await().atMost(Duration.ofSeconds(60)).until(() -> acknowledged.size() >= ACKS_BEFORE_KILL);
+
+      Process kill = new ProcessBuilder("kill", "-KILL", Long.toString(child.pid())).start();
+      assertThat(kill.waitFor()).isZero();
+      assertThat(child.waitFor(30, TimeUnit.SECONDS)).isTrue();
+      assertThat(child.exitValue()).isEqualTo(128 + 9);
+      pool.shutdown();
+      assertThat(pool.awaitTermination(30, TimeUnit.SECONDS)).isTrue();
+
+      try (PolicyStore store = PolicyStore.open(dir, new ObjectMapper())) {
+        Map<String, PolicyRule> stored = store.loadAll().stream()
+            .collect(Collectors.toMap(PolicyRule::name, r -> r));
+        assertThat(stored.keySet()).containsAll(acknowledged);
+        for (String name : acknowledged) {
+          int i = Integer.parseInt(name.substring(name.indexOf("-r") + 2));
+          assertThat(stored.get(name).queue()).isEqualTo("q" + i);
+        }
+      }
+    } finally {
+      pool.shutdownNow();
+      child.destroyForcibly();
+    }
+  }
+
+  private static int awaitReady(Process child) throws Exception {
+    BufferedReader out = new BufferedReader(
+        new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
+    Pattern ready = Pattern.compile(Pattern.quote(SchedulerMain.READY) + ".*http port (\\d+)");
+    List<String> seen = new ArrayList<>();
+    long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+    while (System.nanoTime() < until) {
+      String line = out.readLine();
+      if (line == null) {
+        break;
+      }
+      seen.add(line);
+      Matcher m = ready.matcher(line);
+      if (m.find()) {
+        // Keep draining the child's output so it never blocks on a full pipe.
+        Thread drain = new Thread(() -> out.lines().forEach(l -> { }), "child-output");
+        drain.setDaemon(true);
+        drain.start();
+        return Integer.parseInt(m.group(1));
+      }
+    }
+    throw new AssertionError("scheduler did not become ready; output: " + seen);
+  }
+}
