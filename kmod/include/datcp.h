@@ -56,8 +56,10 @@ DATCP_API __u64 datcp_now_ns(void);
  * loaded already, only the ports are added. *reused (may be NULL) tells
  * which happened. */
 DATCP_API int datcp_load(const struct datcp_load_opts *opts, int *reused);
-/* Remove switch ports, sockops, the registration and all pins. Idempotent. */
-DATCP_API int datcp_unload(void);
+/* Remove switch ports, sockops, the registration and all pins. Idempotent.
+ * Other processes on this kernel may be using datcp: without force it
+ * refuses (-EBUSY) while flows are registered or switch ports configured. */
+DATCP_API int datcp_unload(int force);
 DATCP_API int datcp_get_status(struct datcp_status *st);
 
 /* Ports whose sockets sockops switches to datcp. */

@@ -23,7 +23,8 @@ static const char usage[] =
 	"  load [--port P]... [--line-rate-mbit N] [--cgroup DIR] [--no-sockops]\n"
 	"        register the datcp congestion control, attach sockops, pin under " DATCP_PIN_DIR "\n"
 	"        (idempotent: reuses what is pinned)\n"
-	"  unload                       remove everything (idempotent)\n"
+	"  unload [--force]             remove everything (idempotent); refuses while flows\n"
+	"                               are registered or switch ports configured, unless --force\n"
 	"  status [--json]\n"
 	"  ports add|del PORT           sockets on PORT are put on datcp by sockops\n"
 	"  flow set --src IP:PORT --dst IP:PORT [--size BYTES] [--deadline-ms MS]\n"
@@ -139,9 +140,14 @@ static int cmd_load(int argc, char **argv)
 	return 0;
 }
 
-static int cmd_unload(void)
+static int cmd_unload(int argc, char **argv)
 {
-	int err = datcp_unload();
+	int force = argc > 1 && !strcmp(argv[1], "--force");
+	int err;
+
+	if (argc > (force ? 2 : 1))
+		return usage_error("unload [--force]");
+	err = datcp_unload(force);
 
 	if (err)
 		return runtime_error(err);
@@ -689,7 +695,7 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "load"))
 		return cmd_load(argc, argv);
 	if (!strcmp(cmd, "unload"))
-		return cmd_unload();
+		return cmd_unload(argc, argv);
 	if (!strcmp(cmd, "status"))
 		return cmd_status(argc, argv);
 	if (!strcmp(cmd, "ports"))

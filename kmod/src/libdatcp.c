@@ -285,12 +285,38 @@ static void remove_switch_ports(void)
 	close(fd);
 }
 
-int datcp_unload(void)
+static __u32 count_keys(const char *pin, size_t key_size)
+{
+	char key[64], next[64];
+	int fd = bpf_obj_get(pin);
+	__u32 n = 0;
+	void *prev = NULL;
+
+	if (fd < 0 || key_size > sizeof(key))
+		return 0;
+	while (!bpf_map_get_next_key(fd, prev, next)) {
+		memcpy(key, next, key_size);
+		prev = key;
+		n++;
+	}
+	close(fd);
+	return n;
+}
+
+int datcp_unload(int force)
 {
 	int err = check_environment();
 
 	if (err)
 		return err;
+	if (!force) {
+		__u32 flows = count_keys(PIN_FLOWS, sizeof(struct datcp_flow_key));
+		__u32 ports = count_keys(PIN_SWITCH, sizeof(struct datcp_port_key));
+
+		if (flows || ports)
+			return fail(-EBUSY, "%u registered flow(s) and %u switch port(s) are in use; "
+					    "unload with --force to remove them anyway", flows, ports);
+	}
 	remove_switch_ports();
 	unlink(PIN_SOCKOPS); /* the last reference: detaches sockops */
 	unregister_cc();
@@ -424,11 +450,11 @@ int datcp_load(const struct datcp_load_opts *opts, int *reused)
 
 		/* leftovers of a half-done load or a crashed loader */
 		if (!access(DATCP_PIN_DIR, F_OK) || cc_registered())
-			datcp_unload();
+			datcp_unload(1);
 		err = load_fresh(opts);
 		if (err) {
 			memcpy(saved, errbuf, sizeof(saved));
-			datcp_unload();
+			datcp_unload(1);
 			memcpy(errbuf, saved, sizeof(saved));
 			return err;
 		}
@@ -439,24 +465,6 @@ int datcp_load(const struct datcp_load_opts *opts, int *reused)
 			return err;
 	}
 	return 0;
-}
-
-static __u32 count_keys(const char *pin, size_t key_size)
-{
-	char key[64], next[64];
-	int fd = bpf_obj_get(pin);
-	__u32 n = 0;
-	void *prev = NULL;
-
-	if (fd < 0 || key_size > sizeof(key))
-		return 0;
-	while (!bpf_map_get_next_key(fd, prev, next)) {
-		memcpy(key, next, key_size);
-		prev = key;
-		n++;
-	}
-	close(fd);
-	return n;
 }
 
 int datcp_get_status(struct datcp_status *st)
