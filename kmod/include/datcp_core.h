@@ -264,21 +264,19 @@ static __always_inline int datcp_quench_step(struct datcp_quench_state_q *s, __u
 	return quench;
 }
 
-/* DCTCP: alpha = (1 - g) alpha + g F, F = marked / total of the last window. */
-static __always_inline __u32 dctcp_alpha_update(__u32 alpha_q, __u32 marked, __u32 total)
+/* DCTCP: alpha = (1 - g) alpha + g F, F = marked / total of the last window
+ * (bytes acknowledged with ECN echo over bytes acknowledged, as in the
+ * DCTCP paper). alpha decays by at least 1/1024 a window, so it reaches 0. */
+static __always_inline __u32 dctcp_alpha_update(__u32 alpha_q, __u64 marked, __u64 total)
 {
-	__u32 f_q = 0;
+	__u32 f_q = 0, decay = alpha_q >> DCTCP_SHIFT_G;
 
 	if (total)
-		f_q = (__u32)((__u64)datcp_min64(marked, total) * DATCP_Q / total);
-	alpha_q = alpha_q - (alpha_q >> DCTCP_SHIFT_G) + (f_q >> DCTCP_SHIFT_G);
+		f_q = (__u32)(datcp_min64(marked, total) * DATCP_Q / total);
+	if (decay == 0 && alpha_q)
+		decay = 1;
+	alpha_q = alpha_q - decay + (f_q >> DCTCP_SHIFT_G);
 	return alpha_q > DATCP_Q ? DATCP_Q : alpha_q;
-}
-
-/* DCTCP: cwnd * (1 - alpha / 2); also D2TCP/PD2TCP with the penalty as alpha. */
-static __always_inline __u32 dctcp_ssthresh(__u32 cwnd, __u32 alpha_q)
-{
-	return datcp_ssthresh(cwnd, datcp_min64(alpha_q, DATCP_Q) / 2);
 }
 
 /* Integer square root of x < 2^32, bit by bit in 16 fixed steps. The
@@ -382,8 +380,7 @@ struct datcp_window {
 	__u64 acked_bytes;     /* V_rtt: bytes acked in this window */
 	__u64 window_ns;       /* T_rtt: length of this window */
 	__u64 acked_total;     /* bytes acked since the epoch began */
-	__u32 delivered;       /* packets delivered in this window */
-	__u32 delivered_ce;    /* of which CE-marked (echoed) */
+	__u64 ece_bytes;       /* of acked_bytes, acked by ACKs with ECN echo */
 	__u32 rnd;             /* uniform random for Algorithm 2 */
 	__u8 slow_start;
 };
@@ -439,7 +436,7 @@ static __always_inline __u32 datcp_window_step(struct datcp_flow_state *s,
 	/* Algorithm 1: R_last = V_rtt / T_rtt, then R_avg */
 	s->r_avg = datcp_r_avg(s->r_avg, datcp_rate_Bps(w->acked_bytes, w->window_ns),
 			       w->slow_start);
-	s->alpha_q = dctcp_alpha_update(s->alpha_q, w->delivered_ce, w->delivered);
+	s->alpha_q = dctcp_alpha_update(s->alpha_q, w->ece_bytes, w->acked_bytes);
 
 	switch (m->mode) {
 	case DATCP_MODE_DATCP:

@@ -9,7 +9,9 @@
  * at the window's start, roughly one RTT) it runs datcp_window_step(); on a
  * congestion signal (ECN echo, once per window through CWR, or loss) the
  * kernel calls ssthresh(), which applies the flow's multiplicative decrease
- * b. The flow's size, deadline, importance, phi and mode come from the
+ * b. A packet loss, unlike an ECN mark, means the buffer overflowed: every
+ * mode then halves like standard TCP (as Linux DCTCP does), so that a flow
+ * with a tiny b cannot keep a full buffer overflowing. The flow's size, deadline, importance, phi and mode come from the
  * pinned map datcp_flows keyed by the 4-tuple; a new epoch there starts a
  * new flow on the same connection. A socket without an entry runs ECN reno
  * (P = 1, b = 0.5). The receiving side echoes CE precisely (DCTCP's CE state
@@ -54,8 +56,7 @@ struct datcp_sk {
 	__u64 win_start_ns;
 	__u64 win_start_acked;
 	__u32 win_next_seq;
-	__u32 win_delivered;
-	__u32 win_delivered_ce;
+	__u64 win_ece_bytes;  /* bytes acked with ECN echo this window */
 	__u32 ece_count;
 	__u32 windows;
 	__u32 prior_rcv_nxt;  /* receiver: DCTCP CE state machine */
@@ -133,8 +134,7 @@ static __always_inline void datcp_window_begin(struct datcp_sk *s, struct tcp_so
 	s->win_next_seq = tp->snd_nxt;
 	s->win_start_ns = now;
 	s->win_start_acked = tp->bytes_acked;
-	s->win_delivered = tp->delivered;
-	s->win_delivered_ce = tp->delivered_ce;
+	s->win_ece_bytes = 0;
 }
 
 /* Pick up a new or changed registration: a new epoch starts a new flow at
@@ -253,8 +253,10 @@ void BPF_PROG(datcp_in_ack_event, struct sock *sk, __u32 flags)
 	if (!s)
 		return;
 	now = bpf_ktime_get_ns();
-	if (flags & CA_ACK_ECE)
+	if (flags & CA_ACK_ECE) {
 		s->ece_count++;
+		s->win_ece_bytes += tp->bytes_acked - s->prev_acked;
+	}
 	datcp_refresh_meta(s, tp, now);
 	s->prev_acked = tp->bytes_acked;
 	if (!s->have_meta)
@@ -276,8 +278,7 @@ void BPF_PROG(datcp_in_ack_event, struct sock *sk, __u32 flags)
 	w.acked_bytes = tp->bytes_acked - s->win_start_acked;
 	w.window_ns = now - s->win_start_ns;
 	w.acked_total = acked_total;
-	w.delivered = tp->delivered - s->win_delivered;
-	w.delivered_ce = tp->delivered_ce - s->win_delivered_ce;
+	w.ece_bytes = s->win_ece_bytes;
 	w.rnd = bpf_get_prandom_u32();
 	w.slow_start = tp->snd_cwnd < tp->snd_ssthresh;
 	action = datcp_window_step(&s->st, &s->meta, &w, datcp_line_rate_Bps);
@@ -295,7 +296,8 @@ __u32 BPF_PROG(datcp_ssthresh_op, struct sock *sk)
 	struct datcp_sk *s = bpf_sk_storage_get(&datcp_sk_map, sk, 0, 0);
 	struct tcp_sock *tp = tcp_sk(sk);
 
-	/* Eq. 5 / DCTCP family: cwnd * (1 - b); reno's b = 0.5 without meta */
+	/* Eq. 5 / DCTCP family: cwnd * (1 - b) on ECN; reno's b = 0.5 without
+	 * meta (losses are set to b = 0.5 afterwards, see datcp_react_to_loss) */
 	return datcp_ssthresh(tp->snd_cwnd, s && s->have_meta ? s->st.b_q : DATCP_Q / 2);
 }
 
@@ -314,6 +316,23 @@ void BPF_PROG(datcp_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	tcp_reno_cong_avoid(sk, ack, acked);
 }
 
+/* Loss: standard TCP's halving, whatever the mode's b (see the top). */
+static __always_inline void datcp_react_to_loss(struct sock *sk)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	tp->snd_ssthresh = tp->snd_cwnd > 2 * DATCP_CWND_MIN ? tp->snd_cwnd >> 1 : DATCP_CWND_MIN;
+}
+
+/* Entering fast recovery: the kernel has just taken ssthresh() (the ECN
+ * decrease); replace it with the loss response. */
+SEC("struct_ops/datcp_set_state")
+void BPF_PROG(datcp_set_state, struct sock *sk, __u8 new_state)
+{
+	if (new_state == TCP_CA_Recovery)
+		datcp_react_to_loss(sk);
+}
+
 SEC("struct_ops/datcp_cwnd_event")
 void BPF_PROG(datcp_cwnd_event, struct sock *sk, enum tcp_ca_event ev)
 {
@@ -321,6 +340,10 @@ void BPF_PROG(datcp_cwnd_event, struct sock *sk, enum tcp_ca_event ev)
 	struct tcp_sock *tp;
 	__u32 new_ce;
 
+	if (ev == CA_EVENT_LOSS) { /* retransmission timeout */
+		datcp_react_to_loss(sk);
+		return;
+	}
 	if (ev != CA_EVENT_ECN_IS_CE && ev != CA_EVENT_ECN_NO_CE)
 		return;
 	s = bpf_sk_storage_get(&datcp_sk_map, sk, 0, 0);
@@ -363,6 +386,7 @@ struct tcp_congestion_ops datcp = {
 	.cong_avoid = (void *)datcp_cong_avoid,
 	.in_ack_event = (void *)datcp_in_ack_event,
 	.cwnd_event = (void *)datcp_cwnd_event,
+	.set_state = (void *)datcp_set_state,
 	.undo_cwnd = (void *)datcp_undo_cwnd,
 	.flags = TCP_CONG_NEEDS_ECN,
 	.name = "datcp",

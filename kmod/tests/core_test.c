@@ -119,7 +119,7 @@ static void run_row(struct row *r)
 		check(r, "r_avg_prev", s.r_avg_prev, col(r, "r_avg"), 0);
 	} else if (!strcmp(f, "dctcp_alpha.csv")) {
 		check(r, "alpha",
-		      dctcp_alpha_update((__u32)col(r, "alpha_q"), (__u32)col(r, "marked"), (__u32)col(r, "total")),
+		      dctcp_alpha_update((__u32)col(r, "alpha_q"), col(r, "marked"), col(r, "total")),
 		      col(r, "expected_q"), 0);
 	} else if (!strcmp(f, "pow.csv")) {
 		check(r, "pow", datcp_pow_q((__u32)col(r, "x_q"), (__u32)col(r, "e_q")), col(r, "expected_q"),
@@ -150,8 +150,7 @@ static void run_row(struct row *r)
 					  .acked_bytes = col(r, "acked_bytes"),
 					  .window_ns = col(r, "window_ns"),
 					  .acked_total = col(r, "acked_total"),
-					  .delivered = (__u32)col(r, "delivered"),
-					  .delivered_ce = (__u32)col(r, "delivered_ce"),
+					  .ece_bytes = col(r, "ece_bytes"),
 					  .slow_start = (__u8)col(r, "slow_start") };
 		struct datcp_flow_state s;
 
