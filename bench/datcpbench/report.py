@@ -157,51 +157,45 @@ def plot_timeseries(out, name, results, ccs):
     return fn
 
 
-def plot_met_bars(out, results, names, ccs):
+def _met_bars(out, fn, groups, series, title=None, width=6.0, height=3.6):
+    """Grouped bar chart of deadline-met ratios: one group per x label, one bar per
+    (label, {group: ratio}) series."""
     plt = _plt()
-    names = [n for n in names if n not in ("incast", "eq5")]
-    fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(names) * len(ccs) / 4), 3.6))
-    w = 0.8 / max(1, len(ccs))
-    for k, cc in enumerate(ccs):
-        vals = []
-        for n in names:
-            r = results.get((n, cc), {})
-            vals.append(r.get("deadline_met_ratio") or 0.0)
-        ax.bar([i + k * w for i in range(len(names))], vals, w, label=cc)
-    ax.set_xticks([i + 0.4 - w / 2 for i in range(len(names))])
-    ax.set_xticklabels(names, fontsize=8)
+    fig, ax = plt.subplots(figsize=(width, height))
+    w = 0.8 / max(1, len(series))
+    for k, (label, vals) in enumerate(series):
+        ax.bar([i + k * w for i in range(len(groups))], [vals.get(g) or 0.0 for g in groups], w,
+               label=label)
+    ax.set_xticks([i + 0.4 - w / 2 for i in range(len(groups))])
+    ax.set_xticklabels(groups, fontsize=8)
     ax.set_ylabel("deadline-met ratio")
     ax.set_ylim(0, 1.05)
+    if title:
+        ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7, ncol=4)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
-    fig.savefig(os.path.join(out, "deadline_met.png"), dpi=90)
+    fig.savefig(os.path.join(out, fn), dpi=90)
     plt.close(fig)
-    return "deadline_met.png"
+    return fn
+
+
+def plot_met_bars(out, results, names, ccs):
+    names = [n for n in names if n not in ("incast", "eq5")]
+    series = [(cc, {n: results.get((n, cc), {}).get("deadline_met_ratio") for n in names})
+              for cc in ccs]
+    return _met_bars(out, "deadline_met.png", names, series,
+                     width=max(6, 1.3 * len(names) * len(ccs) / 4))
 
 
 def plot_mixed(out, results, ccs):
-    plt = _plt()
     classes = list(scenarios.MIXED_CLASSES)
-    runs = [(cc, results[("mixed", cc)]) for cc in ccs if "summary" in results.get(("mixed", cc), {})]
-    if not runs:
+    series = [(cc, results[("mixed", cc)]["summary"].get("met_ratio_by_class", {}))
+              for cc in ccs if "summary" in results.get(("mixed", cc), {})]
+    if not series:
         return None
-    fig, ax = plt.subplots(figsize=(7, 3.4))
-    w = 0.8 / len(runs)
-    for k, (cc, r) in enumerate(runs):
-        m = r["summary"].get("met_ratio_by_class", {})
-        ax.bar([i + k * w for i in range(len(classes))], [m.get(c, 0) for c in classes], w, label=cc)
-    ax.set_xticks([i + 0.4 - w / 2 for i in range(len(classes))])
-    ax.set_xticklabels(classes)
-    ax.set_ylabel("deadline-met ratio")
-    ax.set_ylim(0, 1.05)
-    ax.set_title("mixed (DATCP §4.3 generated traffic)", fontsize=9)
-    ax.legend(fontsize=7, ncol=4)
-    ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "mixed.png"), dpi=90)
-    plt.close(fig)
-    return "mixed.png"
+    return _met_bars(out, "mixed.png", classes, series,
+                     title="mixed (DATCP §4.3 generated traffic)", width=7, height=3.4)
 
 
 def plot_incast(out, results, ccs):
