@@ -12,14 +12,14 @@ summary=()
 
 bash scripts/install-deps.sh || { echo "install-deps failed"; exit 1; }
 
-# suite NAME LOG PASSED FAILED STATUS
+# record NAME PASSED FAILED EXIT_STATUS
 record() {
-	summary+=("$(printf '%-22s %5s passed, %3s failed%s' "$1" "$3" "$4" "$([ "$5" -ne 0 ] && echo "  (exit $5)")")")
-	total_pass=$((total_pass + $3))
-	total_fail=$((total_fail + $4))
-	if [ "$5" -ne 0 ]; then
+	summary+=("$(printf '%-22s %5s passed, %3s failed%s' "$1" "$2" "$3" "$([ "$4" -ne 0 ] && echo "  (exit $4)")")")
+	total_pass=$((total_pass + $2))
+	total_fail=$((total_fail + $3))
+	if [ "$4" -ne 0 ]; then
 		rc=1
-		[ "$4" -eq 0 ] && total_fail=$((total_fail + 1)) # a suite that broke before counting
+		[ "$3" -eq 0 ] && total_fail=$((total_fail + 1)) # a suite that broke before counting
 	fi
 }
 
@@ -29,17 +29,17 @@ plain_counts() { tail -n 5 "$1" | grep -Eo '^[0-9]+ passed, [0-9]+ failed' | tai
 echo "== kmod: build"
 make -C kmod all 2>&1 | tee "$LOGS/kmod-build.log"
 build=${PIPESTATUS[0]}
-[ "$build" -ne 0 ] && record "kmod build" "$LOGS/kmod-build.log" 0 1 "$build"
+[ "$build" -ne 0 ] && record "kmod build" 0 1 "$build"
 
 echo "== kmod: unit tests of the algorithm core"
 make -s -C kmod unit-test 2>&1 | tee "$LOGS/kmod-unit.log"
 st=${PIPESTATUS[0]}; read -r p f <<<"$(plain_counts "$LOGS/kmod-unit.log")"
-record "kmod unit (vectors)" x "${p:-0}" "${f:-0}" "$st"
+record "kmod unit (vectors)" "${p:-0}" "${f:-0}" "$st"
 
 echo "== kmod: kernel tests"
 make -s -C kmod kernel-test 2>&1 | tee "$LOGS/kmod-kernel.log"
 st=${PIPESTATUS[0]}; read -r p f <<<"$(plain_counts "$LOGS/kmod-kernel.log")"
-record "kmod kernel" x "${p:-0}" "${f:-0}" "$st"
+record "kmod kernel" "${p:-0}" "${f:-0}" "$st"
 
 if [ -d bench/tests ]; then
 	echo "== bench: namespace tests"
@@ -47,7 +47,7 @@ if [ -d bench/tests ]; then
 	st=${PIPESTATUS[0]}
 	p=$(tail -n 3 "$LOGS/bench.log" | grep -Eo '[0-9]+ passed' | awk '{print $1}')
 	f=$(tail -n 3 "$LOGS/bench.log" | grep -Eo '[0-9]+ (failed|error)' | awk '{s+=$1} END {print s+0}')
-	record "bench (pytest)" x "${p:-0}" "${f:-0}" "$st"
+	record "bench (pytest)" "${p:-0}" "${f:-0}" "$st"
 fi
 
 if grep -q '<module>' pom.xml; then
@@ -58,7 +58,7 @@ if grep -q '<module>' pom.xml; then
 	read -r p f <<<"$(grep -E '^\[(INFO|WARNING|ERROR)\] Tests run: [0-9]+, Failures: [0-9]+, Errors: [0-9]+, Skipped: [0-9]+$' "$LOGS/mvn.log" |
 		sed -E 's/.*Tests run: ([0-9]+), Failures: ([0-9]+), Errors: ([0-9]+), Skipped: ([0-9]+)/\1 \2 \3 \4/' |
 		awk '{run+=$1; bad+=$2+$3; skip+=$4} END {print run-bad-skip, bad}')"
-	record "java (mvn verify)" x "${p:-0}" "${f:-0}" "$st"
+	record "java (mvn verify)" "${p:-0}" "${f:-0}" "$st"
 fi
 
 echo
