@@ -29,12 +29,23 @@ extern "C" {
 #define DATCP_PIN_DIR "/sys/fs/bpf/datcp"
 #define DATCP_MAX_PORTS 64
 
+/* Zero every field you do not set (memset or "= { 0 }"): fields are only
+ * ever appended, and zero is the default of each. */
 struct datcp_load_opts {
-	__u64 line_rate_bps;    /* host NIC rate for PD2TCP; 0 = 100 Mbit/s */
+	__u64 line_rate_bps;    /* default NIC rate (PD2TCP inversion, overdue flows) of
+	                         * network namespaces without their own
+	                         * (datcp_line_rate_set); 0 = params->line_rate_Bps, else
+	                         * the speed of the loader's default-route device, else
+	                         * unknown (then only passed deadlines count as overdue) */
 	const char *cgroup_path; /* cgroup v2 dir for sockops; NULL = find the mount */
 	int no_sockops;         /* 1: do not attach the sockops program */
 	const __u16 *ports;     /* ports whose sockets sockops puts on datcp */
 	size_t n_ports;
+	/* appended (ABI 2): */
+	const struct datcp_params *params; /* algorithm parameters; NULL = reuse what is
+	                         * loaded, or profile "tuned" when loading. Not NULL and
+	                         * different from the loaded ones: replace them when no
+	                         * flow or switch port is in use, else -EBUSY */
 };
 
 struct datcp_status {
@@ -54,7 +65,9 @@ DATCP_API __u64 datcp_now_ns(void);
 
 /* Register `datcp`, attach sockops, pin everything. Idempotent: when it is
  * loaded already, only the ports are added. *reused (may be NULL) tells
- * which happened. */
+ * which happened. Pins of another DATCP_ABI_VERSION (or other requested
+ * params) are replaced when no flow or switch port is in use; otherwise
+ * load fails with -EBUSY and a message saying so. */
 DATCP_API int datcp_load(const struct datcp_load_opts *opts, int *reused);
 /* Remove switch ports, sockops, the registration and all pins. Idempotent.
  * Other processes on this kernel may be using datcp: without force it
@@ -72,12 +85,42 @@ DATCP_API int datcp_flow_key_parse(struct datcp_flow_key *key, const char *src, 
 DATCP_API void datcp_flow_key_format(const struct datcp_flow_key *key, int dst, char *buf, size_t len);
 
 /* Register (or replace) a flow. start_ns 0 means now. A changed epoch makes
- * the kernel start a new flow on the connection. */
+ * the kernel start a new flow on the connection. The entry lives until the
+ * socket is destroyed (then DATCP_EV_CLOSED reports the epoch's final
+ * numbers and the kernel deletes registration and statistics) or until
+ * datcp_flow_delete. -EINVAL with a message for: ports 0, unknown mode,
+ * quench or flags, phi outside [0, 1], importance outside [0, 10], size
+ * above DATCP_SIZE_MAX, a deadline without a size, a deadline not after
+ * now (and start) or more than DATCP_DEADLINE_MAX_NS ahead. */
+#define DATCP_SIZE_MAX (1ULL << 50)                         /* 1 PiB */
+#define DATCP_DEADLINE_MAX_NS (366ULL * 24 * 3600 * 1000000000ULL) /* a year */
 DATCP_API int datcp_flow_set(const struct datcp_flow_key *key, const struct datcp_flow_meta *meta);
 /* meta and/or stats may be NULL; -ENOENT when neither exists. */
 DATCP_API int datcp_flow_get(const struct datcp_flow_key *key, struct datcp_flow_meta *meta,
 			     int *has_meta, struct datcp_flow_stats *stats, int *has_stats);
 DATCP_API int datcp_flow_delete(const struct datcp_flow_key *key);
+/* Lift the flow's quench (bumps meta.resume); its quench mode stays armed. */
+DATCP_API int datcp_flow_resume(const struct datcp_flow_key *key);
+
+/* NIC rate of network namespace netns (as for the switch functions), for
+ * PD2TCP's and the overdue test's "not even at line rate"; rate_bps 0
+ * removes it (the load-time default applies). Read at each flow's start. */
+DATCP_API int datcp_line_rate_set(const char *netns, __u64 rate_bps);
+/* Speed of interface ifname in netns from its driver (ethtool), bits/s. */
+DATCP_API int datcp_link_speed(const char *netns, const char *ifname, __u64 *rate_bps);
+
+/* Algorithm parameters (struct datcp_params; datcp_core.h explains each).
+ * datcp_params_profile fills a profile: "tuned" (default) or "paper".
+ * datcp_param_set sets one by name ("g", "alpha", "u_max", "theta",
+ * "quench_p_max", "quench_draws", "resume_quiet_ms", "quench_timeout_ms",
+ * "ewma" (new|paper), "guard_shift", "slow_start_raise_only",
+ * "hopeful_below_u_max", "overdue_give_up", "line_rate_mbit"); fractions
+ * as decimals ("0.05"). datcp_params_get reads the loaded ones;
+ * datcp_params_format writes "name=value ..." (buf >= 512 bytes). */
+DATCP_API int datcp_params_profile(const char *name, struct datcp_params *out);
+DATCP_API int datcp_param_set(struct datcp_params *p, const char *name, const char *value);
+DATCP_API int datcp_params_get(struct datcp_params *out);
+DATCP_API void datcp_params_format(const struct datcp_params *p, char *buf, size_t len);
 
 /* Visit every flow that has a registration or statistics (meta or stats is
  * NULL when absent). A non-zero return from fn stops and is returned. */

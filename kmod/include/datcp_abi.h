@@ -12,6 +12,9 @@
 #define DATCP_ABI_H
 
 #define DATCP_Q 1024U /* 1.0 in Q10 */
+/* Layout version of the pinned maps and the programs' read-only data; bumped
+ * on any change of them (1: the first release, 2: close/resume/params). */
+#define DATCP_ABI_VERSION 2U
 /* Highest urgency, importance and precedence (see datcp_core.h). */
 #define DATCP_PRECEDENCE_MAX_Q (10 * DATCP_Q)
 
@@ -58,7 +61,8 @@ struct datcp_flow_meta {
 	__u8 mode;          /* enum datcp_mode */
 	__u8 quench;        /* enum datcp_quench_mode */
 	__u8 flags;         /* DATCP_F_* */
-	__u8 pad;
+	__u8 resume;        /* resume order: bump it (mod 256) to lift a quench;
+	                     * the quench mode stays armed (was: pad) */
 };
 
 /* Quench state of a flow, as reported in statistics and events. */
@@ -87,12 +91,26 @@ struct datcp_flow_stats {
 	__u8 quench;         /* enum datcp_quench_state */
 	__u8 finished;       /* 1 once bytes_acked >= size */
 	__u8 met;            /* 1 if finished by the deadline (or none) */
-	__u32 pad;
+	__u32 quench_ms;     /* while quench != NONE: ms after start_ns when the
+	                      * flow was quenched, so a reader that lost the
+	                      * QUENCH event can find it and its age (was: pad) */
 };
 
 enum datcp_event_type {
 	DATCP_EV_FINISHED = 1,
 	DATCP_EV_QUENCH = 2,
+	/* the socket closed (or left datcp): final numbers of its epoch; the
+	 * kernel then deleted the flow's registration and statistics */
+	DATCP_EV_CLOSED = 3,
+	/* the kernel lifted a quench on its own (see enum datcp_resume_reason);
+	 * the application may resume the flow */
+	DATCP_EV_RESUME = 4,
+};
+
+/* Why the kernel resumed a quenched flow (datcp_event.reason). */
+enum datcp_resume_reason {
+	DATCP_RESUME_QUIET = 1,   /* no ECN echo towards its destination for resume_quiet_ms */
+	DATCP_RESUME_TIMEOUT = 2, /* quenched for quench_timeout_ms without a resume order */
 };
 
 struct datcp_event {
@@ -101,9 +119,44 @@ struct datcp_event {
 	__u32 type;         /* enum datcp_event_type */
 	__u32 epoch;
 	__u32 precedence_q; /* QUENCH: precedence when quenched */
-	__u8 met;           /* FINISHED: deadline met (1 also without deadline) */
-	__u8 action;        /* QUENCH: enum datcp_quench_state */
+	__u8 met;           /* FINISHED, CLOSED: deadline met (1 also without deadline) */
+	__u8 action;        /* QUENCH: enum datcp_quench_state; CLOSED: the quench
+	                     * state at close */
 	__u16 pad;
+	/* appended: */
+	__u64 bytes_acked;  /* CLOSED: bytes acked in the epoch */
+	__u8 finished;      /* CLOSED: the epoch's size was acked */
+	__u8 reason;        /* RESUME: enum datcp_resume_reason */
+	__u16 pad2;
+	__u32 pad3;
+};
+
+/* Load-time parameters of the algorithm: read-only data of the datcp
+ * programs, set by the loader (datcp_load_opts.params, datcpctl load
+ * --profile/--param). Profile "tuned" is the default; profile "paper" takes
+ * DATCP's published value wherever the paper gives one. Reasons and values
+ * of each: datcp_core.h, "Parameters". */
+struct datcp_params {
+	__u32 g_max_q;            /* Algorithm 1 G, Q10 */
+	__u32 alpha_q;            /* Algorithm 1 alpha of the R_avg average, Q10 */
+	__u32 u_max_q;            /* U_max, also the cap of importance and precedence,
+	                           * Q10 in [1, DATCP_PRECEDENCE_MAX_Q] */
+	__u32 theta_max;          /* Algorithm 2 Theta, windows */
+	__u32 quench_p_max_q;     /* Algorithm 2 P_max of p_quench = 1 - P / P_max, Q10 */
+	__u32 quench_draws;       /* p_quench is spread over this many draws (>= 1) */
+	__u32 resume_quiet_ms;    /* a quenched flow resumes after this long without an ECN
+	                           * echo on any datcp flow to its destination; 0 = never */
+	__u32 quench_timeout_ms;  /* a quenched flow resumes after this long without a
+	                           * resume order; 0 = never */
+	__u8 ewma_new_weight;     /* 1: R_avg = (1 - alpha) R_avg + alpha R_last;
+	                           * 0: alpha R_avg + (1 - alpha) R_last as printed */
+	__u8 guard_shift;         /* aim to finish T_remain / 2^k early; 0 = on time */
+	__u8 slow_start_raise_only; /* 1: slow-start windows may raise urgency, not lower it */
+	__u8 hopeful_below_u_max; /* 1: no quenching while U < U_max */
+	__u8 overdue_give_up;     /* 1: an overdue flow drops to U_min (PD2TCP 2.3.4) */
+	__u8 pad[3];
+	__u64 line_rate_Bps;      /* NIC rate of a network namespace without its own
+	                           * (datcp_line_rate_set), bytes/s; 0 = unknown */
 };
 
 /* ---- emulated switch port (tc AQM) ---- */

@@ -37,44 +37,65 @@
 #define DATCP_RATE_INF (~0ULL) /* "infinite" desired rate: deadline passed */
 
 /* Urgency bounds. U_MIN keeps P above 1/3 so that b = 2/(3P+1) stays < 1
- * (U_MIN 0.5 gives b 0.8). U_MAX 10 (b 0.065): Eq. 5 assumes every flow
- * backs off once per congestion epoch; with RED marking packets at random
- * between its thresholds, small windows escape marks and shares grow far
- * slower than P. Measured on fig8 (three deadline flows against three
- * standard ones): at U 6 a deadline flow got about 1.8x a standard flow's
- * rate, at U 10 about 3.5x, enough for the 4:1 share that D = 3 s needs.
- * U_MAX 16 made windows so sticky that the buffer overflowed. */
+ * (U_MIN 0.5 gives b 0.8). U_max is a load-time parameter (below). */
 #define DATCP_U_MIN_Q (DATCP_Q / 2)
-#define DATCP_U_MAX_Q DATCP_PRECEDENCE_MAX_Q
 #define DATCP_U_INIT_Q DATCP_Q /* standard TCP: precedence 1 */
-/* Importance is accepted in [0, U_max], so P_max = U_max bounds every
- * precedence. */
-#define DATCP_I_MAX_Q DATCP_U_MAX_Q
 #define DATCP_P_MIN_Q (DATCP_Q / 2)
-#define DATCP_P_MAX_Q DATCP_U_MAX_Q
 
-/* Algorithm 1 parameters: alpha 0.1 (section 4.1). G: the paper uses 0.05
- * per window with RTTs of ~300 us; a queue-bound 100 Mbit/s path here has
- * RTTs of ~10 ms, 30x fewer windows a second, so G 0.1 is still a slower
- * urgency ramp in time than the paper's. */
-#define DATCP_ALPHA_Q 102U /* 0.1 */
-#define DATCP_G_MAX_Q 102U /* 0.1 */
-/* A flow aims to finish this share of its remaining time early, so that
- * the noise of a window-based rate around R_desired does not make it land
- * just after its deadline half of the time (1/16 = 6.25%). */
-#define DATCP_DEADLINE_GUARD_SHIFT 4U
-
-/* Algorithm 2: draw after THETA consecutive windows of pushed-up urgency
- * without profit. */
-#define DATCP_THETA_MAX 3U
-/* Algorithm 2's p_quench = 1 - P / P_max is 0 for flows that reached the
- * top precedence, and identical flows all get there together: they would
- * never be quenched. We take P_max as twice the precedence cap (so the
- * probability stays >= 1/2) and spread it over QUENCH_SPREAD draws, so that
- * one flow is usually quenched, and the others, which then can meet their
- * deadlines, are not (fig11: 3 of 4 meet). */
-#define DATCP_QUENCH_P_MAX_Q (2 * DATCP_P_MAX_Q)
-#define DATCP_QUENCH_SPREAD 4U
+/* ---- Parameters (struct datcp_params, set at load; profile "tuned" is the
+ * default, "paper" takes DATCP's value wherever the paper states one) ----
+ *
+ * G (g_max_q): paper 0.05 per window (section 4.2) with RTTs of ~300 us; a
+ *   queue-bound 100 Mbit/s path here has RTTs of ~10 ms, 30x fewer windows
+ *   a second, so tuned G 0.1 is still a slower urgency ramp in time.
+ * alpha 0.1 (section 4.1) in both. ewma_new_weight: the paper prints
+ *   R_avg = alpha R_avg + (1 - alpha) R_last, which with alpha 0.1 is hardly
+ *   an average; per-window rates on a queue-bound path swing 2-5x within one
+ *   sawtooth and urgency chasing them went both ways at random. Tuned weighs
+ *   the new sample alpha, as DCTCP's EWMA does.
+ * guard_shift: tuned aims to finish T_remain/16 early, so that the noise of
+ *   a window-based rate around R_desired does not land a flow just after
+ *   its deadline half of the time; paper 0 (R_desired = V_remain/T_remain).
+ * slow_start_raise_only: tuned lets slow-start rates (probes, not the
+ *   flow's share) raise urgency but not lower it; paper: every window counts.
+ * u_max_q: the paper gives no U_max; 10 in both (b 0.065). Eq. 5 assumes
+ *   every flow backs off once per congestion epoch; with RED marking at
+ *   random, small windows escape marks and shares grow slower than P.
+ *   Measured on fig8: at U 6 a deadline flow got ~1.8x a standard flow, at
+ *   U 10 ~3.5x (D = 3 s needs 4:1); U 16 overflowed the buffer.
+ * theta_max: the paper gives no Theta; 3 in both.
+ * quench_p_max_q, quench_draws: paper p_quench = 1 - P / P_max with P_max the
+ *   top precedence, one draw; that is 0 for flows at the top precedence, and
+ *   identical flows all get there together and would never be quenched.
+ *   Tuned: P_max = 2 U_max (p >= 1/2) spread over 4 draws, so that usually
+ *   one flow is quenched and the others then meet (fig11: 3 of 4).
+ * hopeful_below_u_max: tuned never quenches while urgency can still grow
+ *   (section 3.3: quench flows that "cannot meet deadlines with the current
+ *   R_avg and Gamma_profit <= 0", i.e. cannot get more share); paper: a flow
+ *   that cannot meet at its R_avg may be quenched.
+ * overdue_give_up (both): a flow whose deadline passed with bytes left, or
+ *   that could not finish even at line rate, drops to U_min instead of
+ *   climbing to U_max (R_desired infinite) and taking share from flows that
+ *   can still meet theirs: PD2TCP's early priority inversion (pd2tcp.txt
+ *   2.3.4) applied to urgency.
+ * resume_quiet_ms (both 200 ms, ~10 windows of a queue-bound path): section
+ *   3.3, suspended flows "continue to transmit data when network load is
+ *   light": light = no datcp flow of this host towards the quenched flow's
+ *   destination saw an ECN echo for that long.
+ * quench_timeout_ms (both 10 s): a quench that nobody resumed (an event lost
+ *   to a full ring buffer) is lifted after this long. */
+#define DATCP_PARAMS_TUNED                                                             \
+	{ .g_max_q = 102, .alpha_q = 102, .u_max_q = 10 * DATCP_Q, .theta_max = 3,      \
+	  .quench_p_max_q = 20 * DATCP_Q, .quench_draws = 4, .resume_quiet_ms = 200,    \
+	  .quench_timeout_ms = 10000, .ewma_new_weight = 1, .guard_shift = 4,           \
+	  .slow_start_raise_only = 1, .hopeful_below_u_max = 1, .overdue_give_up = 1,   \
+	  .line_rate_Bps = 0 }
+#define DATCP_PARAMS_PAPER                                                             \
+	{ .g_max_q = 51, .alpha_q = 102, .u_max_q = 10 * DATCP_Q, .theta_max = 3,       \
+	  .quench_p_max_q = 10 * DATCP_Q, .quench_draws = 1, .resume_quiet_ms = 200,    \
+	  .quench_timeout_ms = 10000, .ewma_new_weight = 0, .guard_shift = 0,           \
+	  .slow_start_raise_only = 0, .hopeful_below_u_max = 0, .overdue_give_up = 1,   \
+	  .line_rate_Bps = 0 }
 
 /* DCTCP g = 1/16 (2^-4), as in the DCTCP paper and Linux. */
 #define DCTCP_SHIFT_G 4U
@@ -111,19 +132,19 @@ static __always_inline __u64 datcp_rate_Bps(__u64 bytes, __u64 ns)
 	return bytes / (ns / DATCP_NSEC_PER_SEC);
 }
 
-/* Algorithm 1: R_avg = R_last in slow start, else an EWMA with alpha = 0.1:
- * R_avg = (1 - alpha) R_avg + alpha R_last. The paper prints the weights the
- * other way round (alpha R_avg + (1 - alpha) R_last), which with alpha 0.1
- * is hardly an average; measured here, per-window rates on a queue-bound
- * path swing 2-5x within one sawtooth, and urgency chasing them goes both
- * ways at random. The new sample weighs alpha, as in DCTCP's EWMA. */
-static __always_inline __u64 datcp_r_avg(__u64 r_avg, __u64 r_last, int slow_start)
+/* Algorithm 1: R_avg = R_last in slow start, else an average of R_avg and
+ * R_last with alpha: the new sample weighs alpha (ewma_new_weight) or, as
+ * printed in the paper, 1 - alpha. */
+static __always_inline __u64 datcp_r_avg(__u64 r_avg, __u64 r_last, int slow_start,
+					 const struct datcp_params *p)
 {
+	__u32 w_new = p->ewma_new_weight ? p->alpha_q : DATCP_Q - p->alpha_q;
+
 	if (slow_start || r_avg == 0)
 		return r_last;
 	/* split the products so that rates up to 2^53 B/s cannot overflow */
-	return (r_avg >> 10) * (DATCP_Q - DATCP_ALPHA_Q) + (r_last >> 10) * DATCP_ALPHA_Q +
-	       (((r_avg & 1023) * (DATCP_Q - DATCP_ALPHA_Q) + (r_last & 1023) * DATCP_ALPHA_Q) >> 10);
+	return (r_avg >> 10) * (DATCP_Q - w_new) + (r_last >> 10) * w_new +
+	       (((r_avg & 1023) * (DATCP_Q - w_new) + (r_last & 1023) * w_new) >> 10);
 }
 
 /* Algorithm 1: R_desired = V_remain / T_remain; infinite once the deadline
@@ -157,15 +178,15 @@ static __always_inline __u32 datcp_granularity(__u64 r_desired, __u64 r_avg, __u
  * (down to U_min). *increased tells Algorithm 2 that U was pushed up (also
  * when U_max capped it: the flow asked for more share). */
 static __always_inline __u32 datcp_urgency_update(__u32 u_q, __u64 r_desired, __u64 r_avg,
-						  __u32 g_max_q, int *increased)
+						  __u32 g_max_q, __u32 u_max_q, int *increased)
 {
 	__u32 g = datcp_granularity(r_desired, r_avg, g_max_q);
 
 	*increased = 0;
 	if (r_desired > r_avg) {
 		u_q += g;
-		if (u_q > DATCP_U_MAX_Q)
-			u_q = DATCP_U_MAX_Q;
+		if (u_q > u_max_q)
+			u_q = u_max_q;
 		*increased = g > 0;
 	} else {
 		u_q = u_q > g ? u_q - g : 0;
@@ -175,20 +196,22 @@ static __always_inline __u32 datcp_urgency_update(__u32 u_q, __u64 r_desired, __
 	return u_q;
 }
 
-/* Algorithm 1: P = phi I + (1 - phi) U, clamped to [P_min, P_max]. */
-static __always_inline __u32 datcp_precedence(__u32 phi_q, __u32 importance_q, __u32 u_q)
+/* Algorithm 1: P = phi I + (1 - phi) U, clamped to [P_min, P_max]; P_max =
+ * U_max bounds importance too. */
+static __always_inline __u32 datcp_precedence(__u32 phi_q, __u32 importance_q, __u32 u_q,
+					      __u32 p_max_q)
 {
 	__u64 p;
 
 	if (phi_q > DATCP_Q)
 		phi_q = DATCP_Q;
-	if (importance_q > DATCP_I_MAX_Q)
-		importance_q = DATCP_I_MAX_Q;
+	if (importance_q > p_max_q)
+		importance_q = p_max_q;
 	p = ((__u64)phi_q * importance_q + (__u64)(DATCP_Q - phi_q) * u_q) / DATCP_Q;
 	if (p < DATCP_P_MIN_Q)
 		p = DATCP_P_MIN_Q;
-	if (p > DATCP_P_MAX_Q)
-		p = DATCP_P_MAX_Q;
+	if (p > p_max_q)
+		p = p_max_q;
 	return (__u32)p;
 }
 
@@ -198,8 +221,8 @@ static __always_inline __u32 datcp_md_factor(__u32 p_q)
 {
 	if (p_q < DATCP_P_MIN_Q)
 		p_q = DATCP_P_MIN_Q;
-	if (p_q > DATCP_P_MAX_Q)
-		p_q = DATCP_P_MAX_Q;
+	if (p_q > DATCP_PRECEDENCE_MAX_Q)
+		p_q = DATCP_PRECEDENCE_MAX_Q;
 	return (__u32)((2ULL * DATCP_Q * DATCP_Q) / (3ULL * p_q + DATCP_Q));
 }
 
@@ -223,13 +246,42 @@ static __always_inline int datcp_can_meet(__u64 v_remain, __u64 r_avg, __s64 t_r
 }
 
 /* Algorithm 2: p_quench = 1 - P / P_max (Q10), per draw spread over
- * QUENCH_SPREAD draws. */
-static __always_inline __u32 datcp_quench_prob(__u32 p_q)
+ * `draws` draws. */
+static __always_inline __u32 datcp_quench_prob(__u32 p_q, __u32 p_max_q, __u32 draws)
 {
-	if (p_q >= DATCP_QUENCH_P_MAX_Q)
+	if (p_q >= p_max_q)
 		return 0;
-	return (DATCP_Q - (__u32)((__u64)p_q * DATCP_Q / DATCP_QUENCH_P_MAX_Q)) /
-	       DATCP_QUENCH_SPREAD;
+	return (DATCP_Q - (__u32)((__u64)p_q * DATCP_Q / p_max_q)) / (draws ? draws : 1);
+}
+
+/* A flow that has bytes left when its deadline has passed, or that could
+ * not finish them even at line rate (pd2tcp.txt 2.3.4 (1), (2)). */
+static __always_inline int datcp_overdue(__u64 v_remain, __s64 t_remain_ns, __u64 line_rate_Bps)
+{
+	if (v_remain == 0)
+		return 0;
+	if (t_remain_ns <= 0)
+		return 1;
+	return line_rate_Bps && datcp_desired_rate(v_remain, t_remain_ns) > line_rate_Bps;
+}
+
+/* When the kernel lifts a quench by itself (section 3.3: suspended flows
+ * continue when the load is light): after resume_quiet_ms without an ECN
+ * echo towards the flow's destination (counted from the quench when none
+ * came since), or after quench_timeout_ms in any case. Returns 0 or an
+ * enum datcp_resume_reason. */
+static __always_inline __u32 datcp_resume_due(__u64 now_ns, __u64 quenched_ns, __u64 last_mark_ns,
+					      const struct datcp_params *p)
+{
+	__u64 quiet_from = datcp_max64(quenched_ns, last_mark_ns);
+
+	if (p->resume_quiet_ms && now_ns >= quiet_from &&
+	    now_ns - quiet_from >= (__u64)p->resume_quiet_ms * 1000000ULL)
+		return DATCP_RESUME_QUIET;
+	if (p->quench_timeout_ms && now_ns >= quenched_ns &&
+	    now_ns - quenched_ns >= (__u64)p->quench_timeout_ms * 1000000ULL)
+		return DATCP_RESUME_TIMEOUT;
+	return 0;
 }
 
 /* Algorithm 2 state carried from one window to the next. */
@@ -246,15 +298,18 @@ struct datcp_quench_state_q {
  * grow (section 3.3: quench when flows "cannot meet deadlines with the
  * current R_avg and Gamma_profit <= 0", i.e. cannot get more share). */
 static __always_inline int datcp_quench_step(struct datcp_quench_state_q *s, __u64 r_avg,
-					     int hopeful, __u32 p_q, __u32 theta_max, __u32 rnd)
+					     int hopeful, __u32 p_q, const struct datcp_params *p,
+					     __u32 rnd)
 {
 	int quench = 0;
 
 	/* Gamma_profit = R_avg - R'_avg <= 0, counted while urgency is pushed up */
 	if (s->u_increased && r_avg <= s->r_avg_prev) {
 		s->theta++;
-		if (s->theta >= theta_max) {
-			quench = !hopeful && (rnd & (DATCP_Q - 1)) < datcp_quench_prob(p_q);
+		if (s->theta >= p->theta_max) {
+			quench = !hopeful && (rnd & (DATCP_Q - 1)) <
+						     datcp_quench_prob(p_q, p->quench_p_max_q,
+								       p->quench_draws);
 			s->theta = 0;
 		}
 	} else {
@@ -396,6 +451,7 @@ struct datcp_flow_state {
 	__u32 b_q;             /* DATCP: Eq. 5; DCTCP family: penalty / 2 */
 	__u32 alpha_q;
 	__u32 quenched;        /* enum datcp_quench_state */
+	__u64 quenched_ns;     /* when the quench was decided */
 };
 
 static __always_inline void datcp_flow_state_init(struct datcp_flow_state *s, __u64 now_ns)
@@ -411,53 +467,83 @@ static __always_inline void datcp_flow_state_init(struct datcp_flow_state *s, __
 	s->b_q = DATCP_Q / 2;
 	s->alpha_q = DATCP_Q; /* DCTCP starts cautious: alpha 1 */
 	s->quenched = DATCP_QS_NONE;
+	s->quenched_ns = 0;
+}
+
+/* Lift a quench (resume order, or datcp_resume_due): Algorithm 2 starts
+ * over, and the flow may be quenched again. */
+static __always_inline void datcp_flow_state_resume(struct datcp_flow_state *s)
+{
+	s->quenched = DATCP_QS_NONE;
+	s->quenched_ns = 0;
+	s->qs.theta = 0;
+	s->qs.u_increased = 0;
+}
+
+/* T_remain = T_deadline - T_now, saturated to the signed range (a deadline
+ * 2^63 ns away must not wrap to a passed one). */
+static __always_inline __s64 datcp_t_remain(__u64 deadline_ns, __u64 now_ns)
+{
+	if (deadline_ns >= now_ns)
+		return (__s64)datcp_min64(deadline_ns - now_ns, (~0ULL) >> 1);
+	return -(__s64)datcp_min64(now_ns - deadline_ns, (~0ULL) >> 1);
 }
 
 /* One window of the flow's mode; returns the quench action decided now
  * (DATCP_QS_NONE, _SUSPENDED or _KILLED). After it, s->b_q is the
- * multiplicative decrease to apply on the next congestion signal. */
+ * multiplicative decrease to apply on the next congestion signal.
+ * line_rate_Bps is the host NIC's rate (0: unknown). */
 static __always_inline __u32 datcp_window_step(struct datcp_flow_state *s,
 					       const struct datcp_flow_meta *m,
 					       const struct datcp_window *w,
-					       __u64 line_rate_Bps)
+					       const struct datcp_params *p, __u64 line_rate_Bps)
 {
 	int has_size = m->flags & DATCP_F_SIZE_KNOWN;
 	int has_deadline = has_size && m->deadline_ns != 0;
 	__u64 v_remain = 0;
 	__s64 t_remain = 0;
 	__u32 action = DATCP_QS_NONE;
-	int increased = 0;
+	int increased = 0, given_up;
 
 	if (has_size)
 		v_remain = m->size_bytes > w->acked_total ? m->size_bytes - w->acked_total : 0;
 	if (has_deadline)
-		t_remain = (__s64)(m->deadline_ns - w->now_ns);
+		t_remain = datcp_t_remain(m->deadline_ns, w->now_ns);
 
 	/* Algorithm 1: R_last = V_rtt / T_rtt, then R_avg */
 	s->r_avg = datcp_r_avg(s->r_avg, datcp_rate_Bps(w->acked_bytes, w->window_ns),
-			       w->slow_start);
+			       w->slow_start, p);
 	s->alpha_q = dctcp_alpha_update(s->alpha_q, w->ece_bytes, w->acked_bytes);
 
 	switch (m->mode) {
 	case DATCP_MODE_DATCP:
+		given_up = has_deadline && p->overdue_give_up &&
+			   datcp_overdue(v_remain, t_remain, line_rate_Bps);
 		if (has_deadline && s->quenched == DATCP_QS_NONE) {
+			/* Algorithm 1: R_desired = V_remain / T_remain (less the guard) */
 			s->r_desired = datcp_desired_rate(
-				v_remain, t_remain - (t_remain >> DATCP_DEADLINE_GUARD_SHIFT));
-			/* slow start rates are probes, not the flow's share: they
-			 * may raise urgency but not lower it */
-			if (!w->slow_start || s->r_desired > s->r_avg)
+				v_remain, t_remain - (p->guard_shift ? t_remain >> p->guard_shift : 0));
+			if (given_up) /* pd2tcp.txt 2.3.4: early inversion to the minimum */
+				s->urgency_q = DATCP_U_MIN_Q;
+			else if (!p->slow_start_raise_only || !w->slow_start ||
+				 s->r_desired > s->r_avg)
 				s->urgency_q = datcp_urgency_update(s->urgency_q, s->r_desired,
-								    s->r_avg, DATCP_G_MAX_Q, &increased);
+								    s->r_avg, p->g_max_q, p->u_max_q,
+								    &increased);
 		}
-		s->precedence_q = datcp_precedence(m->phi_q, m->importance_q, s->urgency_q);
+		s->precedence_q = datcp_precedence(m->phi_q, m->importance_q, s->urgency_q,
+						   p->u_max_q);
 		s->b_q = datcp_md_factor(s->precedence_q);
+		/* Algorithm 2; hopeful flows are never quenched (see datcp_quench_step) */
 		if (has_deadline && m->quench != DATCP_QUENCH_OFF && s->quenched == DATCP_QS_NONE &&
+		    !given_up &&
 		    datcp_quench_step(&s->qs, s->r_avg,
 				      datcp_can_meet(v_remain, s->r_avg, t_remain) ||
-					      s->urgency_q < DATCP_U_MAX_Q,
-				      s->precedence_q, DATCP_THETA_MAX, w->rnd)) {
+					      (p->hopeful_below_u_max && s->urgency_q < p->u_max_q),
+				      s->precedence_q, p, w->rnd)) {
 			s->quenched = m->quench == DATCP_QUENCH_KILL ? DATCP_QS_KILLED
 								     : DATCP_QS_SUSPENDED;
+			s->quenched_ns = w->now_ns;
 			action = s->quenched;
 		}
 		s->qs.u_increased = increased;

@@ -11,11 +11,22 @@
  * kernel calls ssthresh(), which applies the flow's multiplicative decrease
  * b. A packet loss, unlike an ECN mark, means the buffer overflowed: every
  * mode then halves like standard TCP (as Linux DCTCP does), so that a flow
- * with a tiny b cannot keep a full buffer overflowing. The flow's size, deadline, importance, phi and mode come from the
- * pinned map datcp_flows keyed by the 4-tuple; a new epoch there starts a
- * new flow on the same connection. A socket without an entry runs ECN reno
- * (P = 1, b = 0.5). The receiving side echoes CE precisely (DCTCP's CE state
- * machine), which the DCTCP family needs and DATCP does not mind.
+ * with a tiny b cannot keep a full buffer overflowing. The flow's size,
+ * deadline, importance, phi and mode come from the pinned map datcp_flows
+ * keyed by the 4-tuple; a new epoch there starts a new flow on the same
+ * connection. A socket without an entry runs reno with ECN and the DCTCP
+ * receiver (P = 1, b = 0.5 on an ECN echo, halving on loss).
+ *
+ * Life of an entry: the agent registers it (before the first byte of the
+ * flow); when the socket is destroyed (or leaves datcp) the release op
+ * emits DATCP_EV_CLOSED with the epoch's final numbers and deletes the
+ * registration and the statistics, so a later connection on the same
+ * 4-tuple starts unregistered. Statistics whose CLOSED event could not be
+ * queued (ring full) stay in the LRU statistics map for a reader to find.
+ *
+ * Quench: a quenched flow holds cwnd 2; a timer per quenched flow lifts the
+ * quench (DATCP_EV_RESUME) when the destination has been quiet, or after a
+ * timeout (datcp_resume_due); the agent lifts it by bumping meta.resume.
  */
 #define DATCP_CORE_TYPES_DEFINED
 #include "vmlinux.h"
@@ -37,9 +48,11 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define TCP_CONG_NEEDS_ECN 0x2
 #define TCP_ECN_DEMAND_CWR 4
 
-/* Line rate of this host's NIC in bytes/s, for PD2TCP's "cannot finish
- * even at line rate" inversion. Set by the loader before load. */
-const volatile __u64 datcp_line_rate_Bps = 12500000; /* 100 Mbit/s */
+/* Algorithm parameters (datcp_core.h, "Parameters"), set by the loader. */
+const volatile struct datcp_params datcp_params = DATCP_PARAMS_TUNED;
+/* Layout version of maps and rodata: a loader refuses or replaces pins of
+ * another version (datcp_load). */
+const volatile __u32 datcp_abi_version = DATCP_ABI_VERSION;
 /* DSCP for precedence classes low (P < 0.9), standard, high (P >= 1.5). */
 const volatile __u8 datcp_class_dscp[3] = { 8, 0, 34 };
 
@@ -48,6 +61,8 @@ extern __u32 tcp_reno_undo_cwnd(struct sock *sk) __ksym;
 
 struct datcp_sk {
 	struct datcp_flow_state st;
+	__u64 netns_ino;      /* the socket's network namespace */
+	__u64 line_rate_Bps;  /* its NIC rate (0: unknown), looked up per epoch */
 	struct datcp_flow_meta meta;  /* copy of the epoch's meta */
 	struct datcp_flow_key key;
 	__u64 epoch_acked;    /* tp->bytes_acked when the epoch began */
@@ -93,6 +108,48 @@ struct {
 	__uint(max_entries, 256 * 1024);
 } datcp_events SEC(".maps");
 
+struct datcp_addr {
+	__u8 a[16];
+};
+
+/* NIC rate (bytes/s) of a network namespace (inode), for PD2TCP's and the
+ * overdue test's "not even at line rate"; absent: datcp_params.line_rate_Bps. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, __u64);
+} datcp_line_rates SEC(".maps");
+
+/* Last ECN echo seen by any datcp socket towards a destination address:
+ * the load signal for resuming quenched flows. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct datcp_addr);
+	__type(value, __u64);
+} datcp_marks SEC(".maps");
+
+/* One timer per quenched flow (datcp_resume_due). */
+struct datcp_quenched {
+	struct bpf_timer timer;
+	__u64 quenched_ns;
+	__u32 epoch;
+	__u8 resume;          /* meta.resume at the quench */
+	__u8 pad[3];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct datcp_flow_key);
+	__type(value, struct datcp_quenched);
+} datcp_quench_timers SEC(".maps");
+
+/* How often a quenched flow's timer checks for a resume. */
+#define DATCP_RESUME_CHECK_NS 20000000ULL
+#define CLOCK_MONOTONIC 1
+
 /* Ports whose sockets sockops switches to datcp (value unused). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -137,6 +194,13 @@ static __always_inline void datcp_window_begin(struct datcp_sk *s, struct tcp_so
 	s->win_ece_bytes = 0;
 }
 
+static __always_inline __u64 datcp_line_rate_of(__u64 netns_ino)
+{
+	__u64 *r = bpf_map_lookup_elem(&datcp_line_rates, &netns_ino);
+
+	return r ? *r : datcp_params.line_rate_Bps;
+}
+
 /* Pick up a new or changed registration: a new epoch starts a new flow at
  * the bytes acked before this ACK. */
 static __always_inline void datcp_refresh_meta(struct datcp_sk *s, struct tcp_sock *tp, __u64 now)
@@ -155,11 +219,13 @@ static __always_inline void datcp_refresh_meta(struct datcp_sk *s, struct tcp_so
 		s->fct_ns = 0;
 		s->windows = 0;
 		s->ece_count = 0;
+		s->line_rate_Bps = datcp_line_rate_of(s->netns_ino);
 		datcp_window_begin(s, tp, now);
+	} else if (s->st.quenched != DATCP_QS_NONE &&
+		   (m->quench == DATCP_QUENCH_OFF || m->resume != s->meta.resume)) {
+		/* resume order (agent or kernel timer); quenching stays armed */
+		datcp_flow_state_resume(&s->st);
 	}
-	/* resume: the application cleared the quench order */
-	if (s->st.quenched != DATCP_QS_NONE && m->quench == DATCP_QUENCH_OFF)
-		s->st.quenched = DATCP_QS_NONE;
 	s->meta = *m;
 	s->have_meta = 1;
 }
@@ -170,6 +236,7 @@ static __always_inline void datcp_emit(struct datcp_sk *s, __u32 type, __u32 act
 
 	if (!e)
 		return; /* ring full: statistics still carry the outcome */
+	__builtin_memset(e, 0, sizeof(*e));
 	e->key = s->key;
 	e->type = type;
 	e->epoch = s->meta.epoch;
@@ -177,7 +244,6 @@ static __always_inline void datcp_emit(struct datcp_sk *s, __u32 type, __u32 act
 	e->met = s->met;
 	e->action = action;
 	e->precedence_q = s->st.precedence_q;
-	e->pad = 0;
 	bpf_ringbuf_submit(e, 0);
 }
 
@@ -201,9 +267,88 @@ static __always_inline void datcp_publish(struct datcp_sk *s, struct tcp_sock *t
 		.quench = s->st.quenched,
 		.finished = s->finished,
 		.met = s->met,
+		.quench_ms = s->st.quenched != DATCP_QS_NONE && s->st.quenched_ns > s->st.start_ns
+				     ? (__u32)((s->st.quenched_ns - s->st.start_ns) / 1000000)
+				     : 0,
 	};
 
 	bpf_map_update_elem(&datcp_stats, &s->key, &v, BPF_ANY);
+}
+
+/* The quench timer: lift the quench when datcp_resume_due says so, by
+ * bumping the registration's resume order (the socket reads it on its next
+ * ACK), and tell the agent. Gone or resumed flows drop their timer. */
+static int datcp_quench_timer_cb(void *map, struct datcp_flow_key *key, struct datcp_quenched *q)
+{
+	struct datcp_flow_meta *m = bpf_map_lookup_elem(&datcp_flows, key);
+	struct datcp_flow_stats *st;
+	struct datcp_event *e;
+	struct datcp_addr dst;
+	__u64 now = bpf_ktime_get_ns(), *mark;
+	__u32 why;
+
+	if (!m || m->epoch != q->epoch || m->resume != q->resume || m->quench == DATCP_QUENCH_OFF) {
+		bpf_map_delete_elem(map, key);
+		return 0;
+	}
+	__builtin_memcpy(dst.a, key->daddr, sizeof(dst.a));
+	mark = bpf_map_lookup_elem(&datcp_marks, &dst);
+	why = datcp_resume_due(now, q->quenched_ns, mark ? *mark : 0,
+			       (const struct datcp_params *)&datcp_params);
+	if (!why) {
+		bpf_timer_start(&q->timer, DATCP_RESUME_CHECK_NS, 0);
+		return 0;
+	}
+	m->resume++;
+	st = bpf_map_lookup_elem(&datcp_stats, key);
+	if (st && st->epoch == q->epoch) {
+		st->quench = DATCP_QS_NONE;
+		st->quench_ms = 0;
+	}
+	e = bpf_ringbuf_reserve(&datcp_events, sizeof(*e), 0);
+	if (e) {
+		__builtin_memset(e, 0, sizeof(*e));
+		e->key = *key;
+		e->type = DATCP_EV_RESUME;
+		e->epoch = q->epoch;
+		e->reason = why;
+		bpf_ringbuf_submit(e, 0);
+	}
+	bpf_map_delete_elem(map, key);
+	return 0;
+}
+
+static __always_inline void datcp_arm_quench_timer(struct datcp_sk *s, __u64 now)
+{
+	struct datcp_quenched init = { .quenched_ns = now, .epoch = s->meta.epoch,
+				       .resume = s->meta.resume }, *q;
+
+	if (!datcp_params.resume_quiet_ms && !datcp_params.quench_timeout_ms)
+		return;
+	if (bpf_map_update_elem(&datcp_quench_timers, &s->key, &init, BPF_ANY))
+		return; /* no timer: the stats show the quench and its age */
+	q = bpf_map_lookup_elem(&datcp_quench_timers, &s->key);
+	if (!q)
+		return;
+	bpf_timer_init(&q->timer, &datcp_quench_timers, CLOCK_MONOTONIC);
+	bpf_timer_set_callback(&q->timer, datcp_quench_timer_cb);
+	bpf_timer_start(&q->timer, DATCP_RESUME_CHECK_NS, 0);
+}
+
+/* Remember that the path to this socket's destination is congested now. */
+static __always_inline void datcp_note_mark(struct sock *sk, struct datcp_sk *s, __u64 now)
+{
+	struct datcp_addr dst;
+	__u64 *last;
+
+	__builtin_memcpy(dst.a, s->key.daddr, sizeof(dst.a));
+	last = bpf_map_lookup_elem(&datcp_marks, &dst);
+	if (last) {
+		if (now - *last > 1000000) /* at most one write a millisecond */
+			*last = now;
+		return;
+	}
+	bpf_map_update_elem(&datcp_marks, &dst, &now, BPF_ANY);
 }
 
 /* DSCP from the precedence class; only on change, and only for flows the
@@ -234,6 +379,7 @@ void BPF_PROG(datcp_init, struct sock *sk)
 		return; /* fail open: ops below treat a missing state as reno */
 	__builtin_memset(s, 0, sizeof(*s));
 	datcp_key_of(sk, &s->key);
+	s->netns_ino = sk->__sk_common.skc_net.net->ns.inum;
 	datcp_flow_state_init(&s->st, now);
 	s->dscp_class = 1;
 	s->prev_acked = tp->bytes_acked;
@@ -256,6 +402,7 @@ void BPF_PROG(datcp_in_ack_event, struct sock *sk, __u32 flags)
 	if (flags & CA_ACK_ECE) {
 		s->ece_count++;
 		s->win_ece_bytes += tp->bytes_acked - s->prev_acked;
+		datcp_note_mark(sk, s, now);
 	}
 	datcp_refresh_meta(s, tp, now);
 	s->prev_acked = tp->bytes_acked;
@@ -281,13 +428,56 @@ void BPF_PROG(datcp_in_ack_event, struct sock *sk, __u32 flags)
 	w.ece_bytes = s->win_ece_bytes;
 	w.rnd = bpf_get_prandom_u32();
 	w.slow_start = tp->snd_cwnd < tp->snd_ssthresh;
-	action = datcp_window_step(&s->st, &s->meta, &w, datcp_line_rate_Bps);
+	action = datcp_window_step(&s->st, &s->meta, &w, (const struct datcp_params *)&datcp_params,
+				   s->line_rate_Bps);
 	s->windows++;
-	if (action != DATCP_QS_NONE)
+	if (action != DATCP_QS_NONE) {
 		datcp_emit(s, DATCP_EV_QUENCH, action);
+		datcp_arm_quench_timer(s, now);
+	}
 	datcp_update_dscp(sk, s);
 	datcp_publish(s, tp);
 	datcp_window_begin(s, tp, now);
+}
+
+/* The socket is destroyed or leaves datcp: report the epoch's outcome and
+ * forget the flow, so that nothing stays behind and a later connection on
+ * the same 4-tuple starts unregistered. */
+SEC("struct_ops/datcp_release")
+void BPF_PROG(datcp_release, struct sock *sk)
+{
+	struct datcp_sk *s = bpf_sk_storage_get(&datcp_sk_map, sk, 0, 0);
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct datcp_flow_meta *m;
+	struct datcp_event *e;
+	struct datcp_flow_key key;
+	__u32 epoch;
+
+	if (!s)
+		return;
+	key = s->key;
+	m = bpf_map_lookup_elem(&datcp_flows, &key);
+	if (!m && !bpf_map_lookup_elem(&datcp_stats, &key))
+		return; /* never registered (receivers, plain sockets) */
+	/* registered but no ACK seen since: report the registration's epoch */
+	epoch = s->have_meta || !m ? s->meta.epoch : m->epoch;
+	bpf_map_delete_elem(&datcp_flows, &key);
+	bpf_map_delete_elem(&datcp_quench_timers, &key);
+	e = bpf_ringbuf_reserve(&datcp_events, sizeof(*e), 0);
+	if (!e)
+		return; /* ring full: the LRU statistics keep the outcome */
+	__builtin_memset(e, 0, sizeof(*e));
+	e->key = key;
+	e->type = DATCP_EV_CLOSED;
+	e->epoch = epoch;
+	e->fct_ns = s->fct_ns;
+	e->met = s->met;
+	e->finished = s->finished;
+	e->action = s->st.quenched;
+	e->precedence_q = s->st.precedence_q;
+	e->bytes_acked = tp->bytes_acked - s->epoch_acked;
+	bpf_ringbuf_submit(e, 0);
+	bpf_map_delete_elem(&datcp_stats, &key);
 }
 
 SEC("struct_ops/datcp_ssthresh")
@@ -382,6 +572,7 @@ __u32 BPF_PROG(datcp_undo_cwnd, struct sock *sk)
 SEC(".struct_ops")
 struct tcp_congestion_ops datcp = {
 	.init = (void *)datcp_init,
+	.release = (void *)datcp_release,
 	.ssthresh = (void *)datcp_ssthresh_op,
 	.cong_avoid = (void *)datcp_cong_avoid,
 	.in_ack_event = (void *)datcp_in_ack_event,

@@ -21,8 +21,17 @@ static const char usage[] =
 	"usage: datcpctl COMMAND [OPTIONS]\n"
 	"\n"
 	"  load [--port P]... [--line-rate-mbit N] [--cgroup DIR] [--no-sockops]\n"
+	"       [--profile tuned|paper] [--param NAME=VALUE]...\n"
 	"        register the datcp congestion control, attach sockops, pin under " DATCP_PIN_DIR "\n"
-	"        (idempotent: reuses what is pinned)\n"
+	"        (idempotent: reuses what is pinned; with --profile/--param, replaces a datcp\n"
+	"        with other parameters unless flows or switch ports use it). Parameters:\n"
+	"        g alpha u_max theta quench_p_max quench_draws resume_quiet_ms\n"
+	"        quench_timeout_ms ewma(new|paper) guard_shift slow_start_raise_only\n"
+	"        hopeful_below_u_max overdue_give_up line_rate_mbit (kmod/include/datcp_core.h)\n"
+	"  line-rate set [--netns NS] --rate-mbit R | --dev IF\n"
+	"        NIC rate of a network namespace (PD2TCP inversion, overdue flows); --dev\n"
+	"        takes the interface's speed from its driver\n"
+	"  line-rate del [--netns NS]\n"
 	"  unload [--force]             remove everything (idempotent); refuses while flows\n"
 	"                               are registered or switch ports configured, unless --force\n"
 	"  status [--json]\n"
@@ -33,12 +42,12 @@ static const char usage[] =
 	"        register a flow (sender's view). The deadline is relative to now and\n"
 	"        needs --size. Without --epoch the epoch is the previous one + 1.\n"
 	"  flow get --src IP:PORT --dst IP:PORT [--json]\n"
-	"  flow resume --src IP:PORT --dst IP:PORT    clear a quench order (same epoch)\n"
+	"  flow resume --src IP:PORT --dst IP:PORT    lift a quench (quenching stays armed)\n"
 	"  flow delete --src IP:PORT --dst IP:PORT\n"
 	"  flow list [--json]\n"
 	"  switch configure [--netns NS] --dev IF --rate-mbit R --buffer-bytes B\n"
 	"           [--mark none|red|step|pfdct] [--red-min B --red-max B --red-maxp P]\n"
-	"           [--k B] [--preset pfdct] [--dscp-map DSCP=BAND,...]\n"
+	"           [--k-bytes B] [--preset pfdct] [--dscp-map DSCP=BAND,...]\n"
 	"        defaults: --mark red --red-min 80000 --red-max 120000 --red-maxp 1 (DATCP\n"
 	"        Table 1); every DSCP in band 1 of 0..2 (0 is served first)\n"
 	"  switch counters [--netns NS] --dev IF [--json]\n"
@@ -101,8 +110,13 @@ static int cmd_load(int argc, char **argv)
 					      { "line-rate-mbit", required_argument, 0, 'r' },
 					      { "cgroup", required_argument, 0, 'c' },
 					      { "no-sockops", no_argument, 0, 'n' },
+					      { "profile", required_argument, 0, 'P' },
+					      { "param", required_argument, 0, 'a' },
 					      { 0 } };
 	struct datcp_load_opts lo = { 0 };
+	struct datcp_params prm;
+	const char *profile = NULL, *params[32];
+	int n_params = 0, i;
 	__u16 ports[DATCP_MAX_PORTS];
 	unsigned long long v;
 	int c, err, reused;
@@ -127,9 +141,32 @@ static int cmd_load(int argc, char **argv)
 		case 'n':
 			lo.no_sockops = 1;
 			break;
+		case 'P':
+			profile = optarg;
+			break;
+		case 'a':
+			if (n_params == 32)
+				return usage_error("--param: at most 32");
+			params[n_params++] = optarg;
+			break;
 		default:
 			return EXIT_USAGE;
 		}
+	}
+	if (profile || n_params) {
+		if (datcp_params_profile(profile ? profile : "tuned", &prm))
+			return usage_error("--profile: %s", datcp_last_error());
+		for (i = 0; i < n_params; i++) {
+			char name[64], *eq = strchr(params[i], '=');
+
+			if (!eq || eq == params[i] || (size_t)(eq - params[i]) >= sizeof(name))
+				return usage_error("--param: '%s' is not NAME=VALUE", params[i]);
+			memcpy(name, params[i], eq - params[i]);
+			name[eq - params[i]] = 0;
+			if (datcp_param_set(&prm, name, eq + 1))
+				return usage_error("--param: %s", datcp_last_error());
+		}
+		lo.params = &prm;
 	}
 	lo.ports = ports;
 	err = datcp_load(&lo, &reused);
@@ -168,11 +205,15 @@ static int has_flag(int argc, char **argv, const char *flag)
 static int cmd_status(int argc, char **argv)
 {
 	struct datcp_status st;
+	struct datcp_params prm;
+	char pbuf[768] = "";
 	int err = datcp_get_status(&st), json = has_flag(argc, argv, "--json");
 	size_t i;
 
 	if (err)
 		return runtime_error(err);
+	if (st.pinned && !datcp_params_get(&prm))
+		datcp_params_format(&prm, pbuf, sizeof(pbuf));
 	if (json) {
 		printf("{\"cc_registered\":%s,\"pinned\":%s,\"sockops_attached\":%s,\"flows\":%u,"
 		       "\"switch_ports\":%u,\"ports\":[",
@@ -180,7 +221,7 @@ static int cmd_status(int argc, char **argv)
 		       st.sockops_attached ? "true" : "false", st.flows, st.switch_ports);
 		for (i = 0; i < st.n_ports; i++)
 			printf("%s%u", i ? "," : "", st.ports[i]);
-		printf("]}\n");
+		printf("],\"params\":\"%s\"}\n", pbuf);
 	} else {
 		printf("congestion control datcp: %s\n", st.cc_registered ? "registered" : "not registered");
 		printf("maps pinned:              %s\n", st.pinned ? "yes" : "no");
@@ -191,6 +232,7 @@ static int cmd_status(int argc, char **argv)
 		for (i = 0; i < st.n_ports; i++)
 			printf(" %u", st.ports[i]);
 		printf("%s\n", st.n_ports ? "" : " (none)");
+		printf("parameters:               %s\n", *pbuf ? pbuf : "(not loaded)");
 	}
 	return 0;
 }
@@ -244,6 +286,8 @@ static void print_flow_json(const struct datcp_flow_key *k, const struct datcp_f
 		       (double)s->precedence_q / DATCP_Q, (double)s->b_q / DATCP_Q,
 		       (double)s->alpha_q / DATCP_Q, s->cwnd, s->ece_count, s->windows,
 		       qs[s->quench < 3 ? s->quench : 0], s->finished ? "true" : "false");
+		if (s->quench)
+			printf(",\"quench_ms\":%u", s->quench_ms);
 		if (s->finished)
 			printf(",\"fct_ns\":%llu,\"met\":%s", (unsigned long long)s->fct_ns,
 			       s->met ? "true" : "false");
@@ -325,13 +369,13 @@ static int cmd_flow(int argc, char **argv)
 			dst = optarg;
 			break;
 		case 'z':
-			if (parse_u64("--size", optarg, ~0ULL >> 1, &v))
+			if (parse_u64("--size", optarg, DATCP_SIZE_MAX, &v))
 				return EXIT_USAGE;
 			meta.size_bytes = v;
 			meta.flags |= DATCP_F_SIZE_KNOWN;
 			break;
 		case 'D':
-			if (parse_u64("--deadline-ms", optarg, 365ULL * 24 * 3600 * 1000, &deadline_ms))
+			if (parse_u64("--deadline-ms", optarg, DATCP_DEADLINE_MAX_NS / 1000000, &deadline_ms))
 				return EXIT_USAGE;
 			has_deadline = 1;
 			break;
@@ -402,15 +446,7 @@ static int cmd_flow(int argc, char **argv)
 		}
 		err = datcp_flow_set(&key, &meta);
 	} else if (!strcmp(sub, "resume")) {
-		int has_old = 0;
-
-		err = datcp_flow_get(&key, &meta, &has_old, NULL, NULL);
-		if (!err && !has_old)
-			err = -ENOENT;
-		if (!err) {
-			meta.quench = DATCP_QUENCH_OFF;
-			err = datcp_flow_set(&key, &meta);
-		}
+		err = datcp_flow_resume(&key);
 	} else if (!strcmp(sub, "delete")) {
 		err = datcp_flow_delete(&key);
 	} else {
@@ -488,6 +524,7 @@ static int cmd_switch(int argc, char **argv)
 					      { "red-max", required_argument, 0, '2' },
 					      { "red-maxp", required_argument, 0, 'p' },
 					      { "k", required_argument, 0, 'k' },
+					      { "k-bytes", required_argument, 0, 'k' },
 					      { "preset", required_argument, 0, 'P' },
 					      { "dscp-map", required_argument, 0, 'M' },
 					      { "json", no_argument, 0, 'j' },
@@ -534,7 +571,7 @@ static int cmd_switch(int argc, char **argv)
 		case '1':
 		case '2':
 		case 'k':
-			if (parse_u64(c == 'k' ? "--k" : c == '1' ? "--red-min" : "--red-max", optarg,
+			if (parse_u64(c == 'k' ? "--k-bytes" : c == '1' ? "--red-min" : "--red-max", optarg,
 				      1U << 30, &v))
 				return EXIT_USAGE;
 			*(c == 'k' ? &cfg.k_bytes : c == '1' ? &cfg.red_min_bytes : &cfg.red_max_bytes) =
@@ -595,6 +632,55 @@ static int cmd_switch(int argc, char **argv)
 	return err ? runtime_error(err) : 0;
 }
 
+/* ---- line rates ---- */
+
+static int cmd_line_rate(int argc, char **argv)
+{
+	static const struct option opts[] = { { "netns", required_argument, 0, 'n' },
+					      { "rate-mbit", required_argument, 0, 'r' },
+					      { "dev", required_argument, 0, 'd' },
+					      { 0 } };
+	const char *sub = argc > 1 ? argv[1] : "", *netns = NULL, *dev = NULL;
+	unsigned long long v;
+	__u64 rate = 0;
+	int c, err;
+
+	argc--;
+	argv++;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'n':
+			netns = optarg;
+			break;
+		case 'r':
+			if (parse_u64("--rate-mbit", optarg, 10000000, &v) || v == 0)
+				return usage_error("--rate-mbit must be 1..10000000");
+			rate = v * 1000000ULL;
+			break;
+		case 'd':
+			dev = optarg;
+			break;
+		default:
+			return EXIT_USAGE;
+		}
+	}
+	if (!strcmp(sub, "del"))
+		err = datcp_line_rate_set(netns, 0);
+	else if (strcmp(sub, "set"))
+		return usage_error("line-rate set|del");
+	else if (!rate == !dev)
+		return usage_error("line-rate set needs one of --rate-mbit R and --dev IF");
+	else if (dev && (err = datcp_link_speed(netns, dev, &rate)))
+		return runtime_error(err);
+	else
+		err = datcp_line_rate_set(netns, rate);
+	if (err)
+		return runtime_error(err);
+	if (rate)
+		printf("line rate %llu Mbit/s\n", (unsigned long long)(rate / 1000000));
+	return 0;
+}
+
 /* ---- events ---- */
 
 static volatile sig_atomic_t stop;
@@ -626,6 +712,27 @@ static int print_event(const struct datcp_event *e, void *ctx)
 		else
 			printf("finished %s -> %s epoch %u in %.3f ms, deadline %s\n", src, dst, e->epoch,
 			       e->fct_ns / 1e6, e->met ? "met" : "missed");
+	} else if (e->type == DATCP_EV_CLOSED) {
+		if (ec->json)
+			printf("{\"event\":\"closed\",\"src\":\"%s\",\"dst\":\"%s\",\"epoch\":%u,"
+			       "\"bytes_acked\":%llu,\"finished\":%s,\"fct_ns\":%llu,\"met\":%s,"
+			       "\"quench\":\"%s\"}\n",
+			       src, dst, e->epoch, (unsigned long long)e->bytes_acked,
+			       e->finished ? "true" : "false", (unsigned long long)e->fct_ns,
+			       e->met ? "true" : "false", actions[e->action < 3 ? e->action : 0]);
+		else
+			printf("closed %s -> %s epoch %u: %llu bytes acked, %s\n", src, dst, e->epoch,
+			       (unsigned long long)e->bytes_acked,
+			       e->finished ? (e->met ? "finished, deadline met" : "finished, deadline missed")
+					   : "unfinished");
+	} else if (e->type == DATCP_EV_RESUME) {
+		const char *why = e->reason == DATCP_RESUME_QUIET ? "quiet" : "timeout";
+
+		if (ec->json)
+			printf("{\"event\":\"resume\",\"src\":\"%s\",\"dst\":\"%s\",\"epoch\":%u,"
+			       "\"reason\":\"%s\"}\n", src, dst, e->epoch, why);
+		else
+			printf("resume %s -> %s epoch %u (%s)\n", src, dst, e->epoch, why);
 	} else if (e->type == DATCP_EV_QUENCH) {
 		const char *a = actions[e->action < 3 ? e->action : 0];
 
@@ -706,6 +813,8 @@ int main(int argc, char **argv)
 		return cmd_switch(argc, argv);
 	if (!strcmp(cmd, "events"))
 		return cmd_events(argc, argv);
+	if (!strcmp(cmd, "line-rate"))
+		return cmd_line_rate(argc, argv);
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
 		fputs(usage, stdout);
 		return 0;

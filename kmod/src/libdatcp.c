@@ -26,10 +26,15 @@
 #include <time.h>
 #include <unistd.h>
 #include <linux/pkt_sched.h>
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
 #include "datcp.h"
+#include "datcp_core.h"
 #include "datcp_cc.skel.h"
 #include "datcp_switch.skel.h"
 
@@ -42,12 +47,16 @@
 #define PIN_PORTS PIN("ports")
 #define PIN_SWITCH PIN("switch_ports")
 #define PIN_SOCKOPS PIN("sockops_link")
-#define DEFAULT_LINE_RATE_BPS 100000000ULL
+#define PIN_PARAMS PIN("params")
+#define PIN_LINE_RATES PIN("line_rates")
+#define PIN_MARKS PIN("marks")
+#define PIN_QUENCH_TIMERS PIN("quench_timers")
 
 extern char **environ;
 
-static const char *const all_pins[] = { PIN_SOCKOPS, PIN_CC_OPS, PIN_FLOWS, PIN_STATS,
-					PIN_EVENTS,  PIN_PORTS,  PIN_SWITCH };
+static const char *const all_pins[] = { PIN_SOCKOPS, PIN_CC_OPS, PIN_FLOWS,      PIN_STATS,
+					PIN_EVENTS,  PIN_PORTS,  PIN_SWITCH,     PIN_PARAMS,
+					PIN_LINE_RATES, PIN_MARKS, PIN_QUENCH_TIMERS };
 
 static __thread char errbuf[512];
 
@@ -385,19 +394,51 @@ static int create_switch_map(void)
 	return 0;
 }
 
+/* Speed of the device of the IPv4 default route in the caller's network
+ * namespace, bits/s; 0 when there is none or its driver does not say. */
+static __u64 default_route_speed(void)
+{
+	char line[256], ifname[IF_NAMESIZE + 1];
+	unsigned long dst;
+	__u64 rate = 0;
+	FILE *f = fopen("/proc/net/route", "r");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%16s %lx", ifname, &dst) == 2 && dst == 0) {
+			if (datcp_link_speed(NULL, ifname, &rate))
+				rate = 0;
+			break;
+		}
+	fclose(f);
+	errbuf[0] = 0;
+	return rate;
+}
+
 static int load_fresh(const struct datcp_load_opts *opts)
 {
+	struct datcp_params prm = DATCP_PARAMS_TUNED;
 	struct datcp_cc *skel;
 	struct bpf_link *link;
 	int err;
 
+	if (opts && opts->params)
+		prm = *opts->params;
+	if (opts && opts->line_rate_bps)
+		prm.line_rate_Bps = opts->line_rate_bps / 8;
+	else if (!prm.line_rate_Bps)
+		prm.line_rate_Bps = default_route_speed() / 8;
 	if (mkdir(DATCP_PIN_DIR, 0700) && errno != EEXIST)
 		return fail(-errno, "cannot create %s: %s", DATCP_PIN_DIR, strerror(errno));
 	skel = datcp_cc__open();
 	if (!skel)
 		return fail(-errno, "opening the datcp programs: %s", strerror(errno));
-	skel->rodata->datcp_line_rate_Bps =
-		(opts && opts->line_rate_bps ? opts->line_rate_bps : DEFAULT_LINE_RATE_BPS) / 8;
+	skel->rodata->datcp_params = prm;
+	bpf_map__set_pin_path(skel->maps.rodata, PIN_PARAMS);
+	bpf_map__set_pin_path(skel->maps.datcp_line_rates, PIN_LINE_RATES);
+	bpf_map__set_pin_path(skel->maps.datcp_marks, PIN_MARKS);
+	bpf_map__set_pin_path(skel->maps.datcp_quench_timers, PIN_QUENCH_TIMERS);
 	bpf_map__set_pin_path(skel->maps.datcp_flows, PIN_FLOWS);
 	bpf_map__set_pin_path(skel->maps.datcp_stats, PIN_STATS);
 	bpf_map__set_pin_path(skel->maps.datcp_events, PIN_EVENTS);
@@ -432,8 +473,39 @@ out:
 	return err;
 }
 
+/* The pinned programs' read-only data, if it is of this library's version. */
+static int read_loaded(struct datcp_cc__rodata *ro)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info), key = 0;
+	int fd = bpf_obj_get(PIN_PARAMS), ok;
+	char buf[4096]; /* the section: the skeleton's struct, then static data */
+
+	if (fd < 0)
+		return 0;
+	ok = !bpf_obj_get_info_by_fd(fd, &info, &len) && info.value_size >= sizeof(*ro) &&
+	     info.value_size <= sizeof(buf) && !bpf_map_lookup_elem(fd, &key, buf);
+	close(fd);
+	if (ok)
+		memcpy(ro, buf, sizeof(*ro));
+	return ok && ro->datcp_abi_version == DATCP_ABI_VERSION;
+}
+
+/* Same parameters, where the request leaves the line rate to the loader. */
+static int params_match(const struct datcp_params *loaded, const struct datcp_load_opts *opts)
+{
+	struct datcp_params want = *opts->params;
+
+	if (opts->line_rate_bps)
+		want.line_rate_Bps = opts->line_rate_bps / 8;
+	else if (!want.line_rate_Bps)
+		want.line_rate_Bps = loaded->line_rate_Bps;
+	return !memcmp(&want, loaded, sizeof(want));
+}
+
 int datcp_load(const struct datcp_load_opts *opts, int *reused)
 {
+	struct datcp_cc__rodata ro;
 	int err = check_environment();
 	size_t i;
 
@@ -443,12 +515,32 @@ int datcp_load(const struct datcp_load_opts *opts, int *reused)
 		*reused = 0;
 	if (cc_registered() && !access(PIN_CC_OPS, F_OK) && !access(PIN_FLOWS, F_OK) &&
 	    !access(PIN_SWITCH, F_OK)) {
-		if (reused)
+		const char *why = NULL;
+
+		if (!read_loaded(&ro))
+			why = "was loaded by another version of libdatcp";
+		else if (opts && opts->params && !params_match(&ro.datcp_params, opts))
+			why = "runs with other parameters than requested";
+		if (why) {
+			__u32 flows = count_keys(PIN_FLOWS, sizeof(struct datcp_flow_key));
+			__u32 ports = count_keys(PIN_SWITCH, sizeof(struct datcp_port_key));
+
+			if (flows || ports)
+				return fail(-EBUSY, "the datcp pinned under %s %s, and %u registered "
+						    "flow(s) and %u switch port(s) use it: unload it "
+						    "(datcpctl unload --force) when they are done",
+					    DATCP_PIN_DIR, why, flows, ports);
+		} else if (reused) {
 			*reused = 1;
-	} else {
+		}
+		if (!why)
+			goto ports;
+	}
+	{
 		char saved[sizeof(errbuf)];
 
-		/* leftovers of a half-done load or a crashed loader */
+		/* leftovers of a half-done load, a crashed loader, or unused pins
+		 * of another version or other parameters */
 		if (!access(DATCP_PIN_DIR, F_OK) || cc_registered())
 			datcp_unload(1);
 		err = load_fresh(opts);
@@ -459,11 +551,27 @@ int datcp_load(const struct datcp_load_opts *opts, int *reused)
 			return err;
 		}
 	}
+ports:
 	for (i = 0; opts && i < opts->n_ports; i++) {
 		err = datcp_port_add(opts->ports[i]);
 		if (err)
 			return err;
 	}
+	return 0;
+}
+
+int datcp_params_get(struct datcp_params *out)
+{
+	struct datcp_cc__rodata ro;
+	int err = check_environment();
+
+	if (err)
+		return err;
+	if (access(PIN_PARAMS, F_OK))
+		return fail(-ENOENT, "%s is not pinned: is datcp loaded? (datcpctl load)", PIN_PARAMS);
+	if (!read_loaded(&ro))
+		return fail(-EPROTO, "the loaded datcp is of another version than this libdatcp");
+	*out = ro.datcp_params;
 	return 0;
 }
 
@@ -587,37 +695,91 @@ void datcp_flow_key_format(const struct datcp_flow_key *key, int dst, char *buf,
 	}
 }
 
-static int validate_meta(const struct datcp_flow_meta *m)
+static int validate_meta(const struct datcp_flow_key *key, const struct datcp_flow_meta *m,
+			 __u64 now)
 {
+	__u64 start = m->start_ns ? m->start_ns : now;
+
+	if (!key->sport || !key->dport)
+		return fail(-EINVAL, "flow key: ports must be 1..65535 (source %u, destination %u)",
+			    key->sport, key->dport);
 	if (m->mode >= DATCP_MODE_MAX)
 		return fail(-EINVAL, "mode %u unknown (datcp, dctcp, d2tcp, pd2tcp, reno)", m->mode);
 	if (m->quench > DATCP_QUENCH_KILL)
 		return fail(-EINVAL, "quench %u unknown (off, suspend, kill)", m->quench);
+	if (m->flags & ~DATCP_F_SIZE_KNOWN)
+		return fail(-EINVAL, "flags 0x%x: unknown bits (only DATCP_F_SIZE_KNOWN = 0x1)", m->flags);
 	if (m->phi_q > DATCP_Q)
-		return fail(-EINVAL, "phi must be within [0, 1]");
+		return fail(-EINVAL, "phi %.3f must be within [0, 1] (phi_q <= %u)",
+			    (double)m->phi_q / DATCP_Q, DATCP_Q);
 	if (m->importance_q > DATCP_PRECEDENCE_MAX_Q)
-		return fail(-EINVAL, "importance must be within [0, %u]", DATCP_PRECEDENCE_MAX_Q / DATCP_Q);
-	if (m->deadline_ns && !(m->flags & DATCP_F_SIZE_KNOWN))
+		return fail(-EINVAL, "importance %.3f must be within [0, %u] (importance_q <= %u)",
+			    (double)m->importance_q / DATCP_Q, DATCP_PRECEDENCE_MAX_Q / DATCP_Q,
+			    DATCP_PRECEDENCE_MAX_Q);
+	if ((m->flags & DATCP_F_SIZE_KNOWN) && m->size_bytes > DATCP_SIZE_MAX)
+		return fail(-EINVAL, "size %llu bytes is above the limit of %llu (1 PiB)",
+			    (unsigned long long)m->size_bytes, (unsigned long long)DATCP_SIZE_MAX);
+	if (m->start_ns > now + DATCP_DEADLINE_MAX_NS)
+		return fail(-EINVAL, "start_ns %llu is more than a year after now (%llu, CLOCK_MONOTONIC)",
+			    (unsigned long long)m->start_ns, (unsigned long long)now);
+	if (!m->deadline_ns)
+		return 0;
+	if (!(m->flags & DATCP_F_SIZE_KNOWN))
 		return fail(-EINVAL, "a deadline needs the flow's size");
+	if (m->deadline_ns <= now)
+		return fail(-EINVAL, "deadline_ns %llu is %.3f ms in the past (CLOCK_MONOTONIC now is %llu; "
+				     "see datcp_now_ns)", (unsigned long long)m->deadline_ns,
+			    (double)(now - m->deadline_ns) / 1e6, (unsigned long long)now);
+	if (m->deadline_ns <= start)
+		return fail(-EINVAL, "deadline_ns %llu is not after the flow's start %llu",
+			    (unsigned long long)m->deadline_ns, (unsigned long long)start);
+	if (m->deadline_ns - now > DATCP_DEADLINE_MAX_NS)
+		return fail(-EINVAL, "deadline_ns %llu is %.0f s ahead: more than a year (is it an "
+				     "absolute CLOCK_MONOTONIC time? see datcp_now_ns)",
+			    (unsigned long long)m->deadline_ns, (double)(m->deadline_ns - now) / 1e9);
 	return 0;
 }
 
 int datcp_flow_set(const struct datcp_flow_key *key, const struct datcp_flow_meta *meta)
 {
 	struct datcp_flow_meta m = *meta;
-	int fd, err = validate_meta(meta);
+	__u64 now = datcp_now_ns();
+	int fd, err = validate_meta(key, meta, now);
 
 	if (err)
 		return err;
 	if (!m.start_ns)
-		m.start_ns = datcp_now_ns();
+		m.start_ns = now;
 	fd = open_pinned(PIN_FLOWS);
 	if (fd < 0)
 		return fd;
 	err = bpf_map_update_elem(fd, key, &m, BPF_ANY) ? -errno : 0;
 	close(fd);
+	if (err == -E2BIG)
+		return fail(err, "registering the flow: the flow map is full (%u entries)",
+			    count_keys(PIN_FLOWS, sizeof(struct datcp_flow_key)));
 	if (err)
 		return fail(err, "registering the flow: %s", strerror(-err));
+	return 0;
+}
+
+int datcp_flow_resume(const struct datcp_flow_key *key)
+{
+	struct datcp_flow_meta m;
+	int fd = open_pinned(PIN_FLOWS), err;
+
+	if (fd < 0)
+		return fd;
+	err = bpf_map_lookup_elem(fd, key, &m) ? -errno : 0;
+	if (!err) {
+		m.resume++;
+		err = bpf_map_update_elem(fd, key, &m, BPF_EXIST) ? -errno : 0;
+	}
+	close(fd);
+	if (err == -ENOENT)
+		return fail(err, "no such flow");
+	if (err)
+		return fail(err, "resuming the flow: %s", strerror(-err));
 	return 0;
 }
 
@@ -701,6 +863,189 @@ int datcp_flow_foreach(datcp_flow_fn fn, void *ctx)
 	close(ffd);
 	close(sfd);
 	return ret;
+}
+
+/* ---- line rates ---- */
+
+int datcp_link_speed(const char *netns, const char *ifname, __u64 *rate_bps)
+{
+	struct ethtool_cmd cmd = { .cmd = ETHTOOL_GSET };
+	struct netns_ctx ns;
+	struct ifreq ifr;
+	__u32 mbit;
+	int fd, err = netns_enter(netns, &ns);
+
+	if (err)
+		return err;
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
+	ifr.ifr_data = (char *)&cmd;
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	err = fd < 0 || ioctl(fd, SIOCETHTOOL, &ifr) ? -errno : 0;
+	if (fd >= 0)
+		close(fd);
+	netns_leave(&ns);
+	if (err)
+		return fail(err, "speed of '%s': %s", ifname, strerror(-err));
+	mbit = ethtool_cmd_speed(&cmd);
+	if (mbit == 0 || mbit == (__u32)SPEED_UNKNOWN)
+		return fail(-ENODATA, "the driver of '%s' does not report a speed", ifname);
+	*rate_bps = (__u64)mbit * 1000000ULL;
+	return 0;
+}
+
+int datcp_line_rate_set(const char *netns, __u64 rate_bps)
+{
+	struct netns_ctx ns;
+	__u64 rate = rate_bps / 8;
+	int fd, err = check_environment();
+
+	if (err)
+		return err;
+	err = netns_enter(netns, &ns);
+	if (err)
+		return err;
+	netns_leave(&ns);
+	fd = open_pinned(PIN_LINE_RATES);
+	if (fd < 0)
+		return fd;
+	if (rate)
+		err = bpf_map_update_elem(fd, &ns.ino, &rate, BPF_ANY) ? -errno : 0;
+	else
+		err = bpf_map_delete_elem(fd, &ns.ino) && errno != ENOENT ? -errno : 0;
+	close(fd);
+	if (err)
+		return fail(err, "setting the line rate: %s", strerror(-err));
+	return 0;
+}
+
+/* ---- parameters ---- */
+
+enum param_kind { P_Q10, P_U32, P_U8, P_EWMA, P_MBIT };
+
+static const struct param_desc {
+	const char *name;
+	enum param_kind kind;
+	size_t off;
+	double max;
+} param_descs[] = {
+	{ "g", P_Q10, offsetof(struct datcp_params, g_max_q), 1 },
+	{ "alpha", P_Q10, offsetof(struct datcp_params, alpha_q), 1 },
+	{ "u_max", P_Q10, offsetof(struct datcp_params, u_max_q), DATCP_PRECEDENCE_MAX_Q / DATCP_Q },
+	{ "theta", P_U32, offsetof(struct datcp_params, theta_max), 1000 },
+	{ "quench_p_max", P_Q10, offsetof(struct datcp_params, quench_p_max_q), 1000 },
+	{ "quench_draws", P_U32, offsetof(struct datcp_params, quench_draws), 1024 },
+	{ "resume_quiet_ms", P_U32, offsetof(struct datcp_params, resume_quiet_ms), 86400000 },
+	{ "quench_timeout_ms", P_U32, offsetof(struct datcp_params, quench_timeout_ms), 86400000 },
+	{ "ewma", P_EWMA, offsetof(struct datcp_params, ewma_new_weight), 1 },
+	{ "guard_shift", P_U8, offsetof(struct datcp_params, guard_shift), 16 },
+	{ "slow_start_raise_only", P_U8, offsetof(struct datcp_params, slow_start_raise_only), 1 },
+	{ "hopeful_below_u_max", P_U8, offsetof(struct datcp_params, hopeful_below_u_max), 1 },
+	{ "overdue_give_up", P_U8, offsetof(struct datcp_params, overdue_give_up), 1 },
+	{ "line_rate_mbit", P_MBIT, offsetof(struct datcp_params, line_rate_Bps), 10000000 },
+};
+
+int datcp_params_profile(const char *name, struct datcp_params *out)
+{
+	static const struct datcp_params tuned = DATCP_PARAMS_TUNED, paper = DATCP_PARAMS_PAPER;
+
+	if (name && !strcmp(name, "tuned"))
+		*out = tuned;
+	else if (name && !strcmp(name, "paper"))
+		*out = paper;
+	else
+		return fail(-EINVAL, "profile '%s' unknown (tuned, paper)", name ? name : "");
+	return 0;
+}
+
+int datcp_param_set(struct datcp_params *p, const char *name, const char *value)
+{
+	const struct param_desc *d = NULL;
+	char *base = (char *)p, *end;
+	double v;
+	size_t i;
+
+	for (i = 0; i < sizeof(param_descs) / sizeof(param_descs[0]); i++)
+		if (name && !strcmp(param_descs[i].name, name))
+			d = &param_descs[i];
+	if (!d) {
+		char names[512] = "";
+
+		for (i = 0; i < sizeof(param_descs) / sizeof(param_descs[0]); i++)
+			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+				 i ? ", " : "", param_descs[i].name);
+		return fail(-EINVAL, "parameter '%s' unknown (%s)", name ? name : "", names);
+	}
+	if (d->kind == P_EWMA) {
+		if (value && !strcmp(value, "new"))
+			base[d->off] = 1;
+		else if (value && !strcmp(value, "paper"))
+			base[d->off] = 0;
+		else
+			return fail(-EINVAL, "parameter ewma: '%s' is not 'new' (the new sample weighs "
+					     "alpha) or 'paper' (weighs 1 - alpha)", value ? value : "");
+		return 0;
+	}
+	errno = 0;
+	v = value ? strtod(value, &end) : 0;
+	if (!value || errno || end == value || *end || !(v >= 0 && v <= d->max) ||
+	    (d->kind != P_Q10 && v != (double)(__u64)v))
+		return fail(-EINVAL, "parameter %s: '%s' is not %s in [0, %g]", d->name,
+			    value ? value : "", d->kind == P_Q10 ? "a number" : "an integer", d->max);
+	switch (d->kind) {
+	case P_Q10:
+		*(__u32 *)(base + d->off) = (__u32)(v * DATCP_Q + 0.5);
+		break;
+	case P_U32:
+		*(__u32 *)(base + d->off) = (__u32)v;
+		break;
+	case P_U8:
+		base[d->off] = (char)v;
+		break;
+	default:
+		*(__u64 *)(base + d->off) = (__u64)v * 1000000ULL / 8;
+		break;
+	}
+	if (p->u_max_q < DATCP_Q || p->quench_draws < 1 || p->theta_max < 1)
+		return fail(-EINVAL, "parameters: u_max must be >= 1, quench_draws and theta >= 1");
+	return 0;
+}
+
+void datcp_params_format(const struct datcp_params *p, char *buf, size_t len)
+{
+	const char *base = (const char *)p;
+	size_t i, n = 0;
+
+	buf[0] = 0;
+	for (i = 0; i < sizeof(param_descs) / sizeof(param_descs[0]) && n < len; i++) {
+		const struct param_desc *d = &param_descs[i];
+		const char *sep = i ? " " : "";
+
+		switch (d->kind) {
+		case P_Q10:
+			/* Q10 to the nearest thousandth: 102 prints as 0.1 */
+			n += snprintf(buf + n, len - n, "%s%s=%g", sep, d->name,
+				      (double)(((__u64)*(const __u32 *)(base + d->off) * 1000 +
+						DATCP_Q / 2) / DATCP_Q) / 1000);
+			break;
+		case P_U32:
+			n += snprintf(buf + n, len - n, "%s%s=%u", sep, d->name,
+				      *(const __u32 *)(base + d->off));
+			break;
+		case P_U8:
+			n += snprintf(buf + n, len - n, "%s%s=%u", sep, d->name,
+				      (unsigned)(__u8)base[d->off]);
+			break;
+		case P_EWMA:
+			n += snprintf(buf + n, len - n, "%s%s=%s", sep, d->name,
+				      base[d->off] ? "new" : "paper");
+			break;
+		default:
+			n += snprintf(buf + n, len - n, "%s%s=%g", sep, d->name,
+				      (double)*(const __u64 *)(base + d->off) * 8 / 1e6);
+			break;
+		}
+	}
 }
 
 /* ---- emulated switch ports ---- */

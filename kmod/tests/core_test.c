@@ -30,6 +30,13 @@ struct row {
 };
 
 static int passed, failed, malformed;
+static const struct datcp_params tuned = DATCP_PARAMS_TUNED, paper = DATCP_PARAMS_PAPER;
+
+/* The profile a vector file is checked against: *_paper.csv use "paper". */
+static const struct datcp_params *profile_of(const char *file)
+{
+	return strstr(file, "_paper.csv") ? &paper : &tuned;
+}
 
 static long long col_s(struct row *r, const char *name)
 {
@@ -74,14 +81,52 @@ static void check(struct row *r, const char *what, unsigned long long got, unsig
 static struct datcp_port_state aqm_state;
 static long long aqm_scenario = -1;
 
+/* A hopeless flow (R_desired far above a constant R_avg) starting at U_max,
+ * one row a step; rows of a scenario share the state. op "w": one window
+ * (rnd 0, so a draw with p_quench > 0 quenches); op "r": a resume order.
+ * expected_quenched: the state after the step. */
+static struct datcp_flow_state cycle_state;
+static long long cycle_scenario = -1;
+
+static void run_quench_cycle(struct row *r, const struct datcp_params *prm)
+{
+	const __u64 start = 1000000000ULL;
+	struct datcp_flow_meta m = { .mode = DATCP_MODE_DATCP, .importance_q = DATCP_Q,
+				     .quench = DATCP_QUENCH_SUSPEND, .flags = DATCP_F_SIZE_KNOWN,
+				     .size_bytes = 1000000000ULL, .deadline_ns = start + 100000000000ULL };
+	long long step = col_s(r, "step");
+	struct datcp_window w = { .now_ns = start + (__u64)step * 10000000ULL,
+				  .acked_bytes = 1000, .window_ns = 10000000ULL,
+				  .acked_total = (__u64)step * 1000 };
+	const char *op = r->vals[2];
+
+	if (col_s(r, "scenario") != cycle_scenario) {
+		datcp_flow_state_init(&cycle_state, start);
+		cycle_state.urgency_q = prm->u_max_q;
+		cycle_state.r_avg = 100000;
+		cycle_scenario = col_s(r, "scenario");
+	}
+	if (!strcmp(op, "r"))
+		datcp_flow_state_resume(&cycle_state);
+	else
+		datcp_window_step(&cycle_state, &m, &w, prm, 12500000);
+	check(r, "quenched", cycle_state.quenched, col(r, "expected_quenched"), 0);
+}
+
 static void run_row(struct row *r)
 {
-	const char *f = r->file;
+	const struct datcp_params *prm = profile_of(r->file);
+	char f[64];
+
+	/* foo_paper.csv checks the same function as foo.csv, under "paper" */
+	snprintf(f, sizeof(f), "%s", r->file);
+	if (strstr(f, "_paper.csv"))
+		strcpy(strstr(f, "_paper.csv"), ".csv");
 
 	if (!strcmp(f, "rate.csv")) {
 		check(r, "rate", datcp_rate_Bps(col(r, "bytes"), col(r, "ns")), col(r, "rate_Bps"), 0);
 	} else if (!strcmp(f, "r_avg.csv")) {
-		check(r, "r_avg", datcp_r_avg(col(r, "r_avg"), col(r, "r_last"), (int)col(r, "slow_start")),
+		check(r, "r_avg", datcp_r_avg(col(r, "r_avg"), col(r, "r_last"), (int)col(r, "slow_start"), prm),
 		      col(r, "expected"), col(r, "tolerance"));
 	} else if (!strcmp(f, "desired_rate.csv")) {
 		check(r, "r_desired", datcp_desired_rate(col(r, "v_remain"), col_s(r, "t_remain_ns")),
@@ -92,13 +137,14 @@ static void run_row(struct row *r)
 	} else if (!strcmp(f, "urgency.csv")) {
 		int inc;
 		__u32 u = datcp_urgency_update((__u32)col(r, "u_q"), col(r, "r_desired"), col(r, "r_avg"),
-					       DATCP_G_MAX_Q, &inc);
+					       prm->g_max_q, prm->u_max_q, &inc);
 
 		check(r, "urgency", u, col(r, "expected_u_q"), 0);
 		check(r, "increased", (unsigned)inc, col(r, "expected_increased"), 0);
 	} else if (!strcmp(f, "precedence.csv")) {
 		check(r, "precedence",
-		      datcp_precedence((__u32)col(r, "phi_q"), (__u32)col(r, "importance_q"), (__u32)col(r, "u_q")),
+		      datcp_precedence((__u32)col(r, "phi_q"), (__u32)col(r, "importance_q"), (__u32)col(r, "u_q"),
+				       prm->u_max_q),
 		      col(r, "expected_q"), 0);
 	} else if (!strcmp(f, "md_factor.csv")) {
 		check(r, "b", datcp_md_factor((__u32)col(r, "p_q")), col(r, "expected_b_q"), col(r, "tolerance"));
@@ -106,13 +152,17 @@ static void run_row(struct row *r)
 		check(r, "ssthresh", datcp_ssthresh((__u32)col(r, "cwnd"), (__u32)col(r, "b_q")),
 		      col(r, "expected"), 0);
 	} else if (!strcmp(f, "quench_prob.csv")) {
-		check(r, "p_quench", datcp_quench_prob((__u32)col(r, "p_q")), col(r, "expected_q"), 0);
+		check(r, "p_quench", datcp_quench_prob((__u32)col(r, "p_q"), prm->quench_p_max_q, prm->quench_draws), col(r, "expected_q"), 0);
 	} else if (!strcmp(f, "quench_step.csv")) {
 		struct datcp_quench_state_q s = { .r_avg_prev = col(r, "r_avg_prev"),
 						  .theta = (__u32)col(r, "theta"),
 						  .u_increased = (__u32)col(r, "u_increased") };
-		int q = datcp_quench_step(&s, col(r, "r_avg"), (int)col(r, "hopeful"), (__u32)col(r, "p_q"),
-					  (__u32)col(r, "theta_max"), (__u32)col(r, "rnd"));
+		struct datcp_params q_prm = *prm;
+		int q;
+
+		q_prm.theta_max = (__u32)col(r, "theta_max");
+		q = datcp_quench_step(&s, col(r, "r_avg"), (int)col(r, "hopeful"), (__u32)col(r, "p_q"),
+				      &q_prm, (__u32)col(r, "rnd"));
 
 		check(r, "quench", (unsigned)q, col(r, "expected_quench"), 0);
 		check(r, "theta", s.theta, col(r, "expected_theta"), 0);
@@ -139,6 +189,23 @@ static void run_row(struct row *r)
 		check(r, "can_meet",
 		      (unsigned)datcp_can_meet(col(r, "v_remain"), col(r, "r_avg"), col_s(r, "t_remain_ns")),
 		      col(r, "expected"), 0);
+	} else if (!strcmp(f, "overdue.csv")) {
+		check(r, "overdue",
+		      (unsigned)datcp_overdue(col(r, "v_remain"), col_s(r, "t_remain_ns"), col(r, "line_rate_Bps")),
+		      col(r, "expected"), 0);
+	} else if (!strcmp(f, "t_remain.csv")) {
+		check(r, "t_remain", (unsigned long long)datcp_t_remain(col(r, "deadline_ns"), col(r, "now_ns")),
+		      (unsigned long long)col_s(r, "expected"), 0);
+	} else if (!strcmp(f, "resume_due.csv")) {
+		struct datcp_params q_prm = *prm;
+
+		q_prm.resume_quiet_ms = (__u32)col(r, "quiet_ms");
+		q_prm.quench_timeout_ms = (__u32)col(r, "timeout_ms");
+		check(r, "resume reason",
+		      datcp_resume_due(col(r, "now_ns"), col(r, "quenched_ns"), col(r, "last_mark_ns"), &q_prm),
+		      col(r, "expected_reason"), 0);
+	} else if (!strcmp(f, "quench_cycle.csv")) {
+		run_quench_cycle(r, prm);
 	} else if (!strcmp(f, "window_step.csv")) {
 		const __u64 now = 1000000000ULL;
 		long long size = col_s(r, "size"), deadline = col_s(r, "deadline_rel_ns");
@@ -161,7 +228,7 @@ static void run_row(struct row *r)
 		if (deadline)
 			m.deadline_ns = now + (__u64)deadline;
 		datcp_flow_state_init(&s, now);
-		check(r, "quench action", datcp_window_step(&s, &m, &w, 12500000), DATCP_QS_NONE, 0);
+		check(r, "quench action", datcp_window_step(&s, &m, &w, prm, 12500000), DATCP_QS_NONE, 0);
 		check(r, "urgency", s.urgency_q, col(r, "expected_urgency_q"), 0);
 		check(r, "precedence", s.precedence_q, col(r, "expected_precedence_q"), 0);
 		check(r, "b", s.b_q, col(r, "expected_b_q"), col(r, "tolerance_b"));
@@ -217,6 +284,7 @@ static void run_file(const char *dir, const char *name)
 	FILE *fp;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	aqm_scenario = cycle_scenario = -1; /* scenarios do not cross files */
 	fp = fopen(path, "r");
 	if (!fp) {
 		fprintf(stderr, "%s: %s\n", path, strerror(errno));
