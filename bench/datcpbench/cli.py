@@ -55,7 +55,8 @@ def strip_for_json(r):
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="bench/run", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("scenario", help="|".join(scenarios.NAMES + ["custom", "all", "report", "cleanup"]))
+    ap.add_argument("scenario", help="|".join(scenarios.NAMES + ["custom", "all", "report",
+                                                             "ablation", "cleanup"]))
     ap.add_argument("--cc", default="datcp", help="|".join(kernel.CCS))
     ap.add_argument("--json", action="store_true", help="print exactly one JSON object")
     ap.add_argument("--out", help="directory for results (JSON per run; report for 'all')")
@@ -67,12 +68,20 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--boost-softirq", action="store_true",
                     help="raise ksoftirqd priority during runs (CPU shared with builds)")
+    ap.add_argument("--kmod-profile", choices=["tuned", "paper"],
+                    help="datcp algorithm parameters to load (default: whatever is loaded, "
+                         "else tuned); replaces an unused datcp with other parameters")
+    ap.add_argument("--kmod-param", action="append", default=[], metavar="NAME=VALUE",
+                    help="one datcp parameter on top of the profile (datcpctl load --param)")
     ap.add_argument("--ccs", help="for 'all': comma-separated subset of CCs")
     ap.add_argument("--scenarios", help="for 'all': comma-separated subset of scenarios")
     a = ap.parse_args(argv)
     if os.geteuid() != 0:
         raise SystemExit("bench/run needs root (network namespaces)")
 
+    if a.kmod_profile or a.kmod_param:
+        kernel.LOAD_ARGS[:] = (["--profile", a.kmod_profile or "tuned"] +
+                               [x for p in a.kmod_param for x in ("--param", p)])
     from . import runner
     from .netns import install_signal_handlers
     install_signal_handlers()
@@ -86,6 +95,10 @@ def main(argv=None):
         names = [n for n in scenarios.NAMES if any(k[0] == n for k in res)]
         ccs = [c for c in report.ALL_CCS if any(k[1] == c for k in res)]
         report.write_report(a.out, res, names, ccs, [], a.switch_profile, a.link_mbps, 0.0)
+        return 0
+    if a.scenario == "ablation":   # ABLATION.md from <profile>-<n>/ folders in --out
+        from . import ablation
+        log(f"wrote {ablation.write(a.out)}")
         return 0
     if a.scenario == "all":
         from . import report

@@ -13,6 +13,9 @@ from .netns import log, sh
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATCPCTL = os.environ.get("DATCPCTL", os.path.join(REPO, "kmod", "build", "datcpctl"))
 PIN_DIR = "/sys/fs/bpf/datcp"
+# extra `datcpctl load` arguments for the algorithm parameters of a run
+# (--profile / --param, from bench/run --kmod-profile / --kmod-param)
+LOAD_ARGS: list = []
 
 # bench --cc value -> (kernel CC name, datcp mode or None, quench)
 CCS = {
@@ -50,12 +53,13 @@ class Loaded:
 
     def __init__(self):
         self.we_loaded = False
+        self.params = None
 
     def __enter__(self):
         ensure_bpffs()
-        pre = os.path.exists(PIN_DIR)
-        _ctl("load")
-        self.we_loaded = not pre
+        # with LOAD_ARGS, an unused datcp with other parameters is replaced
+        self.we_loaded = "reused" not in _ctl("load", *LOAD_ARGS)
+        self.params = (status() or {}).get("params")
         return self
 
     def __exit__(self, *exc):
@@ -68,6 +72,14 @@ class Loaded:
             else:
                 _ctl("unload", check=False)
         return False
+
+
+def line_rate_set(ns, mbit):
+    """NIC rate of a sender namespace for the kernel (0 removes it)."""
+    if mbit:
+        _ctl("line-rate", "set", "--netns", ns, "--rate-mbit", int(mbit))
+    else:
+        _ctl("line-rate", "del", "--netns", ns, check=False)
 
 
 def status():
@@ -135,7 +147,7 @@ def switch_configure(ns, dev, rate_mbit, sw):
             args += ["--red-min", int(sw.get("red_min", 80000)), "--red-max",
                      int(sw.get("red_max", 120000)), "--red-maxp", sw.get("red_maxp", 1.0)]
         elif mark == "step":
-            args += ["--k", int(sw.get("k", 80000))]
+            args += ["--k-bytes", int(sw.get("k", 30000))]
         if sw.get("dscp_map"):
             args += ["--dscp-map", sw["dscp_map"]]
         try:
@@ -144,7 +156,7 @@ def switch_configure(ns, dev, rate_mbit, sw):
             if "not loaded" not in str(e):
                 raise
             log("datcp was unloaded by someone else; loading it again")
-            _ctl("load")
+            _ctl("load", *LOAD_ARGS)
             _ctl(*args)
         return "datcpctl"
     _tc_port(ns, dev, rate_mbit, buf)

@@ -283,6 +283,11 @@ def checks(results):
     return c
 
 
+def _kmod_params(results):
+    ps = sorted({r.get("kmod_params") for r in results.values() if r.get("kmod_params")})
+    return "; ".join(f"`{p}`" for p in ps) or "not recorded"
+
+
 def write_report(out, results, names, ccs, skipped, profile, link_mbps, elapsed, short=False):
     figs = {}
     for n in names:
@@ -299,9 +304,11 @@ def write_report(out, results, names, ccs, skipped, profile, link_mbps, elapsed,
          (" (short versions)" if short else ""),
          f"- link {link_mbps} Mbit/s; switch ports: HTB + bfifo {sw['buffer_bytes']} B + AQM "
          f"RED on the instantaneous queue {sw['red_min']}/{sw['red_max']} B, max_p {sw['red_maxp']} "
-         f"(profile `{profile}`); TSO/GSO/GRO off; rto_min 10 ms; ECN on",
+         f"(profile `{profile}`); {', '.join(scenarios.STEP_MARKING_CCS)} run on step marking at "
+         f"K = {sw['step_k']} B instead (as their papers); TSO/GSO/GRO off; rto_min 10 ms; ECN on",
          f"- congestion controls: {', '.join(ccs)}" +
          (f"; skipped (no kmod build): {', '.join(skipped)}" if skipped else ""),
+         f"- datcp parameters: {_kmod_params(results)}",
          "- the machine is shared with other builds, so single runs are noisy; read met/missed "
          "and ratios, not the last decimal.", ""]
     cs = checks(results)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import statistics
 
-from . import kernel
+from . import kernel, scenarios
 from .gen import Generator
 from .netns import Cleanup, install_signal_handlers, log, reap_stale
 from .topo import Testbed
@@ -143,6 +143,7 @@ def _run_one(spec, cc, progress=None, boost=None):
     if kernel.needs_kmod(cc) and not kernel.available():
         raise SystemExit(f"--cc {cc} needs {kernel.DATCPCTL} (run: make -C kmod)")
     spec = normalise(spec)
+    spec["switch"] = scenarios.switch_for(spec["switch"], cc)
     boost_priority()
     install_signal_handlers()
     reap_stale()
@@ -160,12 +161,19 @@ def _run_one(spec, cc, progress=None, boost=None):
             loaded = kernel.Loaded().__enter__()
             cleanup.push(loaded.__exit__, None, None, None)
         tb.up()
+        if loaded:
+            # PD2TCP's and DATCP's "not even at line rate": each sender's NIC is the link
+            for ns in tb.senders:
+                kernel.line_rate_set(ns, spec["link_mbps"])
+                cleanup.push(kernel.line_rate_set, ns, 0)
         res = Generator(tb, spec, cc, progress).run()
     finally:
         cleanup.run()
     out = {"scenario": spec["scenario"], "cc": cc, "link_mbps": spec["link_mbps"]}
     out.update(res)
     out["switch_config"] = spec["switch"]
+    if loaded:
+        out["kmod_params"] = loaded.params
     out["summary"] = summarize(spec["scenario"], out)
     if not spec["scenario"].startswith("incast"):
         out["link_util"] = link_util(out)

@@ -7,13 +7,32 @@ import random
 MB = 1_000_000
 SWITCH_PROFILES = {
     # DATCP Table 1 kept in bytes: 200 KB buffer, RED on the instantaneous queue
-    # 80 KB / 120 KB, max_p 1.0
+    # 80 KB / 120 KB, max_p 1.0. step_k: the step-marking threshold of the DCTCP
+    # family, K = 20 packets (30 KB), DCTCP's K at 1 Gbit/s, which D2TCP and PD2TCP
+    # (pd2tcp.txt 2.3.5: parameters "as in [5]", DCTCP) also use; kept in bytes for
+    # the reason the RED thresholds are (the path here has no propagation delay, the
+    # queue is the whole window; see results/2026-11-22-buffer-study)
     "paper": {"buffer_bytes": 200_000, "mark": "red", "red_min": 80_000,
-              "red_max": 120_000, "red_maxp": 1.0},
-    # Table 1 scaled by 1/10 with the link
+              "red_max": 120_000, "red_maxp": 1.0, "step_k": 30_000},
+    # Table 1 and K scaled by 1/10 with the link (K = 2 packets)
     "scaled": {"buffer_bytes": 20_000, "mark": "red", "red_min": 8_000,
-               "red_max": 12_000, "red_maxp": 1.0},
+               "red_max": 12_000, "red_maxp": 1.0, "step_k": 3_000},
 }
+# CCs whose papers mark with one step threshold K (DCTCP, D2TCP, PD2TCP 2.3.1: RED
+# with low = high threshold on the instantaneous queue); the others get the profile's
+# RED (DATCP Table 1)
+STEP_MARKING_CCS = ("dctcp", "d2tcp", "pd2tcp")
+
+
+def switch_for(sw, cc):
+    """The switch port a CC runs on: a named profile's port with step marking at the
+    profile's K for the DCTCP family, as their papers run them. Custom switch configs
+    (no "profile") are used exactly as given."""
+    sw = dict(sw)
+    k = sw.pop("step_k", None)
+    if cc in STEP_MARKING_CCS and sw.get("profile") in SWITCH_PROFILES and k:
+        sw.update(mark="step", k=k)
+    return sw
 DEFAULT_PROFILE = "paper"
 NAMES = ["fig8-4s", "fig8-3s", "fig9", "fig10", "fig11", "eq5", "incast", "mixed"]
 INCAST_COUNTS = [1, 2, 4, 8, 16, 24, 32, 40]

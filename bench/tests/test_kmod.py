@@ -54,3 +54,16 @@ def test_fig11_short_quenching():
     assert sum(1 for f in q["flows"] if f["suspended"] or f["killed"]) >= 1
     n = bench_json("fig11", "--short", "--cc", "datcp-noquench")
     assert n["summary"]["met"] <= 1, n["summary"]
+
+
+@needs_root
+@needs_kmod
+def test_dctcp_family_runs_on_step_marking_at_k_and_datcp_on_red():
+    # DCTCP, D2TCP and PD2TCP as their papers run them: one threshold K (30 KB, DCTCP's
+    # 20 packets kept in bytes like the profile's RED thresholds); DATCP on Table 1's RED
+    d = bench_json("eq5", "--short", "--cc", "dctcp")
+    assert d["switch_config"]["mark"] == "step" and d["switch_config"]["k"] == 30000, d["switch_config"]
+    assert d["switch"]["marks"] > 0, d["switch"]
+    r = bench_json("eq5", "--short", "--cc", "datcp")
+    assert r["switch_config"]["mark"] == "red", r["switch_config"]
+    assert r["kmod_params"].startswith("g=0.1 "), r.get("kmod_params")

@@ -150,6 +150,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: flow_churn N [--size BYTES] [--ports K] [--no-events]\n");
 		return 2;
 	}
+	{
+		struct datcp_params loaded;
+
+		/* never run against a datcp of another version (it would keep
+		 * every registration) */
+		if (datcp_params_get(&loaded))
+			die("datcp of this version");
+	}
 	if (unshare(CLONE_NEWNET))
 		die("unshare(CLONE_NEWNET)");
 	lo_up();

@@ -15,7 +15,8 @@
 /* Layout version of the pinned maps and the programs' read-only data; bumped
  * on any change of them (1: the first release, 2: close/resume/params). */
 #define DATCP_ABI_VERSION 2U
-/* Highest urgency, importance and precedence (see datcp_core.h). */
+/* Highest importance, and the highest U_max a loader may set (U_max bounds
+ * urgency and precedence; see datcp_core.h). */
 #define DATCP_PRECEDENCE_MAX_Q (10 * DATCP_Q)
 
 /* Congestion-control flavour of one flow (all share one struct_ops). */

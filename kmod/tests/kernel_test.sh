@@ -41,6 +41,13 @@ out=$($CTL flow set --src 10.0.0.1:1 --dst 10.0.0.2:80 --deadline-ms 10 2>&1); r
 check "a deadline without a size is refused" test $rc -eq 2 -a -n "$(grep -o "needs --size" <<<"$out")"
 out=$($CTL flow set --src 10.0.0.1:1 --dst 10.0.0.2:80 --mode fast 2>&1); rc=$?
 check "an unknown mode lists the accepted ones" test $rc -eq 2 -a -n "$(grep -o "datcp, dctcp, d2tcp, pd2tcp, reno" <<<"$out")"
+out=$($CTL flow set --src 10.0.0.1:1 --dst 10.0.0.2:80 --size 1000 --deadline-ms 40000000000 2>&1); rc=$?
+check "a deadline more than a year ahead is refused" test $rc -eq 2 -a -n "$(grep -o "deadline-ms: '40000000000' is not an integer in 0..31622400000" <<<"$out")"
+out=$($CTL load --param g=2 2>&1); rc=$?
+check "a parameter out of range is a usage error naming it" test $rc -eq 2 -a -n "$(grep -o "parameter g: '2' is not a number in \[0, 1\]" <<<"$out")"
+out=$($CTL load --profile fast 2>&1); rc=$?
+check "an unknown profile lists the known ones" test $rc -eq 2 -a -n "$(grep -o "tuned, paper" <<<"$out")"
+check "status shows the loaded parameters (tuned)" grep -q '"params":"g=0.1 alpha=0.1 u_max=10 .*ewma=new guard_shift=4' <<<"$($CTL status --json)"
 out=$($CTL switch configure --netns no-such-ns-$$ --dev eth0 --rate-mbit 100 --buffer-bytes 200000 2>&1); rc=$?
 check "an unknown network namespace is named in the error" test $rc -eq 1 -a -n "$(grep -o "no-such-ns-$$" <<<"$out")"
 out=$($CTL switch configure --dev lo --rate-mbit 100 --buffer-bytes 200000 --mark red --red-min 9 --red-max 5 2>&1); rc=$?
@@ -178,6 +185,38 @@ check "a flow lagging a deadline it can still make gets the high-precedence DSCP
 read -r before after <<<"$(dscp_after 5305 1000000000 1)"
 check "a flow whose deadline passed gives up: low-precedence DSCP CS1 (DSCP $before -> $after)" test "$before" = 0 -a "$after" = 8
 
+# --- PD2TCP takes the line rate of the socket's network namespace: 100 GB in
+# 10 s (80 Gbit/s) is feasible at 10 Tbit/s (priority R_D / R_A, here the top
+# 2) but not at 1 Gbit/s (early inversion to 0.5, pd2tcp.txt 2.3.4 (2)) ---
+pd2tcp_p() {  # PORT -> precedence after 20 MB
+python3 - "$CTL" "$1" <<'PY'
+import json, socket, subprocess, sys, threading
+ctl, port = sys.argv[1], int(sys.argv[2])
+srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind(("127.0.0.1", port)); srv.listen(1)
+def drain():
+    c, _ = srv.accept()
+    while c.recv(1 << 20):
+        pass
+threading.Thread(target=drain, daemon=True).start()
+cli = socket.socket(); cli.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+cli.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"datcp")
+cli.bind(("127.0.0.1", port + 38000)); cli.connect(("127.0.0.1", port))
+key = ["--src", f"127.0.0.1:{port + 38000}", "--dst", f"127.0.0.1:{port}"]
+subprocess.run([ctl, "flow", "set", *key, "--size", "100000000000", "--deadline-ms", "10000",
+                "--mode", "pd2tcp"], check=True)
+cli.sendall(b"x" * 20000000)
+st = json.loads(subprocess.run([ctl, "flow", "get", *key, "--json"], capture_output=True, text=True).stdout)
+print(f'{st["stats"]["precedence"]:.3f}')
+cli.close()
+PY
+}
+p_fast=$(pd2tcp_p 5308)
+$CTL line-rate set --rate-mbit 1000 >/dev/null
+p_slow=$(pd2tcp_p 5309)
+$CTL line-rate set --rate-mbit 10000000 >/dev/null
+check "PD2TCP's line rate is the namespace's: priority $p_fast at 10 Tbit/s, $p_slow (inverted) at 1 Gbit/s" test "$p_fast" = 2.000 -a "$p_slow" = 0.500
+
 # --- quench and resume: a flow that cannot get the share it needs (loopback
 # cannot give 100 GB/s) is quenched; after the agent's resume order it stays
 # armed and is quenched again; then, with no resume order, the kernel lifts
@@ -237,7 +276,6 @@ e3 = wait_for("quench")
 print("quench 3 after the kernel's resume:", e3)
 ok &= e2 is not None and r is not None and r.get("reason") == "quiet" and e3 is not None
 stop.set(); cli.close(); evs.terminate()
-subprocess.run([ctl, "flow", "delete", "--src", src, "--dst", dst])
 sys.exit(0 if ok else 1)
 PY
 check "quench, agent resume, quench again, kernel resume when quiet, quench again" test $? -eq 0
@@ -264,7 +302,66 @@ sys.exit(0 if cc != "datcp" else 1)
 PY
 check "other ports keep the default congestion control" test $? -eq 0
 
+# --- a quench whose event is lost (ring buffer full, nobody reading) neither
+# hides nor pins the flow: its statistics show the quench and when it began,
+# and the kernel lifts it by itself ---
+build/flow_churn 4000 --no-events >/dev/null 2>&1  # 8000 unread events fill the 256 KB ring
+python3 - "$CTL" <<'PY'
+import json, socket, subprocess, sys, threading, time
+ctl, src, dst = sys.argv[1], "127.0.0.1:43007", "127.0.0.1:5307"
+srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind(("127.0.0.1", 5307)); srv.listen(1)
+stop = threading.Event()
+def drain():
+    c, _ = srv.accept()
+    while c.recv(1 << 20):
+        pass
+threading.Thread(target=drain, daemon=True).start()
+cli = socket.socket(); cli.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+cli.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"datcp")
+cli.bind(("127.0.0.1", 43007)); cli.connect(("127.0.0.1", 5307))
+subprocess.run([ctl, "flow", "set", "--src", src, "--dst", dst, "--size", "10000000000000",
+                "--deadline-ms", "100000", "--quench", "suspend"], check=True)
+def send():
+    while not stop.is_set():
+        cli.sendall(b"x" * 65536)
+threading.Thread(target=send, daemon=True).start()
+seen_quench = seen_resumed = None
+end = time.time() + 20
+while time.time() < end and not seen_resumed:
+    out = subprocess.run([ctl, "flow", "list", "--json"], capture_output=True, text=True).stdout
+    st = next((f.get("stats", {}) for f in json.loads(out or "[]") if f["src"] == src), {})
+    if st.get("quench") == "suspended" and st.get("quench_ms", 0) > 0 and not seen_quench:
+        seen_quench = st
+    elif seen_quench and st.get("quench") == "none" and st.get("cwnd", 0) > 2:
+        seen_resumed = st
+    time.sleep(0.01)
+print("found by scanning:", seen_quench and {k: seen_quench[k] for k in ("quench", "quench_ms", "cwnd")},
+      "then:", seen_resumed and {k: seen_resumed[k] for k in ("quench", "cwnd")})
+stop.set(); cli.close()
+sys.exit(0 if seen_quench and seen_resumed else 1)
+PY
+check "with the ring full, a scan finds the quenched flow (quench, quench_ms) and the kernel lifts it" test $? -eq 0
+
 $CTL line-rate del >/dev/null
+
+# --- pins of another version or with other parameters: refused while in use,
+# replaced when nothing uses them ---
+rm -f $PIN/params   # what a loader of ABI version 1 leaves: no parameter pin
+$CTL flow set --src 10.9.9.5:1000 --dst 10.9.9.6:2000 --size 1000
+out=$($CTL load 2>&1); rc=$?
+check "load refuses pins of another version while a flow uses them" test $rc -eq 1 -a -n "$(grep -o "another version of libdatcp, and 1 registered flow" <<<"$out")"
+$CTL flow delete --src 10.9.9.5:1000 --dst 10.9.9.6:2000
+out=$($CTL load --port 5201 2>&1)
+check "load replaces unused pins of another version ($out)" test "$out" = "datcp loaded (pinned under $PIN)" -a -e $PIN/params
+$CTL flow set --src 10.9.9.5:1000 --dst 10.9.9.6:2000 --size 1000
+out=$($CTL load --profile paper 2>&1); rc=$?
+check "load with other parameters refuses while a flow is registered" test $rc -eq 1 -a -n "$(grep -o "runs with other parameters than requested" <<<"$out")"
+$CTL flow delete --src 10.9.9.5:1000 --dst 10.9.9.6:2000
+$CTL load --profile paper --param theta=5 --port 5201 >/dev/null
+check "load --profile paper --param theta=5 replaces the unused datcp" grep -q '"params":"g=0.05 alpha=0.1 u_max=10 theta=5 quench_p_max=10 quench_draws=1 .*ewma=paper guard_shift=0 slow_start_raise_only=0 hopeful_below_u_max=0' <<<"$($CTL status --json)"
+out=$($CTL load 2>&1)
+check "a load without parameters reuses whatever is loaded" grep -q "reused" <<<"$out"
 
 # --- unload ---
 $CTL flow set --src 10.9.9.1:1000 --dst 10.9.9.2:2000 --size 1000
