@@ -268,10 +268,15 @@ class Generator:
         ev = dict(ev)
         ev["t_s"] = round(now - (self.t0 or now), 4)
         self.events.append(ev)
-        if ev.get("event") != "quench":
+        if ev.get("event") not in ("quench", "resume"):
             return
         with self.lock:
             f = self.by_addr.get((ev.get("src"), ev.get("dst")))
+        if ev.get("event") == "resume":   # the kernel lifted the quench (quiet or timeout)
+            if f is not None and f.suspended.is_set():
+                f.suspended.clear()
+                log(f"  quench: kernel resumed {f.id} at {ev['t_s']:.2f}s ({ev.get('reason')})")
+            return
         if f is None or self._finished(f, now):
             return
         if ev.get("action") == "kill":

@@ -147,6 +147,7 @@ check "a reused 4-tuple does not inherit the closed socket's registration" test 
 # (kmod/bench/flow_churn; the 10^6-flow run is a benchmark, see kmod/README) ---
 out=$(build/flow_churn 3000 2>&1); rc=$?
 check "3000 short flows leave no registration or statistics behind ($out)" test $rc -eq 0
+check "each of them reported its close (a CLOSED event, finished)" grep -q '"closed_events":3000,"closed_finished":3000,' <<<"$out"
 
 # --- DSCP from the precedence class, set by the congestion control itself: a
 # flow that lags a deadline it can still make rises to the high class (its
@@ -305,7 +306,7 @@ check "other ports keep the default congestion control" test $? -eq 0
 # --- a quench whose event is lost (ring buffer full, nobody reading) neither
 # hides nor pins the flow: its statistics show the quench and when it began,
 # and the kernel lifts it by itself ---
-build/flow_churn 4000 --no-events >/dev/null 2>&1  # 8000 unread events fill the 256 KB ring
+build/flow_churn 8000 --no-events >/dev/null 2>&1  # 16000 unread events fill the 1 MB ring
 python3 - "$CTL" <<'PY'
 import json, socket, subprocess, sys, threading, time
 ctl, src, dst = sys.argv[1], "127.0.0.1:43007", "127.0.0.1:5307"
