@@ -337,7 +337,7 @@ static __always_inline void datcp_arm_quench_timer(struct datcp_sk *s, __u64 now
 }
 
 /* Remember that the path to this socket's destination is congested now. */
-static __always_inline void datcp_note_mark(struct sock *sk, struct datcp_sk *s, __u64 now)
+static __always_inline void datcp_note_mark(struct datcp_sk *s, __u64 now)
 {
 	struct datcp_addr dst;
 	__u64 *last;
@@ -403,7 +403,7 @@ void BPF_PROG(datcp_in_ack_event, struct sock *sk, __u32 flags)
 	if (flags & CA_ACK_ECE) {
 		s->ece_count++;
 		s->win_ece_bytes += tp->bytes_acked - s->prev_acked;
-		datcp_note_mark(sk, s, now);
+		datcp_note_mark(s, now);
 	}
 	datcp_refresh_meta(s, tp, now);
 	s->prev_acked = tp->bytes_acked;
