@@ -60,6 +60,10 @@ def write(out):
     for n in names:
         L.append(f"| {n} | " + " | ".join(_headline(n, res[(n, r)]) if (n, r) in res else "-"
                                           for r in runs) + " |")
+    notes = os.path.join(out, "NOTES.md")
+    if os.path.exists(notes):
+        with open(notes) as fh:
+            L += ["", fh.read().strip()]
     cmds = os.path.join(out, "commands.sh")
     if os.path.exists(cmds):
         with open(cmds) as fh:
