@@ -78,11 +78,6 @@ public final class PolicyUpdateHub {
     return out;
   }
 
-  /** Whether {@code agentHost} has an open update stream. */
-  public boolean hasWatcher(String agentHost) {
-    return watchers.containsKey(agentHost);
-  }
-
   /** Queues an update for {@code agentHost} if it has an open stream. */
   public void queue(String agentHost, PolicyUpdate update) {
     if (watchers.containsKey(agentHost)) {

@@ -106,9 +106,4 @@ public final class YarnApps {
       LOG.info("ResourceManager {} answers again", address);
     }
   }
-
-  /** Whether the last request failed (an outage is on). */
-  public boolean down() {
-    return down.get();
-  }
 }
