@@ -104,8 +104,14 @@ public final class SchedulerServer implements AutoCloseable {
       t.setDaemon(true);
       return t;
     });
-    sweeper.scheduleWithFixedDelay(service::expireIdleJobs, sweepSeconds, sweepSeconds,
-        TimeUnit.SECONDS);
+    sweeper.scheduleWithFixedDelay(() -> {
+      try {
+        service.expireIdleJobs();
+      } catch (RuntimeException e) {
+        // A failed sweep must not end the schedule; the next one retries.
+        LOG.warn("idle job sweep failed", e);
+      }
+    }, sweepSeconds, sweepSeconds, TimeUnit.SECONDS);
     int maxMessage = conf.get(SchedulerConf.REPORT_MAX_MESSAGE_BYTES);
 
     ServerBuilder gb = Server.builder()
