@@ -1,7 +1,9 @@
 package io.datcp.scheduler;
 
+import io.datcp.scheduler.auth.NodeCredentials;
 import io.datcp.scheduler.config.ConfigException;
 import io.datcp.scheduler.config.SchedulerConf;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
@@ -34,8 +36,23 @@ public final class SchedulerMain implements Callable<Integer> {
       description = "Properties file with further settings (see scheduler/README.md).")
   Path config;
 
+  @Option(names = "--mint-node-token", paramLabel = "HOST",
+      description = "Mint a node token for HOST into DATA_DIR/node-tokens, print it and exit"
+          + " (run it while the scheduler is stopped; else use POST /api/v1/nodes/HOST/token).")
+  String mintFor;
+
   @Override
   public Integer call() throws Exception {
+    if (mintFor != null) {
+      Files.createDirectories(dataDir);
+      try {
+        System.out.println(NodeCredentials.open(dataDir).mint(mintFor));
+      } catch (InvalidFieldException e) {
+        System.err.println("scheduler: --mint-node-token: " + e.getMessage());
+        return 2;
+      }
+      return 0;
+    }
     SchedulerConf conf;
     try {
       conf = config == null ? SchedulerConf.defaults() : SchedulerConf.load(config);

@@ -17,14 +17,20 @@ import io.datcp.scheduler.api.grpc.FlowPolicyGrpcService;
 import io.datcp.scheduler.api.grpc.PolicyAdminGrpcService;
 import io.datcp.scheduler.api.grpc.ShuffleReportGrpcService;
 import io.datcp.scheduler.api.rest.JobResource;
+import io.datcp.scheduler.api.rest.NodeResource;
+import io.datcp.scheduler.api.rest.SwitchResource;
 import io.datcp.scheduler.api.rest.PolicyResource;
 import io.datcp.scheduler.api.rest.RestErrors;
+import io.datcp.scheduler.auth.NodeAuthInterceptor;
+import io.datcp.scheduler.auth.NodeCredentials;
 import io.datcp.scheduler.auth.WriteToken;
 import io.datcp.scheduler.config.SchedulerConf;
 import io.datcp.scheduler.dashboard.Dashboard;
+import io.datcp.scheduler.jobs.YarnApps;
 import io.datcp.scheduler.limits.HostRateLimiter;
 import io.datcp.scheduler.policy.PolicyBook;
 import io.datcp.scheduler.store.PolicyStore;
+import io.grpc.ServerInterceptors;
 import io.grpc.protobuf.services.ProtoReflectionService;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
@@ -35,6 +41,11 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The scheduler process: one domain service behind two Armeria (Netty) servers, one for gRPC
@@ -53,9 +64,13 @@ public final class SchedulerServer implements AutoCloseable {
   /** HTTP body cap on the gRPC port, in largest messages. */
   private static final int HTTP_CAP_MESSAGES = 4;
 
+  private static final Logger LOG = LoggerFactory.getLogger(SchedulerServer.class);
+
   private final SchedulerService service;
   private final PolicyStore store;
   private final WriteToken token;
+  private final NodeCredentials nodes;
+  private final ScheduledExecutorService sweeper;
   private final Server grpc;
   private final Server http;
 
@@ -70,10 +85,33 @@ public final class SchedulerServer implements AutoCloseable {
     store = PolicyStore.open(b.dataDir, json);
     PolicyBook book = new PolicyBook(store, conf.get(SchedulerConf.DEFAULT_MODE),
         conf.get(SchedulerConf.DEFAULT_QUENCH_MODE));
+    nodes = NodeCredentials.open(b.dataDir);
     PrometheusMeterRegistry meters = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     service = new SchedulerService(conf, book, b.clock,
         new HostRateLimiter(conf.get(SchedulerConf.REPORT_RATE_PER_HOST),
-            conf.get(SchedulerConf.REPORT_BURST_PER_HOST), System::nanoTime), meters);
+            conf.get(SchedulerConf.REPORT_BURST_PER_HOST), System::nanoTime), meters,
+        yarn(conf));
+    NodeAuthInterceptor nodeAuth = new NodeAuthInterceptor(nodes,
+        conf.get(SchedulerConf.AUTH_NODES_REQUIRED));
+    if (!conf.get(SchedulerConf.AUTH_NODES_REQUIRED)) {
+      LOG.warn("auth.nodes.required=false: reports and agents without a node token are trusted"
+          + " (development only)");
+    }
+    long sweepSeconds = Math.max(1, Math.min(60,
+        conf.get(SchedulerConf.JOB_IDLE_TIMEOUT_SECONDS) / 4));
+    sweeper = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "scheduler-idle-jobs");
+      t.setDaemon(true);
+      return t;
+    });
+    sweeper.scheduleWithFixedDelay(() -> {
+      try {
+        service.expireIdleJobs();
+      } catch (RuntimeException e) {
+        // A failed sweep must not end the schedule; the next one retries.
+        LOG.warn("idle job sweep failed", e);
+      }
+    }, sweepSeconds, sweepSeconds, TimeUnit.SECONDS);
     int maxMessage = conf.get(SchedulerConf.REPORT_MAX_MESSAGE_BYTES);
 
     ServerBuilder gb = Server.builder()
@@ -86,8 +124,10 @@ public final class SchedulerServer implements AutoCloseable {
         // Policy update streams live as long as the agent; clients bound unary calls themselves.
         .requestTimeout(Duration.ZERO)
         .service(GrpcService.builder()
-            .addService(new ShuffleReportGrpcService(service))
-            .addService(new FlowPolicyGrpcService(service))
+            .addService(ServerInterceptors.intercept(new ShuffleReportGrpcService(service),
+                nodeAuth))
+            .addService(ServerInterceptors.intercept(new FlowPolicyGrpcService(service,
+                conf.get(SchedulerConf.WATCH_MAX_QUEUED)), nodeAuth))
             .addService(new PolicyAdminGrpcService(service))
             // v1alpha: the reflection flavour Armeria wires to its server; grpcurl falls back
             // to it.
@@ -121,6 +161,17 @@ public final class SchedulerServer implements AutoCloseable {
         .responseConverters(new JacksonResponseConverterFunction(json))
         .exceptionHandlers(new RestErrors())
         .build(new JobResource(service))
+        .annotatedService()
+        .pathPrefix("/api/v1")
+        .responseConverters(new JacksonResponseConverterFunction(json))
+        .exceptionHandlers(new RestErrors())
+        .build(new NodeResource(nodes))
+        .annotatedService()
+        .pathPrefix("/api/v1")
+        .requestConverters(new JacksonRequestConverterFunction(json))
+        .responseConverters(new JacksonResponseConverterFunction(json))
+        .exceptionHandlers(new RestErrors())
+        .build(new SwitchResource(service))
         .decorator(MetricCollectingService.newDecorator(
             MeterIdPrefixFunction.ofDefault("datcp.http")));
     hb.routeDecorator()
@@ -128,6 +179,20 @@ public final class SchedulerServer implements AutoCloseable {
         .pathPrefix("/api/v1/").build(token.decorator());
     Dashboard.mount(hb);
     http = hb.build();
+  }
+
+  private static YarnApps yarn(SchedulerConf conf) {
+    if (conf.get(SchedulerConf.JOB_ATTRIBUTES_FROM).equals("reports")) {
+      LOG.warn("jobs.attributesFrom=reports: policy rules match on what jobs claim about"
+          + " themselves (development only)");
+      return null;
+    }
+    String rm = conf.get(SchedulerConf.YARN_RM_WEBAPP);
+    if (rm.isEmpty()) {
+      LOG.warn("yarn.rm.webappAddress is not set: every job gets the default policy");
+      return null;
+    }
+    return new YarnApps(rm);
   }
 
   public static Builder builder() {
@@ -164,8 +229,14 @@ public final class SchedulerServer implements AutoCloseable {
     return service;
   }
 
+  /** Node credentials of reporters and agents. */
+  public NodeCredentials nodes() {
+    return nodes;
+  }
+
   @Override
   public void close() {
+    sweeper.shutdownNow();
     CompletableFuture.allOf(http.stop(), grpc.stop()).join();
     store.close();
   }

@@ -2,10 +2,12 @@ package io.datcp.scheduler;
 
 import static io.datcp.scheduler.InvalidFieldException.require;
 
+import io.datcp.scheduler.auth.NotPermittedException;
 import io.datcp.scheduler.config.SchedulerConf;
 import io.datcp.scheduler.flows.DeadlinePlanner;
 import io.datcp.scheduler.flows.DeadlinePlanner.Deadline;
 import io.datcp.scheduler.flows.DeadlinePlanner.Demand;
+import io.datcp.scheduler.flows.FlowKey;
 import io.datcp.scheduler.flows.FlowLog;
 import io.datcp.scheduler.flows.FlowOutcome;
 import io.datcp.scheduler.flows.FlowPolicy;
@@ -13,14 +15,19 @@ import io.datcp.scheduler.flows.PolicyUpdate;
 import io.datcp.scheduler.flows.PolicyUpdateHub;
 import io.datcp.scheduler.jobs.Job;
 import io.datcp.scheduler.jobs.JobEvent;
+import io.datcp.scheduler.jobs.JobConf;
 import io.datcp.scheduler.jobs.JobRegistry;
 import io.datcp.scheduler.jobs.JobView;
+import io.datcp.scheduler.jobs.YarnApps;
+import io.datcp.scheduler.limits.BatchDedup;
 import io.datcp.scheduler.limits.HostRateLimiter;
 import io.datcp.scheduler.limits.RateLimitedException;
 import io.datcp.scheduler.policy.FlowMode;
 import io.datcp.scheduler.policy.PolicyBook;
 import io.datcp.scheduler.policy.PolicyDecision;
 import io.datcp.scheduler.policy.PolicyRule;
+import io.datcp.scheduler.switches.SwitchBook;
+import io.datcp.scheduler.switches.SwitchPort;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -52,8 +59,24 @@ public final class SchedulerService {
   /** ... and by more than this share of the time left to the old deadline. */
   private static final double MIN_UPDATE_SHIFT_SHARE = 0.1;
 
+  /** A job whose attributes the ResourceManager did not give is asked again after this. */
+  private static final long YARN_RETRY_NANOS = 30_000_000_000L;
+
+  /**
+   * Who is calling: the host of its node credential ({@code authenticated}), or in development
+   * mode without credentials the host the message names.
+   */
+  public record Caller(String host, boolean authenticated) {}
+
+  /** What a report batch did. */
+  public record Ack(int accepted, boolean duplicate) {}
+
   private final Object lock = new Object();
   private final JobRegistry registry;
+  private final BatchDedup dedup;
+  private final YarnApps yarn;
+  private final SwitchBook switches;
+  private final long idleTimeoutNanos;
   private final Map<String, Map<String, Deadline>> hostPlans = new HashMap<>();
   private final PolicyUpdateHub hub = new PolicyUpdateHub();
   private final DeadlinePlanner planner;
@@ -71,13 +94,30 @@ public final class SchedulerService {
   private final Counter outcomesMissed;
   private final Timer lookupTimer;
   private final Counter updatesSent;
+  private final Counter duplicates;
+  private final Counter batchesNotPermitted;
+  private final Counter outcomesIgnored;
+  private final Counter jobsTimedOut;
+  private final Counter slowWatchersClosed;
 
+  /**
+   * @param yarn where job attributes come from; null when they come from reports
+   *     (jobs.attributesFrom=reports) or no ResourceManager is configured (then every job gets
+   *     the default policy)
+   */
   public SchedulerService(SchedulerConf conf, PolicyBook policies, Clock clock,
-      HostRateLimiter limiter, MeterRegistry meters) {
+      HostRateLimiter limiter, MeterRegistry meters, YarnApps yarn) {
     this.policies = policies;
     this.clock = clock;
     this.limiter = limiter;
-    this.registry = new JobRegistry(conf.get(SchedulerConf.RETAIN_FINISHED_JOBS));
+    this.yarn = yarn;
+    this.registry = new JobRegistry(conf.get(SchedulerConf.RETAIN_FINISHED_JOBS),
+        conf.get(SchedulerConf.JOB_ATTRIBUTES_FROM).equals("reports"));
+    this.dedup = new BatchDedup(
+        TimeUnit.SECONDS.toNanos(conf.get(SchedulerConf.DEDUP_IDLE_SECONDS)));
+    this.switches = new SwitchBook(conf.switches(), this::nowUnixNanos);
+    this.idleTimeoutNanos = TimeUnit.SECONDS.toNanos(
+        conf.get(SchedulerConf.JOB_IDLE_TIMEOUT_SECONDS));
     this.flowLog = new FlowLog(conf.get(SchedulerConf.RETAIN_FLOWS_PER_JOB));
     this.maxEventsPerBatch = conf.get(SchedulerConf.REPORT_MAX_EVENTS);
     long downlink = conf.get(SchedulerConf.DOWNLINK_BITS_PER_SECOND);
@@ -99,6 +139,17 @@ public final class SchedulerService {
         .publishPercentiles(0.5, 0.99).register(meters);
     updatesSent = Counter.builder("datcp.policy.updates").description("Policy updates pushed")
         .register(meters);
+    duplicates = Counter.builder("datcp.report.duplicates")
+        .description("Retried batches acknowledged without applying them").register(meters);
+    batchesNotPermitted = Counter.builder("datcp.report.rejected").tag("reason", "permission")
+        .description("Report batches refused").register(meters);
+    outcomesIgnored = Counter.builder("datcp.flows.ignored")
+        .description("Flow outcomes of jobs the scheduler does not know").register(meters);
+    jobsTimedOut = Counter.builder("datcp.jobs.timedout")
+        .description("Running jobs dropped after jobs.idleTimeoutSeconds").register(meters);
+    slowWatchersClosed = Counter.builder("datcp.policy.watchers.closed").tag("reason", "slow")
+        .description("Update streams closed because the agent read too slowly")
+        .register(meters);
     Gauge.builder("datcp.jobs.running", this, s -> s.runningJobCount())
         .description("Jobs with a reduce reported and no finish").register(meters);
     Gauge.builder("datcp.policy.watchers", this, SchedulerService::openWatches)
@@ -108,12 +159,15 @@ public final class SchedulerService {
   // ---- reports from the reduce-side plugin --------------------------------------------------
 
   /**
-   * Applies a batch of events from {@code reporterHost}; all or nothing: a batch over the size
-   * limit, over the host's rate or with an invalid event changes nothing.
+   * Applies a batch of events from {@code caller}; all or nothing: a batch over the size limit,
+   * over the host's rate, with an invalid event or with an event the caller may not send
+   * changes nothing. A batch whose ({@code reporterId}, {@code batchId}) was applied before is
+   * acknowledged as a duplicate and not applied again.
    */
-  public int report(String reporterHost, List<JobEvent> events) {
-    checkBatch(reporterHost, "reporterHost", events.size(), "events");
+  public Ack report(Caller caller, String reporterId, long batchId, List<JobEvent> events) {
+    checkBatch(caller.host(), "reporterHost", events.size(), "events");
     try {
+      require(reporterId.length() <= 128, "reporterId", "longer than 128 characters");
       for (int i = 0; i < events.size(); i++) {
         events.get(i).validate("events[" + i + "].");
       }
@@ -123,14 +177,36 @@ public final class SchedulerService {
     }
     long now = nowUnixNanos();
     List<PolicyUpdateHub.Outbound> updates;
+    List<String> askYarn = new ArrayList<>();
     synchronized (lock) {
+      if (caller.authenticated()) {
+        Set<String> started = new HashSet<>();
+        try {
+          events.forEach(e -> registry.authorize(e, caller.host(), started));
+        } catch (NotPermittedException e) {
+          batchesNotPermitted.increment();
+          throw e;
+        }
+      }
+      if (!firstTime(caller, reporterId, batchId)) {
+        return new Ack(0, true);
+      }
       Set<String> touched = new HashSet<>();
       for (JobEvent e : events) {
-        Job job = registry.apply(e, touched);
-        if (job != null && job.finished()) {
+        Job job = registry.apply(e, touched, now);
+        if (job == null) {
+          continue;
+        }
+        if (job.finished()) {
           hub.jobFinished(job.id(), now);
         } else if (e instanceof JobEvent.FetchFinished f) {
-          hub.notInterested(f.sourceHost(), f.jobId(), f.reduceId());
+          hub.notInterested(f.sourceHost(), f.jobId(),
+              PolicyUpdateHub.fetched(f.reduceId(), f.sourceHost(), f.mapIds()));
+        }
+        if (yarn != null && !job.attributesKnown() && (job.attributesAskedUnixNanos() == 0
+            || now - job.attributesAskedUnixNanos() > YARN_RETRY_NANOS)) {
+          job.attributesAsked(now);
+          askYarn.add(job.id());
         }
       }
       registry.drainEvicted().forEach(flowLog::forget);
@@ -139,41 +215,111 @@ public final class SchedulerService {
     }
     hub.deliver(updates);
     eventsAccepted.increment(events.size());
-    return events.size();
+    askYarn.forEach(id -> yarn.attributes(id).thenAccept(
+        conf -> conf.ifPresent(c -> attributesFromYarn(id, c))));
+    return new Ack(events.size(), false);
+  }
+
+  /** Development shortcut: an unauthenticated batch without batch id. */
+  public int report(String reporterHost, List<JobEvent> events) {
+    return report(new Caller(reporterHost, false), "", 0, events).accepted();
+  }
+
+  /** Drops running jobs idle for longer than jobs.idleTimeoutSeconds; returns how many. */
+  public int expireIdleJobs() {
+    long now = nowUnixNanos();
+    List<PolicyUpdateHub.Outbound> updates;
+    int n;
+    synchronized (lock) {
+      Set<String> touched = new HashSet<>();
+      List<Job> expired = registry.expireIdle(now, idleTimeoutNanos, touched);
+      expired.forEach(j -> hub.jobFinished(j.id(), now));
+      registry.drainEvicted().forEach(flowLog::forget);
+      replan(touched, now);
+      updates = hub.drain();
+      n = expired.size();
+    }
+    hub.deliver(updates);
+    jobsTimedOut.increment(n);
+    return n;
   }
 
   // ---- agents ---------------------------------------------------------------------------------
 
   /**
-   * The policy of one flow of {@code bytes} from a map host to reduce {@code reduceId}. The
-   * asking agent is sent updates of this flow's policy until the job ends.
+   * The policy of one flow of {@code bytes} from a map host to reduce {@code reduceId}; {@code
+   * flow} is its full identity when the agent knows it (else null). The asking agent is sent
+   * updates of this flow's policy until the flow or the job ends.
    */
-  public FlowPolicy lookup(String agentHost, String jobId, int reduceId, long bytes) {
+  public FlowPolicy lookup(String agentHost, String jobId, int reduceId, long bytes,
+      FlowKey flow) {
     require(agentHost != null && !agentHost.isEmpty() && agentHost.length() <= 255, "agentHost",
         "must be a host name of 1-255 characters");
     require(jobId != null && !jobId.isEmpty() && jobId.length() <= 128, "jobId",
         "must be a job id of 1-128 characters");
     require(reduceId >= 0, "reduceId", "must be >= 0");
     require(bytes >= 0, "bytes", "must be >= 0 (bytes)");
+    if (flow != null) {
+      flow.validate("flow.");
+      require(flow.jobId().equals(jobId) && flow.reduceId() == reduceId, "flow",
+          "names job " + flow.jobId() + " reduce " + flow.reduceId() + ", not the lookup's");
+    }
     long start = System.nanoTime();
     try {
-      return explain(agentHost, jobId, reduceId, bytes);
+      return explain(agentHost, jobId, new PolicyUpdateHub.FlowRef(reduceId, flow), bytes);
     } finally {
       lookupTimer.record(System.nanoTime() - start, TimeUnit.NANOSECONDS);
     }
   }
 
-  /** Streams policy updates for flows {@code agentHost} looked up; run the handle to stop. */
-  public Runnable watch(String agentHost, Consumer<PolicyUpdate> watcher) {
-    require(agentHost != null && !agentHost.isEmpty() && agentHost.length() <= 255, "agentHost",
-        "must be a host name of 1-255 characters");
-    return hub.watch(agentHost, watcher);
+  /** A lookup that does not name the flow's full identity. */
+  public FlowPolicy lookup(String agentHost, String jobId, int reduceId, long bytes) {
+    return lookup(agentHost, jobId, reduceId, bytes, null);
   }
 
-  /** Records how flows ended; all or nothing, limited like shuffle reports. */
-  public int reportOutcomes(String agentHost, List<FlowOutcome> outcomes) {
-    checkBatch(agentHost, "agentHost", outcomes.size(), "outcomes");
+  /**
+   * Streams policy updates for flows {@code agentHost} looked up; run the handle to stop. With
+   * {@code resync}, the stream first gets the current policy of every such flow still in
+   * flight, then an update with snapshotEnd, then live updates.
+   */
+  public Runnable watch(String agentHost, boolean resync, PolicyUpdateHub.Sink sink) {
+    require(agentHost != null && !agentHost.isEmpty() && agentHost.length() <= 255, "agentHost",
+        "must be a host name of 1-255 characters");
+    long now = nowUnixNanos();
+    List<PolicyUpdateHub.Outbound> updates;
+    Runnable stop;
+    synchronized (lock) {
+      // Registered and snapshotted under the lock: no live update can overtake the snapshot.
+      stop = hub.watch(agentHost, sink);
+      if (resync) {
+        for (PolicyUpdateHub.Interest i : hub.interestOf(agentHost)) {
+          Job job = registry.running(i.jobId());
+          if (job != null) {
+            sink.send(PolicyUpdate.of(now, currentPolicy(job, i.flow(), i.bytes(), now)));
+          }
+        }
+        sink.send(new PolicyUpdate(now, null, false, true));
+      }
+      updates = hub.drain();
+    }
+    hub.deliver(updates);
+    return stop;
+  }
+
+  /** Counts an update stream closed because its agent read too slowly. */
+  public void slowWatcherClosed() {
+    slowWatchersClosed.increment();
+  }
+
+  /**
+   * Records how flows ended; all or nothing, limited and deduplicated like shuffle reports.
+   * Outcomes of jobs the scheduler does not know (running or in its history) are ignored.
+   */
+  public Ack reportOutcomes(Caller caller, String reporterId, long batchId,
+      List<FlowOutcome> outcomes) {
+    checkBatch(caller.host(), "agentHost", outcomes.size(), "outcomes");
     try {
+      require(reporterId.length() <= 128, "reporterId", "longer than 128 characters");
       for (int i = 0; i < outcomes.size(); i++) {
         outcomes.get(i).validate("outcomes[" + i + "].");
       }
@@ -181,14 +327,52 @@ public final class SchedulerService {
       batchesInvalid.increment();
       throw e;
     }
-    for (FlowOutcome o : outcomes) {
-      flowLog.add(o);
-      (o.met() ? outcomesMet : outcomesMissed).increment();
-    }
+    int applied = 0;
     synchronized (lock) {
-      outcomes.forEach(o -> hub.notInterested(agentHost, o.jobId(), o.reduceId()));
+      if (!firstTime(caller, reporterId, batchId)) {
+        return new Ack(0, true);
+      }
+      for (FlowOutcome o : outcomes) {
+        if (registry.find(o.jobId()) == null) {
+          outcomesIgnored.increment();
+          continue;
+        }
+        flowLog.add(o);
+        (o.met() ? outcomesMet : outcomesMissed).increment();
+        PolicyUpdateHub.FlowRef ended = new PolicyUpdateHub.FlowRef(o.reduceId(), o.flow());
+        hub.notInterested(caller.host(), o.jobId(), f -> f.equals(ended)
+            || (f.reduceId() == o.reduceId() && (o.flow() == null || f.key() == null)));
+        applied++;
+      }
     }
-    return outcomes.size();
+    return new Ack(applied, false);
+  }
+
+  /** Development shortcut: unauthenticated outcomes without batch id. */
+  public int reportOutcomes(String agentHost, List<FlowOutcome> outcomes) {
+    return reportOutcomes(new Caller(agentHost, false), "", 0, outcomes).accepted();
+  }
+
+  // ---- switches -------------------------------------------------------------------------------
+
+  public SwitchBook.SwitchConfig switchConfig(String name) {
+    return switches.get(name);
+  }
+
+  public List<String> switchNames() {
+    return switches.names();
+  }
+
+  /** Replaces one switch's port settings and pushes them to its agents. */
+  public SwitchBook.SwitchConfig putSwitchConfig(String name, List<SwitchPort> ports) {
+    return switches.put(name, ports);
+  }
+
+  /** The switch's configuration now and on every change; run the handle to stop. */
+  public Runnable watchSwitch(String name, Consumer<SwitchBook.SwitchConfig> watcher) {
+    require(name != null && !name.isEmpty() && name.length() <= 64, "switchName",
+        "must be a switch name of 1-64 characters");
+    return switches.watch(name, watcher);
   }
 
   // ---- operator policy ------------------------------------------------------------------------
@@ -289,40 +473,74 @@ public final class SchedulerService {
     }
   }
 
-  private FlowPolicy explain(String agentHost, String jobId, int reduceId, long bytes) {
+  private boolean firstTime(Caller caller, String reporterId, long batchId) {
+    if (reporterId.isEmpty() || batchId == 0) {
+      return true;
+    }
+    // Keyed by host too, so one node cannot burn another node's batch ids.
+    if (dedup.firstTime(caller.host() + "\n" + reporterId, batchId, System.nanoTime())) {
+      return true;
+    }
+    duplicates.increment();
+    return false;
+  }
+
+  private void attributesFromYarn(String jobId, JobConf conf) {
+    long now = nowUnixNanos();
+    List<PolicyUpdateHub.Outbound> updates;
+    synchronized (lock) {
+      Job job = registry.find(jobId);
+      if (job == null) {
+        return;
+      }
+      job.attributes(conf);
+      if (!job.finished()) {
+        pushJobEverywhere(job, now);
+      }
+      updates = hub.drain();
+    }
+    hub.deliver(updates);
+  }
+
+  private FlowPolicy explain(String agentHost, String jobId, PolicyUpdateHub.FlowRef flow,
+      long bytes) {
     long now = nowUnixNanos();
     FlowPolicy answer;
     List<PolicyUpdateHub.Outbound> updates;
     synchronized (lock) {
-      answer = explainLocked(agentHost, jobId, reduceId, bytes, now);
+      Job job = registry.running(jobId);
+      if (job == null) {
+        answer = noDeadline(jobId, flow, policies.defaults(),
+            "job not known to the scheduler (no running reduce reported): no deadline");
+      } else {
+        Job.Reduce reduce = job.reduce(flow.reduceId());
+        if (reduce != null && reduce.shuffling()) {
+          hub.interested(agentHost, jobId, flow, bytes);
+          JobRegistry.sawLookup(job, bytes);
+        }
+        answer = currentPolicy(job, flow, bytes, now);
+      }
       updates = hub.drain();
     }
     hub.deliver(updates);
     return answer;
   }
 
-  private FlowPolicy explainLocked(String agentHost, String jobId, int reduceId, long bytes,
-      long now) {
-    Job job = registry.running(jobId);
-    if (job == null) {
-      return noDeadline(jobId, reduceId, policies.defaults(),
-          "job not known to the scheduler (no running reduce reported): no deadline");
-    }
+  /** The policy a flow of a running job gets now; re-plans its host when the plan is stale. */
+  private FlowPolicy currentPolicy(Job job, PolicyUpdateHub.FlowRef flow, long bytes, long now) {
     PolicyDecision decision = JobRegistry.decision(job, policies);
-    Job.Reduce reduce = job.reduce(reduceId);
+    Job.Reduce reduce = job.reduce(flow.reduceId());
     if (reduce == null || !reduce.shuffling()) {
-      return noDeadline(jobId, reduceId, decision,
-          "reduce " + reduceId + " is not shuffling: no deadline");
+      return noDeadline(job.id(), flow, decision,
+          "reduce " + flow.reduceId() + " is not shuffling: no deadline");
     }
-    hub.interested(agentHost, jobId, reduceId, bytes);
-    JobRegistry.sawLookup(job, bytes);
-    Deadline d = planned(reduce.host(), jobId);
+    Deadline d = planned(reduce.host(), job.id());
     if (d == null || d.unixNanos() <= now) {
       // The plan went stale (bytes were fetched without a report yet): plan afresh from now.
       replan(Set.of(reduce.host()), now);
-      d = planned(reduce.host(), jobId);
+      d = planned(reduce.host(), job.id());
     }
-    return policyFor(jobId, reduceId, d, bytes, now, decision);
+    return policyFor(job.id(), flow, d, bytes, now, decision);
   }
 
   private Deadline planned(String host, String jobId) {
@@ -330,10 +548,10 @@ public final class SchedulerService {
     return plan == null ? null : plan.get(jobId);
   }
 
-  private FlowPolicy policyFor(String jobId, int reduceId, Deadline d, long bytes, long now,
-      PolicyDecision decision) {
+  private FlowPolicy policyFor(String jobId, PolicyUpdateHub.FlowRef flow, Deadline d,
+      long bytes, long now, PolicyDecision decision) {
     if (decision.mode() == FlowMode.OFF) {
-      return noDeadline(jobId, reduceId, decision,
+      return noDeadline(jobId, flow, decision,
           "mode off by rule '" + decision.rule() + "': plain TCP");
     }
     long deadline = d.unixNanos();
@@ -347,14 +565,16 @@ public final class SchedulerService {
     long relative = Math.max(1, deadline - now);
     // §3.1: R_desired = V_total / T_deadline.
     long desired = (long) Math.ceil(bytes * 8.0 * 1e9 / relative);
-    return new FlowPolicy(jobId, reduceId, deadline, relative, desired, decision.importance(),
-        decision.phi(), decision.mode(), decision.quenchMode(), reason, decision.rule());
+    return new FlowPolicy(jobId, flow.reduceId(), deadline, relative, desired,
+        decision.importance(), decision.phi(), decision.mode(), decision.quenchMode(), reason,
+        decision.rule(), flow.key());
   }
 
-  private static FlowPolicy noDeadline(String jobId, int reduceId, PolicyDecision decision,
-      String reason) {
-    return new FlowPolicy(jobId, reduceId, 0, 0, 0, decision.importance(), decision.phi(),
-        decision.mode(), decision.quenchMode(), reason, decision.rule());
+  private static FlowPolicy noDeadline(String jobId, PolicyUpdateHub.FlowRef flow,
+      PolicyDecision decision, String reason) {
+    return new FlowPolicy(jobId, flow.reduceId(), 0, 0, 0, decision.importance(),
+        decision.phi(), decision.mode(), decision.quenchMode(), reason, decision.rule(),
+        flow.key());
   }
 
   /** Re-plans {@code hosts} and pushes deadlines that moved materially to interested agents. */
@@ -396,7 +616,9 @@ public final class SchedulerService {
       if (mapsLeft > 0 && median >= 0) {
         // §2.2: remaining maps run in waves over the slots the job holds; each wave takes about
         // the median map length, starting when the last map finished and freed a slot.
-        int slots = job.mapsRunning() > 0 ? job.mapsRunning() : mapsLeft;
+        int fromContainers = job.mapSlotsFromContainers();
+        int slots = job.mapsRunning() > 0 ? job.mapsRunning()
+            : fromContainers > 0 ? fromContainers : mapsLeft;
         waves = (mapsLeft + slots - 1) / slots;
         lastMapFinish = job.lastMapCompletionUnixNanos() + waves * median;
       }
@@ -410,11 +632,11 @@ public final class SchedulerService {
       return;
     }
     PolicyDecision decision = JobRegistry.decision(job, policies);
-    hub.interestIn(job.id()).forEach((agent, reduces) -> reduces.forEach((reduceId, bytes) -> {
-      Job.Reduce r = job.reduce(reduceId);
+    hub.interestIn(job.id()).forEach((agent, flows) -> flows.forEach((flow, bytes) -> {
+      Job.Reduce r = job.reduce(flow.reduceId());
       if (r != null && r.host().equals(host)) {
-        hub.queue(agent, new PolicyUpdate(now,
-            policyFor(job.id(), reduceId, d, bytes, now, decision), false));
+        hub.queue(agent, PolicyUpdate.of(now, policyFor(job.id(), flow, d, bytes, now,
+            decision)));
         updatesSent.increment();
       }
     }));
@@ -426,16 +648,34 @@ public final class SchedulerService {
     List<PolicyUpdateHub.Outbound> updates;
     synchronized (lock) {
       for (Job job : registry.runningJobs()) {
-        for (Job.Reduce r : job.reduces()) {
-          Deadline d = planned(r.host(), job.id());
-          if (r.shuffling() && d != null) {
-            pushJob(job, r.host(), d, now);
-          }
-        }
+        pushJobEverywhere(job, now);
       }
       updates = hub.drain();
     }
     hub.deliver(updates);
+  }
+
+  /** Re-sends a job's current policies to every agent interested in it. */
+  private void pushJobEverywhere(Job job, long now) {
+    Set<String> hosts = new HashSet<>();
+    for (Job.Reduce r : job.reduces()) {
+      if (r.shuffling()) {
+        hosts.add(r.host());
+      }
+    }
+    for (String host : hosts) {
+      Deadline d = planned(host, job.id());
+      if (d != null) {
+        pushJob(job, host, d, now);
+      }
+    }
+  }
+
+  private static String state(Job j) {
+    if (!j.finished()) {
+      return "running";
+    }
+    return j.timedOut() ? "timed out" : j.succeeded() ? "succeeded" : "failed";
   }
 
   private JobView view(Job j, long now) {
@@ -448,7 +688,7 @@ public final class SchedulerService {
           d == null ? 0 : d.unixNanos(), d == null ? "" : d.reason()));
     }
     return new JobView(j.id(), j.conf().jobName(), j.conf().user(), j.conf().queue(),
-        j.conf().priority(), j.finished() ? (j.succeeded() ? "succeeded" : "failed") : "running",
+        j.conf().priority(), state(j),
         j.totalMaps(), j.mapsDone(), j.totalReduces(), j.startUnixNanos(), j.finishUnixNanos(),
         j.finished() ? j.finishUnixNanos() - j.startUnixNanos() : 0, j.shuffleTimeNanos(now),
         t.total(), t.met(), t.metRatio(), JobRegistry.decision(j, policies), reduces);

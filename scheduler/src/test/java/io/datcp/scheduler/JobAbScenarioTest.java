@@ -37,7 +37,7 @@ class JobAbScenarioTest {
 
   @BeforeEach
   void startJobs() {
-    scheduler = TestServices.create(dir, clock, SchedulerConf.defaults());
+    scheduler = TestServices.create(dir, clock, TestServices.dev());
     long t0 = clock.nanos();
     JobConf conf = new JobConf("default", "alice", "wordcount", JobPriority.NORMAL);
     scheduler.report(NODE, List.of(
@@ -76,7 +76,7 @@ class JobAbScenarioTest {
   @Test
   void whenJobAsLastMapsFinishItBecomesShuffleBoundAndAgentsWithFlowsInFlightHearOfIt() {
     List<PolicyUpdate> updates = new CopyOnWriteArrayList<>();
-    scheduler.watch("m1", updates::add);
+    scheduler.watch("m1", false, updates::add);
     scheduler.lookup("m1", "jobA", 0, 10 * MB);
     scheduler.lookup("m3", "jobB", 0, 10 * MB);
 
@@ -104,7 +104,7 @@ class JobAbScenarioTest {
   @Test
   void anAgentStopsHearingOfAFlowOnceItsFetchFinished() {
     List<PolicyUpdate> updates = new CopyOnWriteArrayList<>();
-    scheduler.watch("m1", updates::add);
+    scheduler.watch("m1", false, updates::add);
     scheduler.lookup("m1", "jobA", 0, 10 * MB);
     clock.advance(Duration.ofSeconds(1));
     long t1 = clock.nanos();

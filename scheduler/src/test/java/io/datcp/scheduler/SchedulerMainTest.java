@@ -43,4 +43,23 @@ class SchedulerMainTest {
     assertThat(code).isNotZero();
     assertThat(err.toString()).contains("--data-dir");
   }
+
+  @Test
+  void aNodeTokenMintedOnTheCommandLineIsKnownToTheNextScheduler() throws Exception {
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    PrintStream saved = System.out;
+    int code;
+    System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
+    try {
+      code = new CommandLine(new SchedulerMain()).execute("--data-dir", dir.toString(),
+          "--mint-node-token", "node9");
+    } finally {
+      System.setOut(saved);
+    }
+    assertThat(code).isZero();
+    String token = out.toString(StandardCharsets.UTF_8).trim();
+    assertThat(token).matches("[0-9a-f]{64}");
+    assertThat(io.datcp.scheduler.auth.NodeCredentials.open(dir).hostOf(token))
+        .isEqualTo("node9");
+  }
 }

@@ -40,9 +40,9 @@ class SchedulerServiceTest {
 
   @Test
   void anOperatorRuleChangePushesTheNewImportanceToAgentsWithFlowsInFlight() {
-    SchedulerService s = startedJob(SchedulerConf.defaults());
+    SchedulerService s = startedJob(TestServices.dev());
     List<PolicyUpdate> updates = new CopyOnWriteArrayList<>();
-    s.watch("m1", updates::add);
+    s.watch("m1", false, updates::add);
     assertThat(s.lookup("m1", "etl_1", 0, 10 * MB).importance()).isZero();
 
     s.putPolicy(new PolicyRule("prod", 1, "prod", null, null, null, 4.0, 0.5, FlowMode.DATCP,
@@ -57,7 +57,7 @@ class SchedulerServiceTest {
 
   @Test
   void modeOffLeavesTheFlowToPlainTcp() {
-    SchedulerService s = startedJob(SchedulerConf.defaults());
+    SchedulerService s = startedJob(TestServices.dev());
     s.putPolicy(new PolicyRule("hands-off", 1, null, "bob", null, null, 0.0, 0.0, FlowMode.OFF,
         QuenchMode.SUSPEND));
 
@@ -69,7 +69,7 @@ class SchedulerServiceTest {
 
   @Test
   void flowsOfUnknownJobsFailOpenWithoutADeadline() {
-    SchedulerService s = TestServices.create(dir, clock, SchedulerConf.defaults());
+    SchedulerService s = TestServices.create(dir, clock, TestServices.dev());
     FlowPolicy p = s.lookup("m1", "job_never_reported", 0, 10 * MB);
 
     assertThat(p.deadlineUnixNanos()).isZero();
@@ -80,7 +80,7 @@ class SchedulerServiceTest {
 
   @Test
   void theDefaultModeAndQuenchModeComeFromTheConfiguration() {
-    SchedulerService s = startedJob(SchedulerConf.fromMap(Map.of(
+    SchedulerService s = startedJob(TestServices.dev(Map.of(
         "policy.defaultMode", "dctcp", "policy.defaultQuenchMode", "kill")));
     FlowPolicy p = s.lookup("m1", "etl_1", 0, 10 * MB);
 
@@ -90,7 +90,7 @@ class SchedulerServiceTest {
 
   @Test
   void aFlowIsNeverAskedToBeatItsOwnSizeAtTheUsableRate() {
-    SchedulerService s = startedJob(SchedulerConf.defaults());
+    SchedulerService s = startedJob(TestServices.dev());
     // The model knows 10 MB are left; this flow carries 40 MB (e.g. several map outputs).
     FlowPolicy p = s.lookup("m1", "etl_1", 0, 40 * MB);
 
@@ -100,7 +100,7 @@ class SchedulerServiceTest {
 
   @Test
   void lookupsNameTheirBadField() {
-    SchedulerService s = TestServices.create(dir, clock, SchedulerConf.defaults());
+    SchedulerService s = TestServices.create(dir, clock, TestServices.dev());
     assertThatThrownBy(() -> s.lookup("m1", "j", 0, -1))
         .isInstanceOfSatisfying(InvalidFieldException.class,
             e -> assertThat(e.field()).isEqualTo("bytes"));
@@ -112,7 +112,7 @@ class SchedulerServiceTest {
   @Test
   void finishedJobsBeyondTheRetentionAreForgottenWithTheirFlows() {
     SchedulerService s = TestServices.create(dir, clock,
-        SchedulerConf.fromMap(Map.of("jobs.retainFinished", "1")));
+        TestServices.dev(Map.of("jobs.retainFinished", "1")));
     long t = clock.nanos();
     JobConf conf = new JobConf("q", "u", "n", JobPriority.NORMAL);
     for (String job : List.of("j1", "j2")) {
@@ -122,5 +122,20 @@ class SchedulerServiceTest {
 
     assertThat(s.job("j1")).isEmpty();
     assertThat(s.job("j2")).get().satisfies(j -> assertThat(j.state()).isEqualTo("succeeded"));
+  }
+
+  @Test
+  void twoReducesOfOneJobOnOneHostCountTheJobsBytesOnce() {
+    SchedulerService s = TestServices.create(dir, clock, TestServices.dev());
+    long t = clock.nanos();
+    JobConf conf = new JobConf("q", "u", "two", JobPriority.NORMAL);
+    s.report("node1", List.of(
+        new JobEvent.ReduceStarted(t, "two_1", 0, "node1", 1, 2, conf, 0),
+        new JobEvent.ReduceStarted(t, "two_1", 1, "node1", 1, 2, conf, 0),
+        new JobEvent.MapCompleted(t, "two_1", 0, 0, "m1", S, 10 * MB, 0),
+        new JobEvent.MapCompleted(t, "two_1", 1, 0, "m1", S, 10 * MB, 0)));
+
+    // 20 MB for both reduces at 80 Mbit/s usable: 2.0 s (counting the job twice gave 4.0 s).
+    assertThat(s.lookup("m1", "two_1", 0, 10 * MB).deadlineNanos()).isEqualTo(2 * S);
   }
 }

@@ -8,10 +8,27 @@ import io.datcp.scheduler.store.PolicyStore;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.file.Path;
 import java.time.Clock;
+import java.util.HashMap;
+import java.util.Map;
 
 /** Builds a domain service on a temporary store, for tests below the network adapters. */
 public final class TestServices {
   private TestServices() {}
+
+  /**
+   * Development configuration (no node credentials, job attributes from reports) plus {@code
+   * extra}: for tests of other behaviour than authentication and the ResourceManager.
+   */
+  public static SchedulerConf dev(Map<String, String> extra) {
+    Map<String, String> all = new HashMap<>(Map.of("auth.nodes.required", "false",
+        "jobs.attributesFrom", "reports"));
+    all.putAll(extra);
+    return SchedulerConf.fromMap(all);
+  }
+
+  public static SchedulerConf dev() {
+    return dev(Map.of());
+  }
 
   public static SchedulerService create(Path dir, Clock clock, SchedulerConf conf) {
     PolicyStore store = PolicyStore.open(dir, new ObjectMapper());
@@ -20,6 +37,6 @@ public final class TestServices {
     return new SchedulerService(conf, book, clock,
         new HostRateLimiter(conf.get(SchedulerConf.REPORT_RATE_PER_HOST),
             conf.get(SchedulerConf.REPORT_BURST_PER_HOST), System::nanoTime),
-        new SimpleMeterRegistry());
+        new SimpleMeterRegistry(), null);
   }
 }

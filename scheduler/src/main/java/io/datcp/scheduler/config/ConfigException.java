@@ -3,11 +3,11 @@ package io.datcp.scheduler.config;
 /** A configuration key or value the scheduler cannot start with. */
 public final class ConfigException extends IllegalArgumentException {
 
-  ConfigException(String message) {
+  public ConfigException(String message) {
     super(message);
   }
 
-  ConfigException(String key, String value, String accepted) {
+  public ConfigException(String key, String value, String accepted) {
     super("bad value '" + value + "' for configuration key '" + key + "'; accepted: " + accepted);
   }
 }

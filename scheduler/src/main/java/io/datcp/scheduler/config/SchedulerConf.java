@@ -2,6 +2,7 @@ package io.datcp.scheduler.config;
 
 import io.datcp.scheduler.policy.FlowMode;
 import io.datcp.scheduler.policy.QuenchMode;
+import io.datcp.scheduler.switches.SwitchSettings;
 import java.io.IOException;
 import java.io.Reader;
 import java.nio.charset.StandardCharsets;
@@ -135,15 +136,51 @@ public final class SchedulerConf {
       "one of " + names(QuenchMode.values()),
       "Quench mode of flows whose job matches no policy rule (MapReduce: suspend)."));
 
-  private final Map<Key<?>, Object> values;
+  public static final Key<Boolean> AUTH_NODES_REQUIRED = register(new Key<>(
+      "auth.nodes.required", true, SchedulerConf::bool, v -> true, "true or false",
+      "Reporters and agents must send a node token (authorization: Bearer <node token>);"
+          + " false is for development only: calls without a token are then trusted."));
 
-  private SchedulerConf(Map<Key<?>, Object> values) {
+  public static final Key<String> YARN_RM_WEBAPP = register(new Key<>(
+      "yarn.rm.webappAddress", "", Function.identity(),
+      v -> v.isEmpty() || v.matches("https?://[^/\\s]+"),
+      "empty or http(s)://host:port",
+      "ResourceManager web address (yarn.resourcemanager.webapp.address) queried for each"
+          + " job's queue, user, name and priority; empty: every job gets the default policy."));
+
+  public static final Key<String> JOB_ATTRIBUTES_FROM = register(new Key<>(
+      "jobs.attributesFrom", "yarn", Function.identity(),
+      v -> v.equals("yarn") || v.equals("reports"), "yarn|reports",
+      "Where queue, user, job name and priority come from: yarn (the ResourceManager) or"
+          + " reports (the job's own claims; development only, any host can spoof them)."));
+
+  public static final Key<Long> JOB_IDLE_TIMEOUT_SECONDS = register(new Key<>(
+      "jobs.idleTimeoutSeconds", 3600L, Long::parseLong, v -> v > 0,
+      "a positive integer (seconds)",
+      "A running job with no report for this long is dropped (its JobFinished was lost)."));
+
+  public static final Key<Long> DEDUP_IDLE_SECONDS = register(new Key<>(
+      "reports.dedupIdleSeconds", 600L, Long::parseLong, v -> v > 0,
+      "a positive integer (seconds)",
+      "A reporter_id not heard from for this long is forgotten by batch deduplication."));
+
+  public static final Key<Integer> WATCH_MAX_QUEUED = register(new Key<>(
+      "watch.maxQueuedUpdates", 10_000, Integer::parseInt, v -> v > 0,
+      "a positive integer (updates)",
+      "Policy updates queued for one slow update stream; beyond it the stream is closed"
+          + " (RESOURCE_EXHAUSTED) and the agent reconnects with resync."));
+
+  private final Map<Key<?>, Object> values;
+  private final SwitchSettings switches;
+
+  private SchedulerConf(Map<Key<?>, Object> values, SwitchSettings switches) {
     this.values = values;
+    this.switches = switches;
   }
 
   /** All defaults. */
   public static SchedulerConf defaults() {
-    return new SchedulerConf(Map.of());
+    return new SchedulerConf(Map.of(), SwitchSettings.parse(Map.of()));
   }
 
   /** Reads a properties file; fails on the first unknown key or bad value. */
@@ -162,20 +199,31 @@ public final class SchedulerConf {
   /** Builds a configuration from key/value strings; fails on unknown keys or bad values. */
   public static SchedulerConf fromMap(Map<String, String> raw) {
     Map<Key<?>, Object> values = new LinkedHashMap<>();
+    Map<String, String> switchKeys = new LinkedHashMap<>();
     for (Map.Entry<String, String> e : raw.entrySet()) {
+      if (e.getKey().startsWith(SwitchSettings.PREFIX)) {
+        switchKeys.put(e.getKey(), e.getValue());
+        continue;
+      }
       Key<?> key = KEYS.get(e.getKey());
       if (key == null) {
         throw new ConfigException("unknown configuration key '" + e.getKey()
-            + "'; accepted keys: " + String.join(", ", KEYS.keySet()));
+            + "'; accepted keys: " + String.join(", ", KEYS.keySet()) + ", "
+            + SwitchSettings.KEY_FORM);
       }
       values.put(key, key.parse(e.getValue()));
     }
-    return new SchedulerConf(values);
+    return new SchedulerConf(values, SwitchSettings.parse(switchKeys));
   }
 
   @SuppressWarnings("unchecked")
   public <T> T get(Key<T> key) {
     return values.containsKey(key) ? (T) values.get(key) : key.defaultValue();
+  }
+
+  /** Switch port settings from the switch.NAME.port.IFACE.SETTING keys. */
+  public SwitchSettings switches() {
+    return switches;
   }
 
   /** Every key, in documentation order. */
@@ -186,6 +234,13 @@ public final class SchedulerConf {
   private static <T> Key<T> register(Key<T> key) {
     KEYS.put(key.name(), key);
     return key;
+  }
+
+  private static boolean bool(String raw) {
+    if (raw.equals("true") || raw.equals("false")) {
+      return Boolean.parseBoolean(raw);
+    }
+    throw new IllegalArgumentException(raw);
   }
 
   private static String names(Enum<?>[] values) {

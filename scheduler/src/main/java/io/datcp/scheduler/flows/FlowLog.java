@@ -1,16 +1,18 @@
 package io.datcp.scheduler.flows;
 
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.Deque;
 import java.util.HashMap;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
 /**
  * Flow outcomes per job for the dashboard: a bounded window of recent flows plus exact met/total
- * counts. Thread-safe.
+ * counts. Outcomes that name their {@link FlowKey} are kept by it: a second outcome of the same
+ * flow replaces the first instead of counting twice. The scheduler adds outcomes of known jobs
+ * only and forgets jobs that leave its history, so memory stays bounded. Thread-safe.
  */
 public final class FlowLog {
   /** Met and total flows of one job (or of all jobs). */
@@ -22,7 +24,8 @@ public final class FlowLog {
   }
 
   private final int retainPerJob;
-  private final Map<String, Deque<FlowOutcome>> byJob = new HashMap<>();
+  private final Map<String, LinkedHashMap<Object, FlowOutcome>> byJob = new HashMap<>();
+  private long sequence;
   private final Map<String, long[]> tallies = new HashMap<>();
   private long met;
   private long total;
@@ -32,12 +35,24 @@ public final class FlowLog {
   }
 
   public synchronized void add(FlowOutcome o) {
-    Deque<FlowOutcome> q = byJob.computeIfAbsent(o.jobId(), j -> new ArrayDeque<>());
-    q.addLast(o);
-    if (q.size() > retainPerJob) {
-      q.removeFirst();
-    }
+    LinkedHashMap<Object, FlowOutcome> q = byJob.computeIfAbsent(o.jobId(),
+        j -> new LinkedHashMap<>());
     long[] t = tallies.computeIfAbsent(o.jobId(), j -> new long[2]);
+    FlowOutcome before = q.remove(o.flow() != null ? o.flow() : (Object) (++sequence));
+    if (before != null) {
+      t[1]--;
+      total--;
+      if (before.met()) {
+        t[0]--;
+        met--;
+      }
+    }
+    q.put(o.flow() != null ? o.flow() : (Object) sequence, o);
+    if (q.size() > retainPerJob) {
+      Iterator<Object> oldest = q.keySet().iterator();
+      oldest.next();
+      oldest.remove();
+    }
     t[1]++;
     total++;
     if (o.met()) {
@@ -48,19 +63,19 @@ public final class FlowLog {
 
   /** The most recent {@code limit} flows of a job, oldest first. */
   public synchronized List<FlowOutcome> flows(String jobId, int limit) {
-    Deque<FlowOutcome> q = byJob.get(jobId);
+    LinkedHashMap<Object, FlowOutcome> q = byJob.get(jobId);
     if (q == null) {
       return List.of();
     }
-    List<FlowOutcome> all = new ArrayList<>(q);
+    List<FlowOutcome> all = new ArrayList<>(q.values());
     return Collections.unmodifiableList(all.subList(Math.max(0, all.size() - limit), all.size()));
   }
 
   /** The most recent {@code limit} flows over all jobs, in no particular order across jobs. */
   public synchronized List<FlowOutcome> recent(int limit) {
     List<FlowOutcome> all = new ArrayList<>();
-    for (Deque<FlowOutcome> q : byJob.values()) {
-      all.addAll(q);
+    for (LinkedHashMap<Object, FlowOutcome> q : byJob.values()) {
+      all.addAll(q.values());
     }
     all.sort((a, b) -> Long.compare(a.startUnixNanos(), b.startUnixNanos()));
     return List.copyOf(all.subList(Math.max(0, all.size() - limit), all.size()));

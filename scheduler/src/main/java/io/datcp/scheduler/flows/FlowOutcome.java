@@ -7,10 +7,11 @@ import static io.datcp.scheduler.InvalidFieldException.require;
  *
  * @param deadlineUnixNanos 0 = the flow had no deadline
  * @param finishUnixNanos 0 = never finished (killed)
+ * @param flow the flow's full identity (epoch, 4-tuple) when the agent knew it, else null
  */
 public record FlowOutcome(String jobId, int reduceId, String sourceHost, String destinationHost,
     long bytes, long startUnixNanos, long deadlineUnixNanos, long finishUnixNanos, boolean met,
-    QuenchOutcome quench) {
+    QuenchOutcome quench, FlowKey flow) {
 
   /** Checks every field, naming the first bad one under {@code prefix}. */
   public void validate(String prefix) {
@@ -28,5 +29,10 @@ public record FlowOutcome(String jobId, int reduceId, String sourceHost, String 
     require(finishUnixNanos == 0 || finishUnixNanos >= startUnixNanos, prefix + "finishUnixNanos",
         "must be 0 (never finished) or not before startUnixNanos");
     require(quench != null, prefix + "quench", "is required");
+    if (flow != null) {
+      flow.validate(prefix + "flow.");
+      require(flow.jobId().equals(jobId) && flow.reduceId() == reduceId, prefix + "flow",
+          "names job " + flow.jobId() + " reduce " + flow.reduceId() + ", not the outcome's");
+    }
   }
 }

@@ -13,7 +13,8 @@ import io.datcp.scheduler.policy.QuenchMode;
  * @param phi share of importance in precedence, in [0, 1]
  * @param reason why the planner chose this deadline
  * @param rule the operator rule that set importance/phi/mode/quench, empty for defaults
+ * @param flow the flow's full identity when the lookup named one, else null
  */
 public record FlowPolicy(String jobId, int reduceId, long deadlineUnixNanos, long deadlineNanos,
     long desiredRateBitsPerSecond, double importance, double phi, FlowMode mode,
-    QuenchMode quenchMode, String reason, String rule) {}
+    QuenchMode quenchMode, String reason, String rule, FlowKey flow) {}

@@ -63,7 +63,14 @@ public final class Job {
   }
 
   private final String id;
-  private final JobConf conf;
+  private JobConf conf;
+  private boolean attributesKnown;
+  private long attributesAskedUnixNanos;
+  private long lastReportUnixNanos;
+  private boolean timedOut;
+  /** Map-side partition sizes: map id -> bytes per reduce (MapOutputIndexed). */
+  private final Map<Integer, long[]> partitions = new HashMap<>();
+  private final Map<String, Integer> containersByHost = new HashMap<>();
   private final int totalMaps;
   private final int totalReduces;
   private final long startUnixNanos;
@@ -80,9 +87,11 @@ public final class Job {
   private PolicyDecision decision;
   private long decisionVersion = -1;
 
-  Job(String id, JobConf conf, int totalMaps, int totalReduces, long startUnixNanos) {
+  Job(String id, JobConf conf, boolean attributesKnown, int totalMaps, int totalReduces,
+      long startUnixNanos) {
     this.id = id;
     this.conf = conf;
+    this.attributesKnown = attributesKnown;
     this.totalMaps = totalMaps;
     this.totalReduces = totalReduces;
     this.startUnixNanos = startUnixNanos;
@@ -92,10 +101,67 @@ public final class Job {
     return id;
   }
 
+  /** Queue, user, name and priority; all null while unknown. */
   public JobConf conf() {
     return conf;
   }
 
+  /** Whether {@link #conf} is trusted (from YARN, or reports in development mode). */
+  public boolean attributesKnown() {
+    return attributesKnown;
+  }
+
+  /** Sets trusted attributes (from the ResourceManager); rules are evaluated afresh. */
+  public void attributes(JobConf trusted) {
+    conf = trusted;
+    attributesKnown = true;
+    decisionVersion = -1;
+  }
+
+  public long attributesAskedUnixNanos() {
+    return attributesAskedUnixNanos;
+  }
+
+  public void attributesAsked(long unixNanos) {
+    attributesAskedUnixNanos = unixNanos;
+  }
+
+  /** Scheduler time of the last report that named this job. */
+  public long lastReportUnixNanos() {
+    return lastReportUnixNanos;
+  }
+
+  void reported(long unixNanos) {
+    lastReportUnixNanos = Math.max(lastReportUnixNanos, unixNanos);
+  }
+
+  /** Dropped after jobs.idleTimeoutSeconds without a report (its JobFinished was lost). */
+  public boolean timedOut() {
+    return timedOut;
+  }
+
+  /** Hosts running a reduce of this job (whether still shuffling or not). */
+  public boolean hasReduceOn(String host) {
+    for (Reduce r : reduces.values()) {
+      if (r.host.equals(host)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * Map slots the job holds, from the map side's container counts: every container of the job
+   * minus its ApplicationMaster and its running reduces; -1 when no host reported.
+   */
+  public int mapSlotsFromContainers() {
+    if (containersByHost.isEmpty()) {
+      return -1;
+    }
+    int all = containersByHost.values().stream().mapToInt(Integer::intValue).sum();
+    int reducing = (int) reduces.values().stream().filter(Reduce::shuffling).count();
+    return Math.max(0, all - 1 - reducing);
+  }
   public int totalMaps() {
     return totalMaps;
   }
@@ -167,10 +233,25 @@ public final class Job {
     long left = 0;
     for (Integer mapId : maps.keySet()) {
       if (!reduce.fetchedMaps.contains(mapId)) {
-        left += reduce.outputBytes.getOrDefault(mapId, perMapEstimate);
+        left += bytesFor(reduce, mapId, perMapEstimate);
+      }
+    }
+    for (Map.Entry<Integer, long[]> p : partitions.entrySet()) {
+      // A map whose index was read is done even if no reduce reported its completion yet.
+      if (!maps.containsKey(p.getKey()) && !reduce.fetchedMaps.contains(p.getKey())) {
+        left += bytesFor(reduce, p.getKey(), perMapEstimate);
       }
     }
     return left;
+  }
+
+  /** Exact size from the map side's index, else from the reduce's report, else an estimate. */
+  private long bytesFor(Reduce reduce, int mapId, long estimate) {
+    long[] parts = partitions.get(mapId);
+    if (parts != null && reduce.id < parts.length) {
+      return parts[reduce.id];
+    }
+    return reduce.outputBytes.getOrDefault(mapId, estimate);
   }
 
   /** Reduces of this job still shuffling on {@code host}. */
@@ -226,6 +307,28 @@ public final class Job {
       knownOutputBytes += outputBytes;
       knownOutputs++;
     }
+  }
+
+  void mapOutputIndexed(int mapId, long[] partitionBytes) {
+    if (partitions.putIfAbsent(mapId, partitionBytes) == null) {
+      for (long b : partitionBytes) {
+        knownOutputBytes += b;
+      }
+      knownOutputs += partitionBytes.length;
+    }
+  }
+
+  void containersRunning(String host, int running) {
+    if (running == 0) {
+      containersByHost.remove(host);
+    } else {
+      containersByHost.put(host, running);
+    }
+  }
+
+  void timeOut(long time) {
+    timedOut = true;
+    finish(false, time);
   }
 
   void fetchFinished(int reduceId, List<Integer> mapIds, long bytes) {

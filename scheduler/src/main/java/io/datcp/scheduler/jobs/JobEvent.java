@@ -83,6 +83,37 @@ public sealed interface JobEvent {
     }
   }
 
+  /**
+   * Map side: the size of every partition of a map's output, read from its index on the map's
+   * host; {@code partitionBytes.get(r)} is the bytes reduce r will fetch from this map.
+   */
+  record MapOutputIndexed(long timeUnixNanos, String jobId, int mapId, String host,
+      List<Long> partitionBytes) implements JobEvent {
+    @Override
+    public void validate(String prefix) {
+      common(prefix, timeUnixNanos, jobId, 0);
+      require(mapId >= 0, prefix + "mapId", "must be >= 0");
+      require(host != null && !host.isEmpty() && host.length() <= 255, prefix + "host",
+          "must be a host name of 1-255 characters");
+      require(!partitionBytes.isEmpty() && partitionBytes.size() <= 100_000,
+          prefix + "partitionBytes", "must have one entry per reduce (1-100000)");
+      require(partitionBytes.stream().allMatch(b -> b >= 0), prefix + "partitionBytes",
+          "must be >= 0 (bytes)");
+    }
+  }
+
+  /** Map side: containers of the job running on {@code host} now (with the AM and reduces). */
+  record ContainersRunning(long timeUnixNanos, String jobId, String host, int running)
+      implements JobEvent {
+    @Override
+    public void validate(String prefix) {
+      common(prefix, timeUnixNanos, jobId, 0);
+      require(host != null && !host.isEmpty() && host.length() <= 255, prefix + "host",
+          "must be a host name of 1-255 characters");
+      require(running >= 0, prefix + "running", "must be >= 0 (containers)");
+    }
+  }
+
   private static void common(String prefix, long timeUnixNanos, String jobId, int reduceId) {
     require(timeUnixNanos > 0, prefix + "timeUnixNanos", "must be nanoseconds since the epoch");
     require(jobId != null && !jobId.isEmpty() && jobId.length() <= 128, prefix + "jobId",

@@ -1,5 +1,6 @@
 package io.datcp.scheduler.jobs;
 
+import io.datcp.scheduler.auth.NotPermittedException;
 import io.datcp.scheduler.policy.PolicyBook;
 import io.datcp.scheduler.policy.PolicyDecision;
 import java.util.ArrayList;
@@ -8,6 +9,7 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -19,12 +21,92 @@ import java.util.Set;
 public final class JobRegistry {
   private final Map<String, Job> running = new HashMap<>();
   private final LinkedHashMap<String, Job> finished = new LinkedHashMap<>();
-  private final Map<String, List<Job>> shufflingByHost = new HashMap<>();
+  /** Jobs with a reduce shuffling on each host, each job once however many reduces it has. */
+  private final Map<String, Set<Job>> shufflingByHost = new HashMap<>();
+  /** Map-side partition sizes of jobs no reduce has reported yet, oldest job first. */
+  private final LinkedHashMap<String, Map<Integer, long[]>> pendingOutputs =
+      new LinkedHashMap<>();
+  private int pendingOutputCount;
   private final int retainFinished;
+  private final boolean trustReportedAttributes;
   private final List<String> evicted = new ArrayList<>();
 
-  public JobRegistry(int retainFinished) {
+  /** Most map outputs held for jobs not yet known; the oldest job's are dropped beyond it. */
+  static final int MAX_PENDING_OUTPUTS = 100_000;
+
+  /**
+   * @param trustReportedAttributes take queue, user, name and priority from ReduceStarted
+   *     (development); otherwise they stay unknown until set from the ResourceManager
+   */
+  public JobRegistry(int retainFinished, boolean trustReportedAttributes) {
     this.retainFinished = retainFinished;
+    this.trustReportedAttributes = trustReportedAttributes;
+  }
+
+  /** Queue, user, name and priority while the ResourceManager has not answered. */
+  public static final JobConf UNKNOWN = new JobConf(null, null, null, null);
+
+  /**
+   * Refuses an event an authenticated {@code host} may not send: a reduce's events must come
+   * from the host it runs on (or is started on, earlier in the same batch), a job's end from a
+   * host running one of its reduces, map-side events from the map's own host.
+   * {@code startedInBatch} collects job/reduce pairs started earlier in the batch.
+   */
+  public void authorize(JobEvent event, String host, Set<String> startedInBatch) {
+    if (event instanceof JobEvent.ReduceStarted e) {
+      permit(e.host().equals(host), "ReduceStarted.host " + e.host());
+      Job job = running.get(e.jobId());
+      Job.Reduce r = job == null ? null : job.reduce(e.reduceId());
+      permit(r == null || r.host().equals(host), "reduce " + e.reduceId() + " of "
+          + e.jobId() + ", which runs on another host");
+      startedInBatch.add(e.jobId() + "/" + e.reduceId());
+      return;
+    }
+    if (event instanceof JobEvent.MapOutputIndexed e) {
+      permit(e.host().equals(host), "MapOutputIndexed.host " + e.host());
+      return;
+    }
+    if (event instanceof JobEvent.ContainersRunning e) {
+      permit(e.host().equals(host), "ContainersRunning.host " + e.host());
+      return;
+    }
+    Job job = running.get(event.jobId());
+    if (job == null) {
+      return;
+    }
+    if (event instanceof JobEvent.JobFinished) {
+      permit(job.hasReduceOn(host) || batchStartedAny(startedInBatch, event.jobId()),
+          "the end of job " + event.jobId() + ", which runs no reduce on it");
+      return;
+    }
+    int reduceId = reduceOf(event);
+    Job.Reduce r = job.reduce(reduceId);
+    permit(r == null ? startedInBatch.contains(event.jobId() + "/" + reduceId)
+        : r.host().equals(host), "reduce " + reduceId + " of " + event.jobId()
+        + ", which does not run on it");
+  }
+
+  private static boolean batchStartedAny(Set<String> startedInBatch, String jobId) {
+    return startedInBatch.stream().anyMatch(k -> k.startsWith(jobId + "/"));
+  }
+
+  private static int reduceOf(JobEvent event) {
+    if (event instanceof JobEvent.MapCompleted e) {
+      return e.reduceId();
+    } else if (event instanceof JobEvent.FetchStarted e) {
+      return e.reduceId();
+    } else if (event instanceof JobEvent.FetchFinished e) {
+      return e.reduceId();
+    } else if (event instanceof JobEvent.ShuffleFinished e) {
+      return e.reduceId();
+    }
+    throw new IllegalArgumentException(event.getClass().getSimpleName());
+  }
+
+  private static void permit(boolean ok, String what) {
+    if (!ok) {
+      throw new NotPermittedException("the reporting host may not report " + what);
+    }
   }
 
   /**
@@ -32,23 +114,32 @@ public final class JobRegistry {
    * Events for jobs the registry never saw start (a lost ReduceStarted) are ignored: the job's
    * flows then run without deadlines, which is the fail-open default. Returns the job, or null.
    */
-  public Job apply(JobEvent event, Set<String> touched) {
+  public Job apply(JobEvent event, Set<String> touched, long nowUnixNanos) {
     if (event instanceof JobEvent.ReduceStarted e) {
-      Job job = running.computeIfAbsent(e.jobId(), id -> new Job(id, e.conf(), e.totalMaps(),
-          e.totalReduces(),
-          e.jobSubmitTimeUnixNanos() > 0 ? e.jobSubmitTimeUnixNanos() : e.timeUnixNanos()));
+      Job job = running.computeIfAbsent(e.jobId(), id -> newJob(e));
       if (job.reduce(e.reduceId()) == null) {
         job.reduceStarted(e.reduceId(), e.host(), e.timeUnixNanos());
-        shufflingByHost.computeIfAbsent(e.host(), h -> new ArrayList<>()).add(job);
+        shufflingByHost.computeIfAbsent(e.host(), h -> new LinkedHashSet<>()).add(job);
       }
+      job.reported(nowUnixNanos);
       touched.add(e.host());
       return job;
     }
     Job job = running.get(event.jobId());
     if (job == null) {
+      if (event instanceof JobEvent.MapOutputIndexed e) {
+        holdPending(e);
+      }
       return null;
     }
-    if (event instanceof JobEvent.MapCompleted e) {
+    job.reported(nowUnixNanos);
+    if (event instanceof JobEvent.MapOutputIndexed e) {
+      job.mapOutputIndexed(e.mapId(), toArray(e.partitionBytes()));
+      touchAll(job, touched);
+    } else if (event instanceof JobEvent.ContainersRunning e) {
+      job.containersRunning(e.host(), e.running());
+      touchAll(job, touched);
+    } else if (event instanceof JobEvent.MapCompleted e) {
       job.mapCompleted(e.reduceId(), e.mapId(), e.host(), e.runTimeNanos(), e.outputBytes(),
           e.mapsRunning(), e.timeUnixNanos());
       touchAll(job, touched);
@@ -69,12 +160,72 @@ public final class JobRegistry {
       touchAll(job, hosts);
       touched.addAll(hosts);
       job.finish(e.succeeded(), e.timeUnixNanos());
-      hosts.forEach(h -> unindex(job, h));
-      running.remove(job.id());
-      finished.put(job.id(), job);
-      trimFinished();
+      retire(job, hosts);
     }
     return job;
+  }
+
+  /**
+   * Drops running jobs with no report for {@code timeoutNanos} (their JobFinished was lost) into
+   * the finished history as timed out; returns them, and their reducer hosts in {@code touched}.
+   */
+  public List<Job> expireIdle(long nowUnixNanos, long timeoutNanos, Set<String> touched) {
+    List<Job> expired = new ArrayList<>();
+    for (Job job : List.copyOf(running.values())) {
+      if (nowUnixNanos - job.lastReportUnixNanos() > timeoutNanos) {
+        Set<String> hosts = new HashSet<>();
+        touchAll(job, hosts);
+        touched.addAll(hosts);
+        job.timeOut(nowUnixNanos);
+        retire(job, hosts);
+        expired.add(job);
+      }
+    }
+    return expired;
+  }
+
+  private void retire(Job job, Set<String> hosts) {
+    hosts.forEach(h -> unindex(job, h));
+    for (Job.Reduce r : job.reduces()) {
+      unindex(job, r.host());
+    }
+    running.remove(job.id());
+    finished.put(job.id(), job);
+    trimFinished();
+  }
+
+  private Job newJob(JobEvent.ReduceStarted e) {
+    Job job = new Job(e.jobId(), trustReportedAttributes ? e.conf() : UNKNOWN,
+        trustReportedAttributes, e.totalMaps(), e.totalReduces(),
+        e.jobSubmitTimeUnixNanos() > 0 ? e.jobSubmitTimeUnixNanos() : e.timeUnixNanos());
+    Map<Integer, long[]> held = pendingOutputs.remove(e.jobId());
+    if (held != null) {
+      pendingOutputCount -= held.size();
+      held.forEach(job::mapOutputIndexed);
+    }
+    return job;
+  }
+
+  /** Map outputs may be indexed before any reduce of the job starts: keep them, bounded. */
+  private void holdPending(JobEvent.MapOutputIndexed e) {
+    Map<Integer, long[]> maps = pendingOutputs.computeIfAbsent(e.jobId(), j -> new HashMap<>());
+    if (maps.putIfAbsent(e.mapId(), toArray(e.partitionBytes())) == null) {
+      pendingOutputCount++;
+    }
+    Iterator<Map.Entry<String, Map<Integer, long[]>>> oldest =
+        pendingOutputs.entrySet().iterator();
+    while (pendingOutputCount > MAX_PENDING_OUTPUTS && oldest.hasNext()) {
+      pendingOutputCount -= oldest.next().getValue().size();
+      oldest.remove();
+    }
+  }
+
+  private static long[] toArray(List<Long> values) {
+    long[] a = new long[values.size()];
+    for (int i = 0; i < a.length; i++) {
+      a[i] = values.get(i);
+    }
+    return a;
   }
 
   public Job running(String jobId) {
@@ -88,8 +239,8 @@ public final class JobRegistry {
   }
 
   /** Running jobs with a reduce still shuffling on {@code host}. */
-  public List<Job> shufflingOn(String host) {
-    return shufflingByHost.getOrDefault(host, List.of());
+  public Collection<Job> shufflingOn(String host) {
+    return shufflingByHost.getOrDefault(host, Set.of());
   }
 
   public Collection<Job> runningJobs() {
@@ -100,8 +251,14 @@ public final class JobRegistry {
     return finished.values();
   }
 
-  /** The operator's decision for the job, cached until the rules change. */
+  /**
+   * The operator's decision for the job, cached until the rules change; the default policy
+   * while the job's attributes are unknown (never what the job claims about itself).
+   */
   public static PolicyDecision decision(Job job, PolicyBook book) {
+    if (!job.attributesKnown()) {
+      return book.defaults();
+    }
     long version = book.version();
     PolicyDecision d = job.cachedDecision(version);
     if (d == null) {
@@ -132,7 +289,7 @@ public final class JobRegistry {
   }
 
   private void unindex(Job job, String host) {
-    List<Job> jobs = shufflingByHost.get(host);
+    Set<Job> jobs = shufflingByHost.get(host);
     if (jobs != null) {
       jobs.remove(job);
       if (jobs.isEmpty()) {

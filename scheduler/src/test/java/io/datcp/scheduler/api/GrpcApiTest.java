@@ -28,6 +28,7 @@ import io.datcp.proto.v1.ShuffleReportServiceGrpc;
 import io.datcp.proto.v1.WatchRequest;
 import io.datcp.scheduler.MutableClock;
 import io.datcp.scheduler.SchedulerServer;
+import io.datcp.scheduler.TestServices;
 import io.datcp.scheduler.config.SchedulerConf;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
@@ -105,7 +106,7 @@ class GrpcApiTest {
 
   @Test
   void pluginReportsTurnIntoDeadlinesAndUpdatesForAgents() throws Exception {
-    start(SchedulerConf.defaults());
+    start(TestServices.dev());
     var plugin = stub(ShuffleReportServiceGrpc.ShuffleReportServiceBlockingStub.class);
     var agent = stub(FlowPolicyServiceGrpc.FlowPolicyServiceBlockingStub.class);
     var agentAsync = stub(FlowPolicyServiceGrpc.FlowPolicyServiceStub.class);
@@ -139,7 +140,7 @@ class GrpcApiTest {
 
   @Test
   void anInvalidEventRejectsTheWholeBatchNamingTheField() throws Exception {
-    start(SchedulerConf.defaults());
+    start(TestServices.dev());
     var plugin = stub(ShuffleReportServiceGrpc.ShuffleReportServiceBlockingStub.class);
     long t0 = clock.nanos();
     ShuffleEvent bad = mapDone(t0, "jobX", -1, 0);
@@ -154,7 +155,7 @@ class GrpcApiTest {
 
   @Test
   void reportsAreLimitedInSizeAndRatePerHost() throws Exception {
-    start(SchedulerConf.fromMap(Map.of("reports.ratePerHost", "0.001",
+    start(TestServices.dev(Map.of("reports.ratePerHost", "0.001",
         "reports.burstPerHost", "2", "reports.maxEventsPerBatch", "3")));
     var plugin = stub(ShuffleReportServiceGrpc.ShuffleReportServiceBlockingStub.class);
     long t0 = clock.nanos();
@@ -177,7 +178,7 @@ class GrpcApiTest {
 
   @Test
   void oversizedMessagesAreRefused() throws Exception {
-    start(SchedulerConf.fromMap(Map.of("reports.maxMessageBytes", "2048")));
+    start(TestServices.dev(Map.of("reports.maxMessageBytes", "2048")));
     var plugin = stub(ShuffleReportServiceGrpc.ShuffleReportServiceBlockingStub.class);
     String hugeHost = "h".repeat(4096);
 
@@ -189,9 +190,11 @@ class GrpcApiTest {
 
   @Test
   void outcomesFromAgentsFeedTheDeadlineMetRatios() throws Exception {
-    start(SchedulerConf.defaults());
+    start(TestServices.dev());
     var agent = stub(FlowPolicyServiceGrpc.FlowPolicyServiceBlockingStub.class);
+    var plugin = stub(ShuffleReportServiceGrpc.ShuffleReportServiceBlockingStub.class);
     long t0 = clock.nanos();
+    plugin.report(report("node1", reduceStarted(t0, "jobB", 2)));
     FlowOutcome.Builder o = FlowOutcome.newBuilder().setJobId("jobB").setReduceId(0)
         .setSourceHost("m0").setDestinationHost("node1").setBytes(10 * MB)
         .setStartUnixNanos(t0).setDeadlineUnixNanos(t0 + 2 * 1_000_000_000L)
@@ -206,7 +209,7 @@ class GrpcApiTest {
 
   @Test
   void policyWritesNeedTheBearerTokenAndNameBadFields() throws Exception {
-    start(SchedulerConf.defaults());
+    start(TestServices.dev());
     var anonymous = stub(PolicyAdminServiceGrpc.PolicyAdminServiceBlockingStub.class);
     var admin = GrpcClients.builder(uri()).auth(AuthToken.ofOAuth2(server.token()))
         .build(PolicyAdminServiceGrpc.PolicyAdminServiceBlockingStub.class);
@@ -234,7 +237,7 @@ class GrpcApiTest {
   @SuppressWarnings("deprecation")
   @Test
   void healthCheckingAndReflectionAreOn() throws Exception {
-    start(SchedulerConf.defaults());
+    start(TestServices.dev());
     var health = stub(HealthGrpc.HealthBlockingStub.class);
     assertThat(health.check(HealthCheckRequest.getDefaultInstance()).getStatus())
         .isEqualTo(HealthCheckResponse.ServingStatus.SERVING);

@@ -157,7 +157,7 @@ class RestApiTest {
             new JobConf("default", "alice", "sort", JobPriority.NORMAL), 0),
         new JobEvent.MapCompleted(t0, "job_1", 0, 0, "m1", 1_000_000_000L, 10_000_000L, 1)));
     server.service().reportOutcomes("m1", List.of(new FlowOutcome("job_1", 0, "m1", "node1",
-        10_000_000L, t0, t0 + 2_000_000_000L, t0 + 1_000_000_000L, true, QuenchOutcome.NONE)));
+        10_000_000L, t0, t0 + 2_000_000_000L, t0 + 1_000_000_000L, true, QuenchOutcome.NONE, null)));
 
     JsonNode jobs = json(get("/api/v1/jobs"));
     assertThat(jobs.get("overall").get("deadlineMetRatio").asDouble()).isEqualTo(1.0);
@@ -183,7 +183,8 @@ class RestApiTest {
     List<String> paths = new ArrayList<>();
     doc.get("paths").fieldNames().forEachRemaining(paths::add);
     assertThat(paths).contains("/api/v1/policies", "/api/v1/policies/{name}", "/api/v1/jobs",
-        "/api/v1/jobs/{id}", "/api/v1/flows");
+        "/api/v1/jobs/{id}", "/api/v1/flows", "/api/v1/nodes", "/api/v1/nodes/{host}/token",
+        "/api/v1/nodes/{host}", "/api/v1/switches", "/api/v1/switches/{name}");
     assertThat(doc.get("paths").get("/api/v1/policies/{name}").get("put").get("security"))
         .isNotNull();
   }
@@ -220,5 +221,28 @@ class RestApiTest {
         .conf(SchedulerConf.fromMap(Map.of("auth.token", configured))).build().start();
     assertThat(send("PUT", "/api/v1/policies/gold", GOLD, configured).statusCode())
         .isEqualTo(200);
+  }
+
+  @Test
+  void switchSettingsAreReadOpenlyAndReplacedWithTheToken() throws Exception {
+    HttpResponse<String> def = get("/api/v1/switches/tor1");
+    assertThat(def.statusCode()).isEqualTo(200);
+    assertThat(json(def).get("ports").get(0).get("interface").asText()).isEqualTo("*");
+    assertThat(json(def).get("ports").get(0).get("redMinBytes").asLong()).isEqualTo(80_000);
+    String port = "{\"ports\":[{\"interface\":\"eth1\",\"rateBitsPerSecond\":1000000000,"
+        + "\"bufferBytes\":200000,\"mark\":\"red\",\"redMinBytes\":80000,"
+        + "\"redMaxBytes\":120000,\"redMaxP\":1.0,\"kBytes\":30000,"
+        + "\"dscpBand\":{\"34\":0,\"0\":1,\"8\":2}}]}";
+
+    assertThat(send("PUT", "/api/v1/switches/tor1", port, null).statusCode()).isEqualTo(401);
+    assertThat(write("PUT", "/api/v1/switches/tor1", port).statusCode()).isEqualTo(200);
+    HttpResponse<String> bad = write("PUT", "/api/v1/switches/tor1",
+        port.replace("\"redMaxP\":1.0", "\"redMaxP\":3"));
+    assertThat(bad.statusCode()).isEqualTo(400);
+    assertThat(json(bad).get("field").asText()).isEqualTo("ports[0].redMaxP");
+
+    assertThat(json(get("/api/v1/switches")).get("switches").get(0).asText()).isEqualTo("tor1");
+    assertThat(json(get("/api/v1/switches/tor1")).get("ports").get(0).get("rateBitsPerSecond")
+        .asLong()).isEqualTo(1_000_000_000L);
   }
 }

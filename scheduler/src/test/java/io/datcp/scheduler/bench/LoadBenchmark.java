@@ -71,6 +71,16 @@ public final class LoadBenchmark implements Callable<Integer> {
   @Option(names = "--seconds", defaultValue = "30", description = "Measured duration.")
   int seconds;
 
+  @Option(names = "--connections", defaultValue = "16",
+      description = "HTTP/2 connections the simulated hosts share (real agents have one each);"
+          + " host h and worker w use connection h, w mod this. Default: ${DEFAULT-VALUE}.")
+  int connections;
+
+  @Option(names = "--server-pid", defaultValue = "0",
+      description = "Process id of the scheduler (same machine): prints its CPU time per request,"
+          + " which depends far less on other load on the machine than latency does.")
+  long serverPid;
+
   /** Latency samples of one operation kind, nanoseconds; a fixed array so recording is cheap. */
   private static final class Samples {
     private final long[] nanos = new long[4_000_000];
@@ -106,21 +116,22 @@ public final class LoadBenchmark implements Callable<Integer> {
   private final AtomicLong updates = new AtomicLong();
   private final AtomicLong errors = new AtomicLong();
 
-  private ShuffleReportServiceGrpc.ShuffleReportServiceBlockingStub plugin;
-  private FlowPolicyServiceGrpc.FlowPolicyServiceBlockingStub agent;
+  private final ThreadLocal<ShuffleReportServiceGrpc.ShuffleReportServiceBlockingStub> plugin =
+      new ThreadLocal<>();
+  private final ThreadLocal<FlowPolicyServiceGrpc.FlowPolicyServiceBlockingStub> agent =
+      new ThreadLocal<>();
 
   @Override
   public Integer call() throws Exception {
-    ClientFactory factory = ClientFactory.builder().build();
     String uri = "http://" + target;
-    plugin = GrpcClients.builder(uri).factory(factory).responseTimeout(Duration.ofSeconds(30))
-        .build(ShuffleReportServiceGrpc.ShuffleReportServiceBlockingStub.class);
-    agent = GrpcClients.builder(uri).factory(factory).responseTimeout(Duration.ofSeconds(30))
-        .build(FlowPolicyServiceGrpc.FlowPolicyServiceBlockingStub.class);
-    FlowPolicyServiceGrpc.FlowPolicyServiceStub watcher = GrpcClients.builder(uri)
-        .factory(factory).responseTimeout(Duration.ZERO)
-        .build(FlowPolicyServiceGrpc.FlowPolicyServiceStub.class);
+    List<ClientFactory> factories = new ArrayList<>();
+    for (int c = 0; c < connections; c++) {
+      factories.add(ClientFactory.builder().build());
+    }
     for (int h = 0; h < hosts; h++) {
+      FlowPolicyServiceGrpc.FlowPolicyServiceStub watcher = GrpcClients.builder(uri)
+          .factory(factories.get(h % connections)).responseTimeout(Duration.ZERO)
+          .build(FlowPolicyServiceGrpc.FlowPolicyServiceStub.class);
       watcher.watchPolicies(WatchRequest.newBuilder().setAgentHost(host(h)).build(),
           new StreamObserver<PolicyUpdate>() {
             @Override
@@ -138,7 +149,14 @@ public final class LoadBenchmark implements Callable<Integer> {
     ExecutorService pool = Executors.newFixedThreadPool(workers);
     for (int w = 0; w < workers; w++) {
       int worker = w;
+      ClientFactory factory = factories.get(w % connections);
       pool.submit(() -> {
+        plugin.set(GrpcClients.builder(uri).factory(factory)
+            .responseTimeout(Duration.ofSeconds(30))
+            .build(ShuffleReportServiceGrpc.ShuffleReportServiceBlockingStub.class));
+        agent.set(GrpcClients.builder(uri).factory(factory)
+            .responseTimeout(Duration.ofSeconds(30))
+            .build(FlowPolicyServiceGrpc.FlowPolicyServiceBlockingStub.class));
         for (long job = 0; running.get(); job++) {
           try {
             playJob("job_" + worker + "_" + job);
@@ -149,16 +167,18 @@ public final class LoadBenchmark implements Callable<Integer> {
       });
     }
     System.out.printf(Locale.ROOT, "load benchmark: %d hosts (plugin + agent + update stream each),"
-        + " %d workers, jobs of %d maps x %d reduces, target %s%n", hosts, workers, maps,
-        reduces, target);
+        + " %d workers, jobs of %d maps x %d reduces, %d connections, target %s%n", hosts,
+        workers, maps, reduces, connections, target);
     TimeUnit.SECONDS.sleep(warmupSeconds);
     long updatesBefore = updates.get();
     long eventsBefore = events.get();
+    long cpuBefore = serverCpuTicks();
     measuring.set(true);
     long start = System.nanoTime();
     TimeUnit.SECONDS.sleep(seconds);
     measuring.set(false);
     double secs = (System.nanoTime() - start) / 1e9;
+    long cpuTicks = serverCpuTicks() - cpuBefore;
     running.set(false);
     pool.shutdown();
     pool.awaitTermination(60, TimeUnit.SECONDS);
@@ -170,8 +190,27 @@ public final class LoadBenchmark implements Callable<Integer> {
     System.out.printf(Locale.ROOT, "updates pushed   %10.0f /s%n",
         (updates.get() - updatesBefore) / secs);
     System.out.println("errors           " + errors.get());
-    factory.closeAsync();
+    if (serverPid > 0) {
+      long requests = reports.count.get() + outcomeReports.count.get() + lookups.count.get();
+      // /proc/PID/stat counts CPU in clock ticks of 10 ms (USER_HZ 100).
+      double cpuMs = cpuTicks * 10.0;
+      System.out.printf(Locale.ROOT, "server CPU       %10.1f ms per 1000 requests (%.1f%% of"
+          + " one core over %.0f s)%n", requests == 0 ? 0 : cpuMs * 1000 / requests,
+          cpuMs / 10 / secs, secs);
+    }
+    factories.forEach(ClientFactory::closeAsync);
     return 0;
+  }
+
+  /** utime + stime of the server process, clock ticks; 0 without --server-pid. */
+  private long serverCpuTicks() throws java.io.IOException {
+    if (serverPid <= 0) {
+      return 0;
+    }
+    String stat = java.nio.file.Files.readString(java.nio.file.Path.of("/proc/" + serverPid
+        + "/stat"));
+    String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+    return Long.parseLong(f[11]) + Long.parseLong(f[12]);
   }
 
   private void playJob(String job) {
@@ -206,7 +245,7 @@ public final class LoadBenchmark implements Callable<Integer> {
         FlowOutcomes.Builder outcomes = FlowOutcomes.newBuilder().setAgentHost(mapHosts[m - first]);
         for (int r = 0; r < reduces; r++) {
           long t = System.nanoTime();
-          var p = agent.lookupPolicy(PolicyLookup.newBuilder().setAgentHost(mapHosts[m - first])
+          var p = agent.get().lookupPolicy(PolicyLookup.newBuilder().setAgentHost(mapHosts[m - first])
               .setJobId(job).setReduceId(r).setBytes(10 * MB).addMapIds(m).build());
           record(lookups, t);
           outcomes.addOutcomes(FlowOutcome.newBuilder().setJobId(job).setReduceId(r)
@@ -222,7 +261,7 @@ public final class LoadBenchmark implements Callable<Integer> {
               .setBytes(10 * MB).setDurationNanos(1_000_000_000L)).build());
         }
         long t = System.nanoTime();
-        agent.reportOutcomes(outcomes.build());
+        agent.get().reportOutcomes(outcomes.build());
         record(outcomeReports, t);
       }
     }
@@ -236,7 +275,7 @@ public final class LoadBenchmark implements Callable<Integer> {
 
   private void report(String host, ShuffleEvent... batch) {
     long t = System.nanoTime();
-    plugin.report(ShuffleReport.newBuilder().setReporterHost(host)
+    plugin.get().report(ShuffleReport.newBuilder().setReporterHost(host)
         .addAllEvents(Arrays.asList(batch)).build());
     record(reports, t);
     events.addAndGet(batch.length);

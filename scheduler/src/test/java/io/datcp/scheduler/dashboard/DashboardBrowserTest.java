@@ -87,13 +87,13 @@ class DashboardBrowserTest {
         new JobEvent.JobFinished(t0 + 3 * S, "job_B", true)));
     s.reportOutcomes("m3", List.of(
         new FlowOutcome("job_B", 0, "m3", "node1", 10 * MB, t0, t0 + 2 * S, t0 + 19 * S / 10,
-            true, QuenchOutcome.NONE),
+            true, QuenchOutcome.NONE, null),
         new FlowOutcome("job_B", 0, "m4", "node1", 10 * MB, t0, t0 + 2 * S, t0 + 2 * S - 1,
-            true, QuenchOutcome.NONE),
+            true, QuenchOutcome.NONE, null),
         new FlowOutcome("job_A", 0, "m1", "node1", 10 * MB, t0, t0 + 5 * S, t0 + 4 * S,
-            true, QuenchOutcome.NONE),
+            true, QuenchOutcome.NONE, null),
         new FlowOutcome("job_A", 0, "m2", "node1", 10 * MB, t0, t0 + 5 * S, t0 + 6 * S,
-            false, QuenchOutcome.SUSPENDED)));
+            false, QuenchOutcome.SUSPENDED, null)));
   }
 
   @Test

@@ -6,51 +6,77 @@ import io.datcp.proto.v1.FlowPolicyServiceGrpc;
 import io.datcp.proto.v1.PolicyLookup;
 import io.datcp.proto.v1.PolicyUpdate;
 import io.datcp.proto.v1.ReportAck;
+import io.datcp.proto.v1.SwitchConfig;
+import io.datcp.proto.v1.SwitchConfigRequest;
 import io.datcp.proto.v1.WatchRequest;
 import io.datcp.scheduler.InvalidFieldException;
 import io.datcp.scheduler.SchedulerService;
+import io.datcp.scheduler.auth.NotPermittedException;
 import io.datcp.scheduler.flows.FlowOutcome;
 import io.grpc.Status;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicReference;
 
-/** gRPC adapter for the per-host agents: lookups, the update stream, flow outcomes. */
+/**
+ * gRPC adapter for the per-host agents: lookups, the update stream, flow outcomes and the
+ * switch configuration stream. The node credential (checked first) names the agent's host.
+ */
 public final class FlowPolicyGrpcService extends FlowPolicyServiceGrpc.FlowPolicyServiceImplBase {
   private final SchedulerService scheduler;
+  private final int maxQueuedUpdates;
 
-  public FlowPolicyGrpcService(SchedulerService scheduler) {
+  /** @param maxQueuedUpdates updates one slow stream may queue before it is closed */
+  public FlowPolicyGrpcService(SchedulerService scheduler, int maxQueuedUpdates) {
     this.scheduler = scheduler;
+    this.maxQueuedUpdates = maxQueuedUpdates;
   }
 
   @Override
   public void lookupPolicy(PolicyLookup request, StreamObserver<FlowPolicy> out) {
-    GrpcCalls.unary(out, () -> ProtoMapping.policy(scheduler.lookup(request.getAgentHost(),
-        request.getJobId(), request.getReduceId(), request.getBytes())));
+    GrpcCalls.unary(out, () -> ProtoMapping.policy(scheduler.lookup(
+        GrpcCalls.caller(request.getAgentHost(), "agentHost").host(), request.getJobId(),
+        request.getReduceId(), request.getBytes(), request.hasFlow()
+            ? ProtoMapping.flow(request.getFlow(), request.getJobId(), request.getReduceId())
+            : null)));
   }
 
   @Override
   public void watchPolicies(WatchRequest request, StreamObserver<PolicyUpdate> out) {
-    ServerCallStreamObserver<PolicyUpdate> stream = (ServerCallStreamObserver<PolicyUpdate>) out;
-    Runnable stop;
+    ServerCallStreamObserver<PolicyUpdate> call = (ServerCallStreamObserver<PolicyUpdate>) out;
+    AtomicReference<Runnable> stop = new AtomicReference<>(() -> {});
+    BoundedStream<PolicyUpdate> stream = new BoundedStream<>(call, maxQueuedUpdates, false,
+        () -> {
+          stop.get().run();
+          scheduler.slowWatcherClosed();
+        });
     try {
-      stop = scheduler.watch(request.getAgentHost(), u -> {
+      String host = GrpcCalls.caller(request.getAgentHost(), "agentHost").host();
+      stop.set(scheduler.watch(host, request.getResync(), u -> {
         PolicyUpdate.Builder b = PolicyUpdate.newBuilder()
             .setTimeUnixNanos(u.timeUnixNanos())
             .setJobFinished(u.jobFinished())
-            .setPolicy(ProtoMapping.policy(u.policy()));
-        synchronized (stream) {
-          if (!stream.isCancelled()) {
-            stream.onNext(b.build());
-          }
+            .setSnapshotEnd(u.snapshotEnd());
+        if (u.policy() != null) {
+          b.setPolicy(ProtoMapping.policy(u.policy()));
         }
-      });
+        stream.send(b.build());
+      }));
+      if (stream.closed()) {
+        // Overflowed while the snapshot was queued, before the handle existed.
+        stop.get().run();
+        return;
+      }
     } catch (InvalidFieldException e) {
       out.onError(Status.INVALID_ARGUMENT.withDescription(e.getMessage()).asRuntimeException());
       return;
+    } catch (NotPermittedException e) {
+      out.onError(Status.PERMISSION_DENIED.withDescription(e.getMessage()).asRuntimeException());
+      return;
     }
-    stream.setOnCancelHandler(stop);
+    call.setOnCancelHandler(() -> stop.get().run());
   }
 
   @Override
@@ -58,8 +84,27 @@ public final class FlowPolicyGrpcService extends FlowPolicyServiceGrpc.FlowPolic
     GrpcCalls.unary(out, () -> {
       List<FlowOutcome> outcomes = new ArrayList<>(request.getOutcomesCount());
       request.getOutcomesList().forEach(o -> outcomes.add(ProtoMapping.outcome(o)));
-      int n = scheduler.reportOutcomes(request.getAgentHost(), outcomes);
-      return ReportAck.newBuilder().setAccepted(n).build();
+      SchedulerService.Ack ack = scheduler.reportOutcomes(
+          GrpcCalls.caller(request.getAgentHost(), "agentHost"), request.getReporterId(),
+          request.getBatchId(), outcomes);
+      return ReportAck.newBuilder().setAccepted(ack.accepted()).setDuplicate(ack.duplicate())
+          .build();
     });
+  }
+
+  @Override
+  public void watchSwitchConfig(SwitchConfigRequest request, StreamObserver<SwitchConfig> out) {
+    ServerCallStreamObserver<SwitchConfig> call = (ServerCallStreamObserver<SwitchConfig>) out;
+    // Each message is the whole configuration, so a slow reader only needs the newest.
+    BoundedStream<SwitchConfig> stream = new BoundedStream<>(call, 1, true, () -> {});
+    Runnable stop;
+    try {
+      stop = scheduler.watchSwitch(request.getSwitchName(),
+          c -> stream.send(ProtoMapping.switchConfig(c)));
+    } catch (InvalidFieldException e) {
+      out.onError(Status.INVALID_ARGUMENT.withDescription(e.getMessage()).asRuntimeException());
+      return;
+    }
+    call.setOnCancelHandler(stop);
   }
 }

@@ -1,6 +1,9 @@
 package io.datcp.scheduler.api.grpc;
 
 import io.datcp.scheduler.InvalidFieldException;
+import io.datcp.scheduler.SchedulerService;
+import io.datcp.scheduler.auth.NodeAuthInterceptor;
+import io.datcp.scheduler.auth.NotPermittedException;
 import io.datcp.scheduler.limits.RateLimitedException;
 import io.grpc.Status;
 import io.grpc.stub.StreamObserver;
@@ -10,12 +13,31 @@ import java.util.function.Supplier;
 final class GrpcCalls {
   private GrpcCalls() {}
 
+  /**
+   * The caller of a reporter's or agent's call: the host of its node credential, which a host
+   * the message names must equal; without a credential (development) the message's host.
+   */
+  static SchedulerService.Caller caller(String messageHost, String field) {
+    String host = NodeAuthInterceptor.HOST.get();
+    if (host == null) {
+      return new SchedulerService.Caller(messageHost, false);
+    }
+    if (!messageHost.isEmpty() && !messageHost.equals(host)) {
+      throw new NotPermittedException(field + ": '" + messageHost
+          + "' is not the host of the node credential ('" + host + "')");
+    }
+    return new SchedulerService.Caller(host, true);
+  }
+
   static <T> void unary(StreamObserver<T> out, Supplier<T> call) {
     T result;
     try {
       result = call.get();
     } catch (InvalidFieldException e) {
       out.onError(Status.INVALID_ARGUMENT.withDescription(e.getMessage()).asRuntimeException());
+      return;
+    } catch (NotPermittedException e) {
+      out.onError(Status.PERMISSION_DENIED.withDescription(e.getMessage()).asRuntimeException());
       return;
     } catch (RateLimitedException e) {
       out.onError(Status.RESOURCE_EXHAUSTED.withDescription(e.getMessage()).asRuntimeException());

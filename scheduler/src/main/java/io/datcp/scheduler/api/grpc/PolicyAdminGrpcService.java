@@ -8,6 +8,8 @@ import io.datcp.proto.v1.ListPoliciesRequest;
 import io.datcp.proto.v1.PolicyAdminServiceGrpc;
 import io.datcp.proto.v1.PolicyRule;
 import io.datcp.proto.v1.PolicyRules;
+import io.datcp.proto.v1.SwitchConfig;
+import io.datcp.proto.v1.SwitchConfigRequest;
 import io.datcp.scheduler.SchedulerService;
 import io.grpc.Status;
 import io.grpc.stub.StreamObserver;
@@ -25,7 +27,8 @@ public final class PolicyAdminGrpcService
   public static final List<String> WRITE_METHODS = List.of(
       PolicyAdminServiceGrpc.getPutPolicyMethod().getFullMethodName(),
       PolicyAdminServiceGrpc.getReplacePoliciesMethod().getFullMethodName(),
-      PolicyAdminServiceGrpc.getDeletePolicyMethod().getFullMethodName());
+      PolicyAdminServiceGrpc.getDeletePolicyMethod().getFullMethodName(),
+      PolicyAdminServiceGrpc.getPutSwitchConfigMethod().getFullMethodName());
 
   private final SchedulerService scheduler;
 
@@ -65,6 +68,18 @@ public final class PolicyAdminGrpcService
   public void deletePolicy(DeletePolicyRequest request, StreamObserver<DeletePolicyResponse> out) {
     GrpcCalls.unary(out, () -> DeletePolicyResponse.newBuilder()
         .setDeleted(scheduler.deletePolicy(request.getName())).build());
+  }
+
+  @Override
+  public void getSwitchConfig(SwitchConfigRequest request, StreamObserver<SwitchConfig> out) {
+    GrpcCalls.unary(out, () -> ProtoMapping.switchConfig(
+        scheduler.switchConfig(request.getSwitchName())));
+  }
+
+  @Override
+  public void putSwitchConfig(SwitchConfig request, StreamObserver<SwitchConfig> out) {
+    GrpcCalls.unary(out, () -> ProtoMapping.switchConfig(scheduler.putSwitchConfig(
+        request.getSwitchName(), ProtoMapping.ports(request))));
   }
 
   private static PolicyRules rules(List<io.datcp.scheduler.policy.PolicyRule> rules) {

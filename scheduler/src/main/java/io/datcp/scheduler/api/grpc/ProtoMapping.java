@@ -2,6 +2,7 @@ package io.datcp.scheduler.api.grpc;
 
 import io.datcp.proto.v1.ShuffleEvent;
 import io.datcp.scheduler.InvalidFieldException;
+import io.datcp.scheduler.flows.FlowKey;
 import io.datcp.scheduler.flows.FlowOutcome;
 import io.datcp.scheduler.flows.FlowPolicy;
 import io.datcp.scheduler.flows.QuenchOutcome;
@@ -11,6 +12,9 @@ import io.datcp.scheduler.jobs.JobPriority;
 import io.datcp.scheduler.policy.FlowMode;
 import io.datcp.scheduler.policy.PolicyRule;
 import io.datcp.scheduler.policy.QuenchMode;
+import io.datcp.scheduler.switches.MarkMode;
+import io.datcp.scheduler.switches.SwitchBook;
+import io.datcp.scheduler.switches.SwitchPort;
 import java.util.List;
 
 /** Translation between datcp.v1 messages and the domain types; nothing else. */
@@ -49,6 +53,15 @@ final class ProtoMapping {
       case JOB_FINISHED: {
         var j = e.getJobFinished();
         return new JobEvent.JobFinished(t, j.getJobId(), j.getSucceeded());
+      }
+      case MAP_OUTPUT_INDEXED: {
+        var m = e.getMapOutputIndexed();
+        return new JobEvent.MapOutputIndexed(t, m.getJobId(), m.getMapId(), m.getHost(),
+            List.copyOf(m.getPartitionBytesList()));
+      }
+      case CONTAINERS_RUNNING: {
+        var c = e.getContainersRunning();
+        return new JobEvent.ContainersRunning(t, c.getJobId(), c.getHost(), c.getRunning());
       }
       default:
         throw new InvalidFieldException("events[" + index + "].event", "is not set");
@@ -111,11 +124,71 @@ final class ProtoMapping {
     }
     return new FlowOutcome(o.getJobId(), o.getReduceId(), o.getSourceHost(),
         o.getDestinationHost(), o.getBytes(), o.getStartUnixNanos(), o.getDeadlineUnixNanos(),
-        o.getFinishUnixNanos(), o.getMet(), q);
+        o.getFinishUnixNanos(), o.getMet(), q, o.hasFlow() ? flow(o.getFlow()) : null);
+  }
+
+  /** A flow key; its job and reduce default to the enclosing message's when left empty. */
+  static FlowKey flow(io.datcp.proto.v1.FlowKey k, String jobId, int reduceId) {
+    return new FlowKey(k.getJobId().isEmpty() ? jobId : k.getJobId(),
+        k.getJobId().isEmpty() ? reduceId : k.getReduceId(), k.getSourceHost(),
+        List.copyOf(k.getMapIdsList()), k.getSourceAddress(), k.getSourcePort(),
+        k.getDestinationAddress(), k.getDestinationPort(), k.getEpoch() & 0xffffffffL);
+  }
+
+  static FlowKey flow(io.datcp.proto.v1.FlowKey k) {
+    return flow(k, k.getJobId(), k.getReduceId());
+  }
+
+  static io.datcp.proto.v1.FlowKey flow(FlowKey k) {
+    return io.datcp.proto.v1.FlowKey.newBuilder()
+        .setJobId(k.jobId())
+        .setReduceId(k.reduceId())
+        .setSourceHost(k.sourceHost())
+        .addAllMapIds(k.mapIds())
+        .setSourceAddress(k.sourceAddress())
+        .setSourcePort(k.sourcePort())
+        .setDestinationAddress(k.destinationAddress())
+        .setDestinationPort(k.destinationPort())
+        .setEpoch((int) k.epoch())
+        .build();
+  }
+
+  static io.datcp.proto.v1.SwitchConfig switchConfig(SwitchBook.SwitchConfig c) {
+    io.datcp.proto.v1.SwitchConfig.Builder b = io.datcp.proto.v1.SwitchConfig.newBuilder()
+        .setSwitchName(c.name()).setTimeUnixNanos(c.timeUnixNanos());
+    for (SwitchPort p : c.ports()) {
+      b.addPorts(io.datcp.proto.v1.SwitchPort.newBuilder()
+          .setInterface(p.iface())
+          .setRateBitsPerSecond(p.rateBitsPerSecond())
+          .setBufferBytes(p.bufferBytes())
+          .setMark(io.datcp.proto.v1.MarkMode.valueOf("MARK_MODE_" + p.mark().name()))
+          .setRedMinBytes(p.redMinBytes())
+          .setRedMaxBytes(p.redMaxBytes())
+          .setRedMaxP(p.redMaxP())
+          .setKBytes(p.kBytes())
+          .putAllDscpBand(p.dscpBand()));
+    }
+    return b.build();
+  }
+
+  static List<SwitchPort> ports(io.datcp.proto.v1.SwitchConfig c) {
+    return c.getPortsList().stream().map(p -> new SwitchPort(p.getInterface(),
+        p.getRateBitsPerSecond(), p.getBufferBytes(), mark(p.getMark()), p.getRedMinBytes(),
+        p.getRedMaxBytes(), p.getRedMaxP(), p.getKBytes(), p.getDscpBandMap())).toList();
+  }
+
+  private static MarkMode mark(io.datcp.proto.v1.MarkMode m) {
+    switch (m) {
+      case MARK_MODE_NONE: return MarkMode.NONE;
+      case MARK_MODE_RED: return MarkMode.RED;
+      case MARK_MODE_STEP: return MarkMode.STEP;
+      case MARK_MODE_PFDCT: return MarkMode.PFDCT;
+      default: return null;
+    }
   }
 
   static io.datcp.proto.v1.FlowPolicy policy(FlowPolicy p) {
-    return io.datcp.proto.v1.FlowPolicy.newBuilder()
+    io.datcp.proto.v1.FlowPolicy.Builder b = io.datcp.proto.v1.FlowPolicy.newBuilder()
         .setJobId(p.jobId())
         .setReduceId(p.reduceId())
         .setDeadlineUnixNanos(p.deadlineUnixNanos())
@@ -126,8 +199,11 @@ final class ProtoMapping {
         .setMode(mode(p.mode()))
         .setQuenchMode(quench(p.quenchMode()))
         .setReason(p.reason())
-        .setRule(p.rule())
-        .build();
+        .setRule(p.rule());
+    if (p.flow() != null) {
+      b.setFlow(flow(p.flow()));
+    }
+    return b.build();
   }
 
   /**

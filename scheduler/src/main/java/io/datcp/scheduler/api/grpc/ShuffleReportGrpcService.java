@@ -9,7 +9,7 @@ import io.grpc.stub.StreamObserver;
 import java.util.ArrayList;
 import java.util.List;
 
-/** gRPC adapter for the reduce-side plugin's reports. */
+/** gRPC adapter for the plugins' and map-side reports (node credentials checked first). */
 public final class ShuffleReportGrpcService
     extends ShuffleReportServiceGrpc.ShuffleReportServiceImplBase {
   private final SchedulerService scheduler;
@@ -25,8 +25,11 @@ public final class ShuffleReportGrpcService
       for (int i = 0; i < request.getEventsCount(); i++) {
         events.add(ProtoMapping.event(request.getEvents(i), i));
       }
-      int n = scheduler.report(request.getReporterHost(), events);
-      return ReportAck.newBuilder().setAccepted(n).build();
+      SchedulerService.Ack ack = scheduler.report(
+          GrpcCalls.caller(request.getReporterHost(), "reporterHost"),
+          request.getReporterId(), request.getBatchId(), events);
+      return ReportAck.newBuilder().setAccepted(ack.accepted()).setDuplicate(ack.duplicate())
+          .build();
     });
   }
 }

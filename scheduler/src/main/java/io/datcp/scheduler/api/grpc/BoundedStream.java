@@ -1,0 +1,71 @@
+package io.datcp.scheduler.api.grpc;
+
+import io.grpc.Status;
+import io.grpc.stub.ServerCallStreamObserver;
+import java.util.ArrayDeque;
+
+/**
+ * A server stream that respects the client's flow control: messages go out only while the
+ * transport is ready ({@link ServerCallStreamObserver#isReady}), the rest wait in a queue of at
+ * most {@code max} messages, sent on the next onReady. A full queue either closes the stream
+ * with RESOURCE_EXHAUSTED (the client reconnects and resyncs) or, for streams whose every
+ * message replaces the previous one whole, keeps only the newest.
+ */
+final class BoundedStream<T> {
+  private final ServerCallStreamObserver<T> out;
+  private final ArrayDeque<T> queue = new ArrayDeque<>();
+  private final int max;
+  private final boolean keepNewest;
+  private final Runnable onOverflow;
+  private boolean closed;
+
+  /**
+   * @param keepNewest on a full queue drop the queued messages instead of closing the stream
+   * @param onOverflow run once when the stream is closed for being too slow
+   */
+  BoundedStream(ServerCallStreamObserver<T> out, int max, boolean keepNewest,
+      Runnable onOverflow) {
+    this.out = out;
+    this.max = max;
+    this.keepNewest = keepNewest;
+    this.onOverflow = onOverflow;
+    out.setOnReadyHandler(this::drain);
+  }
+
+  /** Queues one message and sends what the transport takes now; never blocks. */
+  synchronized void send(T message) {
+    if (closed || out.isCancelled()) {
+      return;
+    }
+    if (queue.size() >= max) {
+      if (keepNewest) {
+        queue.clear();
+      } else {
+        closed = true;
+        queue.clear();
+        out.onError(Status.RESOURCE_EXHAUSTED.withDescription("update stream fell " + max
+            + " messages behind: reconnect with resync").asRuntimeException());
+        onOverflow.run();
+        return;
+      }
+    }
+    queue.add(message);
+    drain();
+  }
+
+  /** Whether the stream was closed for being too slow. */
+  synchronized boolean closed() {
+    return closed;
+  }
+
+  /** Messages waiting for the transport. */
+  synchronized int queued() {
+    return queue.size();
+  }
+
+  private synchronized void drain() {
+    while (!closed && !queue.isEmpty() && out.isReady() && !out.isCancelled()) {
+      out.onNext(queue.poll());
+    }
+  }
+}

@@ -1,0 +1,47 @@
+package io.datcp.scheduler.jobs;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.HashSet;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** The per-host index of shuffling jobs (issue 9 item 7). */
+class JobRegistryTest {
+  private static final long T = 1_700_000_000_000_000_000L;
+  private static final JobConf CONF = new JobConf("q", "u", "n", JobPriority.NORMAL);
+
+  @Test
+  void aJobWithTwoReducesOnOneHostIsIndexedOnceAndLeavesWhenItFinishes() {
+    JobRegistry r = new JobRegistry(10, true);
+    r.apply(new JobEvent.ReduceStarted(T, "j", 0, "node1", 2, 2, CONF, 0), new HashSet<>(), T);
+    r.apply(new JobEvent.ReduceStarted(T, "j", 1, "node1", 2, 2, CONF, 0), new HashSet<>(), T);
+
+    assertThat(r.shufflingOn("node1")).hasSize(1);
+
+    r.apply(new JobEvent.JobFinished(T + 1, "j", true), new HashSet<>(), T + 1);
+    assertThat(r.shufflingOn("node1")).isEmpty();
+  }
+
+  @Test
+  void theJobStaysIndexedUntilItsLastReduceOnTheHostFinishesItsShuffle() {
+    JobRegistry r = new JobRegistry(10, true);
+    r.apply(new JobEvent.ReduceStarted(T, "j", 0, "node1", 2, 2, CONF, 0), new HashSet<>(), T);
+    r.apply(new JobEvent.ReduceStarted(T, "j", 1, "node1", 2, 2, CONF, 0), new HashSet<>(), T);
+
+    r.apply(new JobEvent.ShuffleFinished(T, "j", 0), new HashSet<>(), T);
+    assertThat(r.shufflingOn("node1")).hasSize(1);
+    r.apply(new JobEvent.ShuffleFinished(T, "j", 1), new HashSet<>(), T);
+    assertThat(r.shufflingOn("node1")).isEmpty();
+  }
+
+  @Test
+  void mapOutputsIndexedBeforeAnyReduceStartedAreKeptForTheJob() {
+    JobRegistry r = new JobRegistry(10, true);
+    r.apply(new JobEvent.MapOutputIndexed(T, "j", 0, "m0", List.of(7L, 9L)), new HashSet<>(), T);
+    Job job = r.apply(new JobEvent.ReduceStarted(T, "j", 1, "node1", 2, 2, CONF, 0),
+        new HashSet<>(), T);
+
+    assertThat(job.remainingBytes(job.reduce(1))).isEqualTo(9L);
+  }
+}
