@@ -1,0 +1,244 @@
+package io.datcp.shuffle;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.datcp.proto.v1.FlowAction;
+import io.datcp.proto.v1.FlowEnd;
+import io.datcp.proto.v1.FlowEndReason;
+import io.datcp.proto.v1.MapOutputIndexed;
+import io.datcp.proto.v1.ShuffleEvent;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.stream.Stream;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.io.DataOutputBuffer;
+import org.apache.hadoop.mapreduce.Job;
+import org.apache.hadoop.mapreduce.JobID;
+import org.apache.hadoop.mapreduce.TaskAttemptID;
+import org.apache.hadoop.mapreduce.TaskCounter;
+import org.apache.hadoop.mapreduce.TaskType;
+import org.apache.hadoop.mapreduce.task.reduce.ShuffleHeader;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.TestMethodOrder;
+
+/**
+ * Real MapReduce jobs on a MiniMRYarnCluster whose NodeManager runs DatcpShuffleHandler, with a
+ * fake agent on a Unix socket. One cluster for the class (it costs most of the time).
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+class ShuffleOnMiniYarnTest {
+  private static final int MAPS = 3;
+  private static final int REDUCES = 2;
+  // 100 records of 1000 bytes per partition: partLength and rawLength both lie in
+  // [2^16, 2^24), so each takes the same 4 bytes as a VLong in the ShuffleHeader.
+  private static final int RECORDS = 100;
+  private static final int VALUE_BYTES = 1000;
+
+  private Path dir;
+  private FakeAgent agent;
+  private DatcpMiniCluster cluster;
+  private int jobs;
+
+  @BeforeAll
+  void start() throws Exception {
+    dir = Files.createTempDirectory("datcp-plugin-it");
+    agent = new FakeAgent(dir);
+    // Generous registration wait so orders given before the reply take effect before byte one.
+    cluster = new DatcpMiniCluster("datcp-shuffle-it", agent.socket, 2000);
+    await().atMost(Duration.ofSeconds(30)).until(() -> agent.subscribers() > 0);
+  }
+
+  @AfterAll
+  void stop() throws Exception {
+    if (cluster != null) {
+      cluster.close();
+    }
+    if (agent != null) {
+      agent.close();
+    }
+  }
+
+  @BeforeEach
+  void clear() {
+    if (agent != null) {
+      agent.reset();
+    }
+  }
+
+  private record Run(Job job, List<String> output) { }
+
+  private Run runGenerator() throws Exception {
+    Configuration conf = cluster.jobConf();
+    org.apache.hadoop.fs.Path out =
+        new org.apache.hadoop.fs.Path(dir.resolve("out-" + (jobs++)).toUri());
+    Job job = GeneratorJob.create(conf, MAPS, REDUCES, RECORDS, VALUE_BYTES, out);
+    assertThat(job.waitForCompletion(false)).as("job succeeded").isTrue();
+    List<String> lines = new ArrayList<>();
+    try (Stream<Path> parts = Files.list(Path.of(out.toUri()))) {
+      for (Path p : parts.filter(p -> p.getFileName().toString().startsWith("part-")).toList()) {
+        lines.addAll(Files.readAllLines(p));
+      }
+    }
+    lines.sort(null);
+    return new Run(job, lines);
+  }
+
+  private static List<String> expected() {
+    return GeneratorJob.expectedOutput(MAPS, REDUCES, RECORDS, VALUE_BYTES);
+  }
+
+  private static long shuffleBytes(Job job) throws IOException, InterruptedException {
+    return job.getCounters().findCounter(TaskCounter.REDUCE_SHUFFLE_BYTES).getValue();
+  }
+
+  /** partLength per map and reduce, from the MapOutputIndexed events the service forwarded. */
+  private Map<Integer, List<Long>> partitionBytes(String jobId) {
+    await().atMost(Duration.ofSeconds(10)).until(() -> agent.events(
+        ShuffleEvent.EventCase.MAP_OUTPUT_INDEXED).size() >= MAPS);
+    Map<Integer, List<Long>> parts = new HashMap<>();
+    for (ShuffleEvent e : agent.events(ShuffleEvent.EventCase.MAP_OUTPUT_INDEXED)) {
+      MapOutputIndexed m = e.getMapOutputIndexed();
+      assertThat(m.getJobId()).isEqualTo(jobId);
+      assertThat(parts.put(m.getMapId(), m.getPartitionBytesList())).as("once per map").isNull();
+    }
+    assertThat(parts.keySet()).hasSize(MAPS);
+    return parts;
+  }
+
+  private static long headerBytes(String jobId, int map, int reduce, long partLength)
+      throws IOException {
+    String attempt = new TaskAttemptID(
+        new org.apache.hadoop.mapreduce.TaskID(JobID.forName(jobId), TaskType.MAP, map), 0)
+        .toString();
+    DataOutputBuffer out = new DataOutputBuffer();
+    new ShuffleHeader(attempt, partLength, partLength, reduce).write(out);
+    return out.getLength();
+  }
+
+  @Test
+  @Order(1)
+  void registersEveryFetchWithItsExactBytesAndTheOutputIsUnchanged() throws Exception {
+    Run run = runGenerator();
+    String jobId = run.job().getJobID().toString();
+    assertThat(run.output()).isEqualTo(expected());
+
+    Map<Integer, List<Long>> parts = partitionBytes(jobId);
+    long indexed = 0;
+    for (List<Long> p : parts.values()) {
+      assertThat(p).hasSize(REDUCES);
+      indexed += p.stream().mapToLong(Long::longValue).sum();
+    }
+    assertThat(indexed).as("index partLengths = REDUCE_SHUFFLE_BYTES")
+        .isEqualTo(shuffleBytes(run.job()));
+
+    Set<String> fetched = new HashSet<>();
+    long partBytesRegistered = 0;
+    for (FakeAgent.Flow f : agent.flows) {
+      var reg = f.registration();
+      assertThat(reg.getJobId()).isEqualTo(jobId);
+      long expectedBytes = 0;
+      for (int map : reg.getMapIdsList()) {
+        assertThat(fetched.add(reg.getReduceId() + "/" + map)).as("fetched once").isTrue();
+        long part = parts.get(map).get(reg.getReduceId());
+        partBytesRegistered += part;
+        expectedBytes += part + headerBytes(jobId, map, reg.getReduceId(), part);
+      }
+      assertThat(reg.getBytes()).as("exact response bytes").isEqualTo(expectedBytes);
+      assertThat(reg.getSourcePort()).isPositive();
+      assertThat(reg.getDestinationPort()).isPositive().isNotEqualTo(reg.getSourcePort());
+      assertThat(reg.getSourceAddress()).isNotEmpty();
+    }
+    assertThat(fetched).hasSize(MAPS * REDUCES);
+    assertThat(partBytesRegistered).isEqualTo(shuffleBytes(run.job()));
+
+    await().atMost(Duration.ofSeconds(10)).until(() -> agent.ends.size() == agent.flows.size());
+    for (FakeAgent.Flow f : agent.flows) {
+      FlowEnd end = agent.ends.get(f.flowId());
+      assertThat(end.getReason()).isEqualTo(FlowEndReason.FLOW_END_REASON_WRITTEN);
+      assertThat(end.getBytesWritten()).isEqualTo(f.registration().getBytes());
+    }
+    assertThat(agent.events(ShuffleEvent.EventCase.CONTAINERS_RUNNING))
+        .anySatisfy(e -> assertThat(e.getContainersRunning().getJobId()).isEqualTo(jobId));
+  }
+
+  @Test
+  @Order(2)
+  void suspendHoldsAFlowUntilResumeWithoutCorruptingIt() throws Exception {
+    long holdMs = 3000;
+    AtomicBoolean first = new AtomicBoolean(true);
+    agent.ordersBeforeReply(
+        r -> first.getAndSet(false) ? FlowAction.FLOW_ACTION_SUSPEND : null);
+    Thread resumer = new Thread(() -> {
+      await().atMost(Duration.ofMinutes(2)).until(() -> !agent.flows.isEmpty());
+      try {
+        Thread.sleep(holdMs);
+      } catch (InterruptedException e) {
+        return;
+      }
+      agent.order(agent.flows.get(0).flowId(), FlowAction.FLOW_ACTION_RESUME);
+    });
+    resumer.start();
+    Run run = runGenerator();
+    resumer.join();
+    assertThat(run.output()).isEqualTo(expected());
+
+    FakeAgent.Flow suspended = agent.flows.get(0);
+    await().atMost(Duration.ofSeconds(10)).until(() -> agent.ends.containsKey(suspended.flowId()));
+    FlowEnd end = agent.ends.get(suspended.flowId());
+    assertThat(end.getReason()).isEqualTo(FlowEndReason.FLOW_END_REASON_WRITTEN);
+    assertThat(end.getBytesWritten()).isEqualTo(suspended.registration().getBytes());
+    long heldNanos = agent.endNanos.get(suspended.flowId()) - suspended.registeredNanos();
+    assertThat(Duration.ofNanos(heldNanos)).isGreaterThanOrEqualTo(Duration.ofMillis(holdMs));
+  }
+
+  @Test
+  @Order(3)
+  void killClosesTheConnectionAndTheReducerFetchesAgain() throws Exception {
+    AtomicBoolean first = new AtomicBoolean(true);
+    agent.ordersBeforeReply(r -> first.getAndSet(false) ? FlowAction.FLOW_ACTION_KILL : null);
+    Run run = runGenerator();
+    assertThat(run.output()).isEqualTo(expected());
+
+    FakeAgent.Flow killed = agent.flows.get(0);
+    await().atMost(Duration.ofSeconds(10)).until(() -> agent.ends.containsKey(killed.flowId()));
+    FlowEnd end = agent.ends.get(killed.flowId());
+    assertThat(end.getReason()).isEqualTo(FlowEndReason.FLOW_END_REASON_ABORTED);
+    assertThat(end.getBytesWritten()).isZero();
+    int reduce = killed.registration().getReduceId();
+    Set<Integer> refetched = new HashSet<>();
+    for (FakeAgent.Flow f : agent.flows.subList(1, agent.flows.size())) {
+      if (f.registration().getReduceId() == reduce) {
+        refetched.addAll(f.registration().getMapIdsList());
+      }
+    }
+    assertThat(refetched).containsAll(killed.registration().getMapIdsList());
+  }
+
+  @Test
+  @Order(4)
+  void withoutAnAgentTheShuffleIsPlainHadoop() throws Exception {
+    agent.close();
+    assertThat(agent.socket).doesNotExist();
+    Run run = runGenerator();
+    assertThat(run.output()).isEqualTo(expected());
+    assertThat(agent.flows).isEmpty();
+    agent = null;
+  }
+}
