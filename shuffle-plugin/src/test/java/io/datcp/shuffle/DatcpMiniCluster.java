@@ -2,10 +2,12 @@ package io.datcp.shuffle;
 
 import io.datcp.shuffle.agent.AgentConfig;
 import io.datcp.shuffle.mapside.DatcpShuffleHandler;
+import io.datcp.shuffle.reduceside.DatcpShuffle;
 import java.nio.file.Path;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.mapred.JobConf;
 import org.apache.hadoop.mapred.ShuffleHandler;
+import org.apache.hadoop.mapreduce.MRConfig;
 import org.apache.hadoop.mapreduce.MRJobConfig;
 import org.apache.hadoop.mapreduce.v2.MiniMRYarnCluster;
 import org.apache.hadoop.yarn.conf.YarnConfiguration;
@@ -44,7 +46,7 @@ final class DatcpMiniCluster implements AutoCloseable {
     cluster.start();
   }
 
-  /** Configuration for a job on this cluster (small containers, Java 17 options). */
+  /** Configuration for a job on this cluster (small containers, Java 17 options, DatcpShuffle). */
   Configuration jobConf() {
     Configuration conf = new Configuration(cluster.getConfig());
     conf.setBoolean(MRJobConfig.MAPREDUCE_JVM_ADD_OPENS_JAVA_OPT, true);
@@ -55,6 +57,7 @@ final class DatcpMiniCluster implements AutoCloseable {
     conf.setInt(MRJobConfig.REDUCE_MEMORY_MB, 384);
     conf.set(MRJobConfig.REDUCE_JAVA_OPTS, "-Xmx200m");
     conf.setInt(MRJobConfig.IO_SORT_MB, 20);
+    conf.set(MRConfig.SHUFFLE_CONSUMER_PLUGIN, DatcpShuffle.class.getName());
     return conf;
   }
 

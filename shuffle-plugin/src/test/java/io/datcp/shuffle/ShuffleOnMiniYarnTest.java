@@ -84,6 +84,31 @@ class ShuffleOnMiniYarnTest {
 
   private record Run(Job job, List<String> output) { }
 
+  /** What the fake agent saw of one undisturbed job. */
+  private record Baseline(Run run, List<FakeAgent.Flow> flows, Map<Long, FlowEnd> ends,
+      List<ShuffleEvent> events) {
+    List<ShuffleEvent> events(ShuffleEvent.EventCase kind) {
+      return events.stream().filter(e -> e.getEventCase() == kind).toList();
+    }
+  }
+
+  private Baseline baseline;
+
+  /** One undisturbed job, shared by the tests that only look at what was reported. */
+  private Baseline baseline() throws Exception {
+    if (baseline == null) {
+      agent.reset();
+      Run run = runGenerator();
+      await().atMost(Duration.ofSeconds(10)).until(() ->
+          agent.events(ShuffleEvent.EventCase.SHUFFLE_FINISHED).size() == REDUCES
+              && agent.events(ShuffleEvent.EventCase.MAP_OUTPUT_INDEXED).size() >= MAPS
+              && agent.ends.size() == agent.flows.size());
+      baseline = new Baseline(run, List.copyOf(agent.flows), Map.copyOf(agent.ends),
+          List.copyOf(agent.events));
+    }
+    return baseline;
+  }
+
   private Run runGenerator() throws Exception {
     Configuration conf = cluster.jobConf();
     org.apache.hadoop.fs.Path out =
@@ -109,11 +134,9 @@ class ShuffleOnMiniYarnTest {
   }
 
   /** partLength per map and reduce, from the MapOutputIndexed events the service forwarded. */
-  private Map<Integer, List<Long>> partitionBytes(String jobId) {
-    await().atMost(Duration.ofSeconds(10)).until(() -> agent.events(
-        ShuffleEvent.EventCase.MAP_OUTPUT_INDEXED).size() >= MAPS);
+  private static Map<Integer, List<Long>> partitionBytes(Baseline b, String jobId) {
     Map<Integer, List<Long>> parts = new HashMap<>();
-    for (ShuffleEvent e : agent.events(ShuffleEvent.EventCase.MAP_OUTPUT_INDEXED)) {
+    for (ShuffleEvent e : b.events(ShuffleEvent.EventCase.MAP_OUTPUT_INDEXED)) {
       MapOutputIndexed m = e.getMapOutputIndexed();
       assertThat(m.getJobId()).isEqualTo(jobId);
       assertThat(parts.put(m.getMapId(), m.getPartitionBytesList())).as("once per map").isNull();
@@ -135,11 +158,12 @@ class ShuffleOnMiniYarnTest {
   @Test
   @Order(1)
   void registersEveryFetchWithItsExactBytesAndTheOutputIsUnchanged() throws Exception {
-    Run run = runGenerator();
+    Baseline b = baseline();
+    Run run = b.run();
     String jobId = run.job().getJobID().toString();
     assertThat(run.output()).isEqualTo(expected());
 
-    Map<Integer, List<Long>> parts = partitionBytes(jobId);
+    Map<Integer, List<Long>> parts = partitionBytes(b, jobId);
     long indexed = 0;
     for (List<Long> p : parts.values()) {
       assertThat(p).hasSize(REDUCES);
@@ -150,7 +174,8 @@ class ShuffleOnMiniYarnTest {
 
     Set<String> fetched = new HashSet<>();
     long partBytesRegistered = 0;
-    for (FakeAgent.Flow f : agent.flows) {
+    assertThat(b.flows()).isNotEmpty();
+    for (FakeAgent.Flow f : b.flows()) {
       var reg = f.registration();
       assertThat(reg.getJobId()).isEqualTo(jobId);
       long expectedBytes = 0;
@@ -168,18 +193,54 @@ class ShuffleOnMiniYarnTest {
     assertThat(fetched).hasSize(MAPS * REDUCES);
     assertThat(partBytesRegistered).isEqualTo(shuffleBytes(run.job()));
 
-    await().atMost(Duration.ofSeconds(10)).until(() -> agent.ends.size() == agent.flows.size());
-    for (FakeAgent.Flow f : agent.flows) {
-      FlowEnd end = agent.ends.get(f.flowId());
+    for (FakeAgent.Flow f : b.flows()) {
+      FlowEnd end = b.ends().get(f.flowId());
       assertThat(end.getReason()).isEqualTo(FlowEndReason.FLOW_END_REASON_WRITTEN);
       assertThat(end.getBytesWritten()).isEqualTo(f.registration().getBytes());
     }
-    assertThat(agent.events(ShuffleEvent.EventCase.CONTAINERS_RUNNING))
+    assertThat(b.events(ShuffleEvent.EventCase.CONTAINERS_RUNNING))
         .anySatisfy(e -> assertThat(e.getContainersRunning().getJobId()).isEqualTo(jobId));
   }
 
   @Test
   @Order(2)
+  void theReduceSideReportsItsShuffle() throws Exception {
+    Baseline b = baseline();
+    Run run = b.run();
+    String jobId = run.job().getJobID().toString();
+    assertThat(b.events(ShuffleEvent.EventCase.SHUFFLE_FINISHED)).hasSize(REDUCES);
+
+    List<ShuffleEvent> started = b.events(ShuffleEvent.EventCase.REDUCE_STARTED);
+    assertThat(started).extracting(e -> e.getReduceStarted().getReduceId())
+        .containsExactlyInAnyOrder(0, 1);
+    assertThat(started).allSatisfy(e -> {
+      assertThat(e.getReduceStarted().getJobId()).isEqualTo(jobId);
+      assertThat(e.getReduceStarted().getTotalMaps()).isEqualTo(MAPS);
+      assertThat(e.getReduceStarted().getTotalReduces()).isEqualTo(REDUCES);
+      assertThat(e.getReduceStarted().getJobName()).isEqualTo("datcp-generator");
+      assertThat(e.getReduceStarted().getHost()).isNotEmpty();
+    });
+    Set<String> completed = new HashSet<>();
+    for (ShuffleEvent e : b.events(ShuffleEvent.EventCase.MAP_COMPLETED)) {
+      assertThat(e.getMapCompleted().getJobId()).isEqualTo(jobId);
+      assertThat(e.getMapCompleted().getHost()).isNotEmpty();
+      completed.add(e.getMapCompleted().getReduceId() + "/" + e.getMapCompleted().getMapId());
+    }
+    assertThat(completed).hasSize(MAPS * REDUCES);
+
+    List<ShuffleEvent> finished = b.events(ShuffleEvent.EventCase.FETCH_FINISHED);
+    assertThat(finished).hasSize(MAPS * REDUCES);
+    assertThat(b.events(ShuffleEvent.EventCase.FETCH_STARTED)).hasSize(MAPS * REDUCES);
+    long fetchedBytes = finished.stream().mapToLong(e -> e.getFetchFinished().getBytes()).sum();
+    assertThat(fetchedBytes).as("FetchFinished bytes = REDUCE_SHUFFLE_BYTES")
+        .isEqualTo(shuffleBytes(run.job()));
+    long registered = b.flows().stream().mapToLong(f -> f.registration().getBytes()).sum();
+    assertThat(registered).as("map side registered the same bytes plus the headers")
+        .isGreaterThan(fetchedBytes);
+  }
+
+  @Test
+  @Order(3)
   void suspendHoldsAFlowUntilResumeWithoutCorruptingIt() throws Exception {
     long holdMs = 3000;
     AtomicBoolean first = new AtomicBoolean(true);
@@ -209,7 +270,7 @@ class ShuffleOnMiniYarnTest {
   }
 
   @Test
-  @Order(3)
+  @Order(4)
   void killClosesTheConnectionAndTheReducerFetchesAgain() throws Exception {
     AtomicBoolean first = new AtomicBoolean(true);
     agent.ordersBeforeReply(r -> first.getAndSet(false) ? FlowAction.FLOW_ACTION_KILL : null);
@@ -232,7 +293,7 @@ class ShuffleOnMiniYarnTest {
   }
 
   @Test
-  @Order(4)
+  @Order(5)
   void withoutAnAgentTheShuffleIsPlainHadoop() throws Exception {
     agent.close();
     assertThat(agent.socket).doesNotExist();

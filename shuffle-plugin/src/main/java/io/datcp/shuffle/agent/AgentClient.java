@@ -15,6 +15,7 @@ import io.datcp.proto.v1.ReportAck;
 import io.datcp.proto.v1.ShuffleReport;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import io.grpc.netty.shaded.io.netty.channel.ChannelOption;
 import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
 import io.grpc.netty.shaded.io.netty.channel.epoll.EpollDomainSocketChannel;
 import io.grpc.netty.shaded.io.netty.channel.epoll.EpollEventLoopGroup;
@@ -50,8 +51,12 @@ public final class AgentClient implements Closeable {
     this.channel = NettyChannelBuilder.forAddress(new DomainSocketAddress(config.socketPath()))
         .eventLoopGroup(eventLoop)
         .channelType(EpollDomainSocketChannel.class)
+        // gRPC sets SO_KEEPALIVE on every transport; a domain socket has no such option and
+        // Netty would log a warning per reconnect attempt (null removes the option).
+        .withOption(ChannelOption.SO_KEEPALIVE, null)
         .usePlaintext()
         .build();
+    channel.getState(true); // connect now, so the first call does not pay for it
     this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "datcp-agent-orders");
       t.setDaemon(true);

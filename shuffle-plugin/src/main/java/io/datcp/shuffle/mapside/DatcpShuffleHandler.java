@@ -7,11 +7,10 @@ import io.datcp.proto.v1.ShuffleEvent;
 import io.datcp.shuffle.agent.AgentClient;
 import io.datcp.shuffle.agent.AgentConfig;
 import io.datcp.shuffle.agent.EventForwarder;
+import io.datcp.shuffle.agent.Events;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelPipeline;
 import java.lang.management.ManagementFactory;
-import java.net.InetAddress;
-import java.net.UnknownHostException;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -21,7 +20,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -77,7 +75,7 @@ public class DatcpShuffleHandler extends ShuffleHandler {
   @Override
   protected void serviceInit(Configuration conf) throws Exception {
     config = AgentConfig.from(conf); // fails start-up on a bad key
-    host = localHostName();
+    host = Events.localHostName();
     super.serviceInit(conf);
   }
 
@@ -240,15 +238,6 @@ public class DatcpShuffleHandler extends ShuffleHandler {
   }
 
   private static ShuffleEvent.Builder event() {
-    return ShuffleEvent.newBuilder()
-        .setTimeUnixNanos(TimeUnit.MILLISECONDS.toNanos(System.currentTimeMillis()));
-  }
-
-  static String localHostName() {
-    try {
-      return InetAddress.getLocalHost().getCanonicalHostName();
-    } catch (UnknownHostException e) {
-      return "localhost";
-    }
+    return Events.now();
   }
 }
