@@ -51,6 +51,8 @@ public final class FakeAgent implements AutoCloseable {
   private final Set<String> seenBatches = ConcurrentHashMap.newKeySet();
   private final List<StreamObserver<FlowOrder>> subscribers = new CopyOnWriteArrayList<>();
   private volatile Function<FlowRegistration, FlowAction> ordersBeforeReply = r -> null;
+  /** How long RegisterFlow takes to answer (a slow agent), milliseconds. */
+  public volatile long replyDelayMs;
 
   public FakeAgent(Path dir) throws IOException {
     Files.createDirectories(dir);
@@ -88,6 +90,7 @@ public final class FakeAgent implements AutoCloseable {
     endNanos.clear();
     events.clear();
     ordersBeforeReply = r -> null;
+    replyDelayMs = 0;
   }
 
   public List<ShuffleEvent> events(ShuffleEvent.EventCase kind) {
@@ -110,6 +113,7 @@ public final class FakeAgent implements AutoCloseable {
         order(id, early);
         sleep(50); // let the order overtake the reply
       }
+      sleep(replyDelayMs);
       reply.onNext(FlowRegistered.newBuilder().setFlowId(id).setEpoch(1).setInKernel(true).build());
       reply.onCompleted();
     }

@@ -1,7 +1,6 @@
 package io.datcp.shuffle.mapside;
 
 import io.datcp.proto.v1.ContainersRunning;
-import io.datcp.proto.v1.FlowRegistration;
 import io.datcp.proto.v1.MapOutputIndexed;
 import io.datcp.proto.v1.ShuffleEvent;
 import io.datcp.shuffle.agent.AgentClient;
@@ -45,7 +44,7 @@ import org.slf4j.LoggerFactory;
  * running containers per job. Everything fails open: without the agent it is a plain
  * ShuffleHandler.
  */
-public class DatcpShuffleHandler extends ShuffleHandler {
+public class DatcpShuffleHandler extends ShuffleHandler implements FlowHost {
   private static final Logger LOG = LoggerFactory.getLogger(DatcpShuffleHandler.class);
 
   /** Name of the flow tracker in the pipeline; it sits just before Hadoop's "shuffle". */
@@ -69,7 +68,6 @@ public class DatcpShuffleHandler extends ShuffleHandler {
         }
       });
   private final AtomicBoolean pipelineWarned = new AtomicBoolean();
-  private final AtomicLong flowsStarted = new AtomicLong();
   private final AtomicLong flowsKilled = new AtomicLong();
 
   @Override
@@ -135,30 +133,25 @@ public class DatcpShuffleHandler extends ShuffleHandler {
     }
   }
 
-  AgentConfig config() {
+  @Override
+  public AgentConfig config() {
     return config;
   }
 
-  AgentClient agent() {
+  @Override
+  public AgentClient agent() {
     return agent;
   }
 
-  FlowOrders orders() {
+  @Override
+  public FlowOrders orders() {
     return orders;
   }
 
-  void flowStarted(FlowRegistration registration) {
-    flowsStarted.incrementAndGet();
-  }
-
-  void flowKilled(String reason) {
+  @Override
+  public void flowKilled(String reason) {
     flowsKilled.incrementAndGet();
     LOG.info("DATCP agent killed a shuffle flow ({}); the reducer fetches again", reason);
-  }
-
-  /** Responses that started (and were registered or tried to be). */
-  public long flowsStarted() {
-    return flowsStarted.get();
   }
 
   /** Connections closed on the agent's KILL order. */
@@ -172,7 +165,8 @@ public class DatcpShuffleHandler extends ShuffleHandler {
   }
 
   /** Reports the partition sizes of each map output the first time it is served. */
-  void mapOutputsServed(String jobId, List<String> mapAttempts) {
+  @Override
+  public void mapOutputsServed(String jobId, List<String> mapAttempts) {
     for (String attempt : mapAttempts) {
       boolean first;
       synchronized (indexedMapOutputs) {

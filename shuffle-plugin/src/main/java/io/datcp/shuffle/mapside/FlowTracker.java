@@ -42,7 +42,7 @@ import org.apache.hadoop.mapreduce.TaskAttemptID;
  * All state is touched on the channel's event loop only.
  */
 final class FlowTracker extends ChannelDuplexHandler {
-  private final DatcpShuffleHandler service;
+  private final FlowHost service;
   private ChannelHandlerContext ctx;
   private PendingWriteQueue held;
   private Request request;
@@ -52,7 +52,7 @@ final class FlowTracker extends ChannelDuplexHandler {
   private boolean flushHeld;
   private final Set<Long> boundFlowIds = new HashSet<>();
 
-  FlowTracker(DatcpShuffleHandler service) {
+  FlowTracker(FlowHost service) {
     this.service = service;
   }
 
@@ -191,6 +191,7 @@ final class FlowTracker extends ChannelDuplexHandler {
         .setSourceAddress(local.getAddress().getHostAddress()).setSourcePort(local.getPort())
         .setDestinationAddress(remote.getAddress().getHostAddress())
         .setDestinationPort(remote.getPort())
+        .setDestinationHost(remote.getHostString())
         .build();
     long waitMs = service.config().registerTimeout().toMillis();
     if (waitMs > 0) {
@@ -209,7 +210,6 @@ final class FlowTracker extends ChannelDuplexHandler {
             ctx.executor().execute(() -> registrationSettled(f));
           }
         }, MoreExecutors.directExecutor());
-    service.flowStarted(registration);
   }
 
   private void registered(Flow f, FlowRegistered reply) {
