@@ -14,17 +14,23 @@ final class OutageLog {
     this.what = what;
   }
 
-  void failed(Throwable cause) {
+  /** Returns true when this failure began an outage (and was logged). */
+  boolean failed(Throwable cause) {
     if (down.compareAndSet(false, true)) {
       LOG.warn("DATCP agent unreachable ({}): {}; plain Hadoop shuffle until it is back", what,
           cause.toString());
+      return true;
     }
+    return false;
   }
 
-  void succeeded() {
+  /** Returns true when this success ended an outage (and was logged). */
+  boolean succeeded() {
     if (down.compareAndSet(true, false)) {
       LOG.info("DATCP agent reachable again ({})", what);
+      return true;
     }
+    return false;
   }
 
   boolean isDown() {

@@ -21,7 +21,6 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.mapred.JobConf;
@@ -30,6 +29,7 @@ import org.apache.hadoop.mapred.ShuffleChannelHandlerContext;
 import org.apache.hadoop.mapred.ShuffleHandler;
 import org.apache.hadoop.mapred.SpillRecord;
 import org.apache.hadoop.mapreduce.TaskAttemptID;
+import org.apache.hadoop.metrics2.lib.DefaultMetricsSystem;
 import org.apache.hadoop.yarn.api.records.ApplicationId;
 import org.apache.hadoop.yarn.server.api.ContainerInitializationContext;
 import org.apache.hadoop.yarn.server.api.ContainerTerminationContext;
@@ -68,13 +68,15 @@ public class DatcpShuffleHandler extends ShuffleHandler implements FlowHost {
         }
       });
   private final AtomicBoolean pipelineWarned = new AtomicBoolean();
-  private final AtomicLong flowsKilled = new AtomicLong();
+  private final FlowMetrics metrics = new FlowMetrics();
 
   @Override
   protected void serviceInit(Configuration conf) throws Exception {
     config = AgentConfig.from(conf); // fails start-up on a bad key
     host = Events.localHostName();
     super.serviceInit(conf);
+    DefaultMetricsSystem.instance().register(FlowMetrics.SOURCE_NAME,
+        "DATCP flows of the shuffle service", metrics);
   }
 
   @Override
@@ -98,6 +100,7 @@ public class DatcpShuffleHandler extends ShuffleHandler implements FlowHost {
     try {
       super.serviceStop();
     } finally {
+      DefaultMetricsSystem.instance().unregisterSource(FlowMetrics.SOURCE_NAME);
       if (indexReader != null) {
         indexReader.shutdownNow();
       }
@@ -149,14 +152,13 @@ public class DatcpShuffleHandler extends ShuffleHandler implements FlowHost {
   }
 
   @Override
-  public void flowKilled(String reason) {
-    flowsKilled.incrementAndGet();
-    LOG.info("DATCP agent killed a shuffle flow ({}); the reducer fetches again", reason);
+  public FlowMetrics metrics() {
+    return metrics;
   }
 
-  /** Connections closed on the agent's KILL order. */
-  public long flowsKilled() {
-    return flowsKilled.get();
+  @Override
+  public void flowKilled(String reason) {
+    LOG.info("DATCP agent killed a shuffle flow ({}); the reducer fetches again", reason);
   }
 
   /** Events dropped because the forward queue was full. */

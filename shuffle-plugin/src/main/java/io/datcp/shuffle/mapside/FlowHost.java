@@ -12,6 +12,8 @@ interface FlowHost {
 
   FlowOrders orders();
 
+  FlowMetrics metrics();
+
   /** A response for these map attempts of the job is about to be sent. */
   void mapOutputsServed(String jobId, List<String> mapAttempts);
 

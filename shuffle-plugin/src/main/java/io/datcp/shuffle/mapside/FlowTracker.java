@@ -191,22 +191,28 @@ final class FlowTracker extends ChannelDuplexHandler {
         .setSourceAddress(local.getAddress().getHostAddress()).setSourcePort(local.getPort())
         .setDestinationAddress(remote.getAddress().getHostAddress())
         .setDestinationPort(remote.getPort())
-        .setDestinationHost(remote.getHostString())
-        .build();
+        .build(); // destination_host stays empty: naming the peer needs a DNS lookup
     long waitMs = service.config().registerTimeout().toMillis();
     if (waitMs > 0) {
       awaiting = f;
-      ctx.executor().schedule(() -> registrationSettled(f), waitMs, TimeUnit.MILLISECONDS);
+      ctx.executor().schedule(() -> {
+        if (awaiting == f) {
+          service.metrics().registerTimeouts.incr();
+        }
+        registrationSettled(f);
+      }, waitMs, TimeUnit.MILLISECONDS);
     }
     Futures.addCallback(service.agent().registerFlow(registration),
         new FutureCallback<FlowRegistered>() {
           @Override
           public void onSuccess(FlowRegistered reply) {
+            service.metrics().registered.incr();
             ctx.executor().execute(() -> registered(f, reply));
           }
 
           @Override
           public void onFailure(Throwable t) {
+            service.metrics().notRegistered.incr();
             ctx.executor().execute(() -> registrationSettled(f));
           }
         }, MoreExecutors.directExecutor());
@@ -242,12 +248,16 @@ final class FlowTracker extends ChannelDuplexHandler {
 
   private void apply(FlowAction action, String reason) {
     switch (action) {
-      case FLOW_ACTION_SUSPEND -> suspended = true;
+      case FLOW_ACTION_SUSPEND -> {
+        suspended = true;
+        service.metrics().suspended.incr();
+      }
       case FLOW_ACTION_RESUME -> {
         suspended = false;
         release();
       }
       case FLOW_ACTION_KILL -> {
+        service.metrics().killed.incr();
         service.flowKilled(reason);
         ctx.channel().close();
       }

@@ -62,6 +62,7 @@ class FlowTrackerTest {
   private EventLoopGroup group;
   private int port;
   private final AtomicInteger killed = new AtomicInteger();
+  private final FlowMetrics metrics = new FlowMetrics();
   private final List<String> served = new CopyOnWriteArrayList<>();
   private long registerTimeoutMs = 2000;
 
@@ -91,6 +92,11 @@ class FlowTrackerTest {
       @Override
       public FlowOrders orders() {
         return orders;
+      }
+
+      @Override
+      public FlowMetrics metrics() {
+        return metrics;
       }
 
       @Override
@@ -221,6 +227,8 @@ class FlowTrackerTest {
         assertThat(end.getBytesWritten()).isEqualTo(f.registration().getBytes());
       }
       assertThat(served).hasSize(3);
+      assertThat(metrics.registered()).isEqualTo(2);
+      assertThat(metrics.registerTimeouts()).isZero();
     }
   }
 
@@ -239,6 +247,8 @@ class FlowTrackerTest {
       await().atMost(Duration.ofSeconds(5)).until(() -> agent.ends.size() == 1);
       assertThat(agent.ends.values().iterator().next().getReason())
           .isEqualTo(FlowEndReason.FLOW_END_REASON_WRITTEN);
+      assertThat(metrics.registerTimeouts()).isEqualTo(1);
+      assertThat(metrics.registered()).isEqualTo(1);
     }
   }
 
@@ -253,6 +263,8 @@ class FlowTrackerTest {
       assertBody(fetch(s, 2), 2);
       assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofMillis(1500));
     }
+    assertThat(metrics.notRegistered()).isEqualTo(1);
+    assertThat(metrics.registered()).isZero();
     agent = null;
   }
 
@@ -277,6 +289,7 @@ class FlowTrackerTest {
           .isGreaterThanOrEqualTo(Duration.ofMillis(700));
     }
     resume.join();
+    assertThat(metrics.suspended()).isEqualTo(1);
   }
 
   @Test
@@ -291,5 +304,6 @@ class FlowTrackerTest {
     assertThat(end.getReason()).isEqualTo(FlowEndReason.FLOW_END_REASON_ABORTED);
     assertThat(end.getBytesWritten()).isZero();
     assertThat(killed).hasValue(1);
+    assertThat(metrics.killed()).isEqualTo(1);
   }
 }

@@ -1,0 +1,51 @@
+package io.datcp.shuffle.mapside;
+
+import org.apache.hadoop.metrics2.MetricsCollector;
+import org.apache.hadoop.metrics2.MetricsSource;
+import org.apache.hadoop.metrics2.lib.MetricsRegistry;
+import org.apache.hadoop.metrics2.lib.MutableCounterLong;
+
+/**
+ * The shuffle service's DATCP counters, a metrics2 source (registered by DatcpShuffleHandler as
+ * "DatcpShuffleFlows"; usable unregistered in tests).
+ */
+public final class FlowMetrics implements MetricsSource {
+  static final String SOURCE_NAME = "DatcpShuffleFlows";
+
+  private final MetricsRegistry registry = new MetricsRegistry(SOURCE_NAME).setContext("mapred");
+  final MutableCounterLong registered = registry.newCounter("FlowsRegistered",
+      "Fetch responses the agent accepted", 0L);
+  final MutableCounterLong notRegistered = registry.newCounter("FlowsNotRegistered",
+      "Fetch responses sent as plain TCP: the agent was absent, failed or refused", 0L);
+  final MutableCounterLong registerTimeouts = registry.newCounter("RegisterTimeouts",
+      "Fetch responses that started before the agent answered (register timeout passed)", 0L);
+  final MutableCounterLong suspended = registry.newCounter("FlowsSuspended",
+      "SUSPEND orders applied", 0L);
+  final MutableCounterLong killed = registry.newCounter("FlowsKilled",
+      "Connections closed on KILL orders", 0L);
+
+  @Override
+  public void getMetrics(MetricsCollector collector, boolean all) {
+    registry.snapshot(collector.addRecord(registry.info()), all);
+  }
+
+  public long registered() {
+    return registered.value();
+  }
+
+  public long notRegistered() {
+    return notRegistered.value();
+  }
+
+  public long registerTimeouts() {
+    return registerTimeouts.value();
+  }
+
+  public long suspended() {
+    return suspended.value();
+  }
+
+  public long killed() {
+    return killed.value();
+  }
+}
