@@ -8,6 +8,7 @@ import io.datcp.proto.v1.FlowEnd;
 import io.datcp.proto.v1.FlowEndReason;
 import io.datcp.proto.v1.MapOutputIndexed;
 import io.datcp.proto.v1.ShuffleEvent;
+import io.datcp.shuffle.mapside.FlowMetrics;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -28,6 +29,7 @@ import org.apache.hadoop.mapreduce.TaskAttemptID;
 import org.apache.hadoop.mapreduce.TaskCounter;
 import org.apache.hadoop.mapreduce.TaskType;
 import org.apache.hadoop.mapreduce.task.reduce.ShuffleHeader;
+import org.apache.hadoop.metrics2.lib.DefaultMetricsSystem;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
@@ -86,13 +88,18 @@ class ShuffleOnMiniYarnTest {
 
   /** What the fake agent saw of one undisturbed job. */
   private record Baseline(Run run, List<FakeAgent.Flow> flows, Map<Long, FlowEnd> ends,
-      List<ShuffleEvent> events) {
+      List<ShuffleEvent> events, long registeredMetric) {
     List<ShuffleEvent> events(ShuffleEvent.EventCase kind) {
       return events.stream().filter(e -> e.getEventCase() == kind).toList();
     }
   }
 
   private Baseline baseline;
+
+  /** The NodeManager's DatcpShuffleHandler counters (metrics2 source in this JVM). */
+  private static FlowMetrics flowMetrics() {
+    return (FlowMetrics) DefaultMetricsSystem.instance().getSource("DatcpShuffleFlows");
+  }
 
   /** One undisturbed job, shared by the tests that only look at what was reported. */
   private Baseline baseline() throws Exception {
@@ -103,8 +110,9 @@ class ShuffleOnMiniYarnTest {
           agent.events(ShuffleEvent.EventCase.SHUFFLE_FINISHED).size() == REDUCES
               && agent.events(ShuffleEvent.EventCase.MAP_OUTPUT_INDEXED).size() >= MAPS
               && agent.ends.size() == agent.flows.size());
+      long before = flowMetrics().registered();
       baseline = new Baseline(run, List.copyOf(agent.flows), Map.copyOf(agent.ends),
-          List.copyOf(agent.events));
+          List.copyOf(agent.events), before);
     }
     return baseline;
   }
@@ -203,6 +211,8 @@ class ShuffleOnMiniYarnTest {
       assertThat(end.getReason()).isEqualTo(FlowEndReason.FLOW_END_REASON_WRITTEN);
       assertThat(end.getBytesWritten()).isEqualTo(f.registration().getBytes());
     }
+    assertThat(b.registeredMetric()).as("FlowsRegistered metric, first job")
+        .isEqualTo(b.flows().size());
     assertThat(b.events(ShuffleEvent.EventCase.CONTAINERS_RUNNING))
         .anySatisfy(e -> assertThat(e.getContainersRunning().getJobId()).isEqualTo(jobId));
   }
@@ -287,6 +297,7 @@ class ShuffleOnMiniYarnTest {
     FlowEnd end = agent.ends.get(killed.flowId());
     assertThat(end.getReason()).isEqualTo(FlowEndReason.FLOW_END_REASON_ABORTED);
     assertThat(end.getBytesWritten()).isZero();
+    assertThat(flowMetrics().killed()).isEqualTo(1);
     int reduce = killed.registration().getReduceId();
     Set<Integer> refetched = new HashSet<>();
     for (FakeAgent.Flow f : agent.flows.subList(1, agent.flows.size())) {

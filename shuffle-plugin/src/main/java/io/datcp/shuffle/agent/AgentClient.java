@@ -172,6 +172,7 @@ public final class AgentClient implements Closeable {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
-    eventLoop.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+    // bounded wait, so nothing of the client runs after close() returns
+    eventLoop.shutdownGracefully(0, 1, TimeUnit.SECONDS).awaitUninterruptibly(2, TimeUnit.SECONDS);
   }
 }
