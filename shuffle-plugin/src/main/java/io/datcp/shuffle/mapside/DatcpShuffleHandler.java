@@ -83,6 +83,7 @@ public class DatcpShuffleHandler extends ShuffleHandler implements FlowHost {
   protected void serviceStart() throws Exception {
     agent = new AgentClient(config, "shuffle service");
     forwarder = new EventForwarder(agent, host);
+    metrics.countDroppedEventsFrom(forwarder::dropped);
     indexReader = Executors.newSingleThreadExecutor(r -> {
       Thread t = new Thread(r, "datcp-map-output-index");
       t.setDaemon(true);
@@ -159,11 +160,6 @@ public class DatcpShuffleHandler extends ShuffleHandler implements FlowHost {
   @Override
   public void flowKilled(String reason) {
     LOG.info("DATCP agent killed a shuffle flow ({}); the reducer fetches again", reason);
-  }
-
-  /** Events dropped because the forward queue was full. */
-  public long eventsDropped() {
-    return forwarder.dropped();
   }
 
   /** Reports the partition sizes of each map output the first time it is served. */

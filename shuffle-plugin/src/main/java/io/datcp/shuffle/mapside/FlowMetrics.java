@@ -1,7 +1,11 @@
 package io.datcp.shuffle.mapside;
 
+import java.util.function.LongSupplier;
 import org.apache.hadoop.metrics2.MetricsCollector;
+import org.apache.hadoop.metrics2.MetricsInfo;
+import org.apache.hadoop.metrics2.MetricsRecordBuilder;
 import org.apache.hadoop.metrics2.MetricsSource;
+import org.apache.hadoop.metrics2.lib.Interns;
 import org.apache.hadoop.metrics2.lib.MetricsRegistry;
 import org.apache.hadoop.metrics2.lib.MutableCounterLong;
 
@@ -24,9 +28,19 @@ public final class FlowMetrics implements MetricsSource {
   final MutableCounterLong killed = registry.newCounter("FlowsKilled",
       "Connections closed on KILL orders", 0L);
 
+  private static final MetricsInfo EVENTS_DROPPED = Interns.info("EventsDropped",
+      "Map-side events (partition sizes, running containers) dropped: forward queue full");
+  private volatile LongSupplier eventsDropped = () -> 0;
+
+  void countDroppedEventsFrom(LongSupplier dropped) {
+    eventsDropped = dropped;
+  }
+
   @Override
   public void getMetrics(MetricsCollector collector, boolean all) {
-    registry.snapshot(collector.addRecord(registry.info()), all);
+    MetricsRecordBuilder record = collector.addRecord(registry.info());
+    registry.snapshot(record, all);
+    record.addCounter(EVENTS_DROPPED, eventsDropped.getAsLong());
   }
 
   public long registered() {

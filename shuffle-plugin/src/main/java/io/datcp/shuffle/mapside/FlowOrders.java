@@ -40,8 +40,4 @@ final class FlowOrders {
   synchronized void unbind(long flowId) {
     live.remove(flowId);
   }
-
-  synchronized int liveFlows() {
-    return live.size();
-  }
 }

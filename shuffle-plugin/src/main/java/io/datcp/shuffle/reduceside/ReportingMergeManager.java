@@ -75,11 +75,16 @@ final class ReportingMergeManager<K, V> implements MergeManager<K, V> {
           .setJobId(jobId).setReduceId(reduce).setSourceHost(hostOnly(host))
           .addMapIds(map).setBytes(compressedLength)).build());
       long start = System.nanoTime();
-      inner.shuffle(host, input, compressedLength, decompressedLength, metrics, reporter);
-      events.offer(Events.now().setFetchFinished(FetchFinished.newBuilder()
-          .setJobId(jobId).setReduceId(reduce).setSourceHost(hostOnly(host))
-          .addMapIds(map).setBytes(compressedLength)
-          .setDurationNanos(System.nanoTime() - start)).build());
+      long received = 0; // a failed copy is reported as finished with nothing received
+      try {
+        inner.shuffle(host, input, compressedLength, decompressedLength, metrics, reporter);
+        received = compressedLength;
+      } finally {
+        events.offer(Events.now().setFetchFinished(FetchFinished.newBuilder()
+            .setJobId(jobId).setReduceId(reduce).setSourceHost(hostOnly(host))
+            .addMapIds(map).setBytes(received)
+            .setDurationNanos(System.nanoTime() - start)).build());
+      }
     }
 
     @Override
