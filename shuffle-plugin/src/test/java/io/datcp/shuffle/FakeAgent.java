@@ -111,7 +111,7 @@ public final class FakeAgent implements AutoCloseable {
       FlowAction early = ordersBeforeReply.apply(request);
       if (early != null) {
         order(id, early);
-        sleep(50); // let the order overtake the reply
+        sleep(300); // a generous head start, so the order arrives first even on a busy machine
       }
       sleep(replyDelayMs);
       reply.onNext(FlowRegistered.newBuilder().setFlowId(id).setEpoch(1).setInKernel(true).build());

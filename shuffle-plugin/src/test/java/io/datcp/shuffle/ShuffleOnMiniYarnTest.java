@@ -261,18 +261,24 @@ class ShuffleOnMiniYarnTest {
     AtomicBoolean first = new AtomicBoolean(true);
     agent.ordersBeforeReply(
         r -> first.getAndSet(false) ? FlowAction.FLOW_ACTION_SUSPEND : null);
+    FakeAgent a = agent;
     Thread resumer = new Thread(() -> {
-      await().atMost(Duration.ofMinutes(2)).until(() -> !agent.flows.isEmpty());
+      await().atMost(Duration.ofMinutes(2)).until(() -> !a.flows.isEmpty());
       try {
         Thread.sleep(holdMs);
       } catch (InterruptedException e) {
         return;
       }
-      agent.order(agent.flows.get(0).flowId(), FlowAction.FLOW_ACTION_RESUME);
+      a.order(a.flows.get(0).flowId(), FlowAction.FLOW_ACTION_RESUME);
     });
     resumer.start();
-    Run run = runGenerator();
-    resumer.join();
+    Run run;
+    try {
+      run = runGenerator();
+    } finally {
+      resumer.interrupt();
+      resumer.join();
+    }
     assertThat(run.output()).isEqualTo(expected());
 
     FakeAgent.Flow suspended = agent.flows.get(0);

@@ -235,16 +235,16 @@ class FlowTrackerTest {
   @Test
   void aSlowAgentDelaysTheResponseByAtMostTheRegisterTimeout() throws Exception {
     registerTimeoutMs = 100;
-    agent.replyDelayMs = 1500;
+    agent.replyDelayMs = 4000;
     startServer();
     try (Socket s = new Socket("127.0.0.1", port)) {
       long start = System.nanoTime();
       assertBody(fetch(s, 1), 1);
       Duration took = Duration.ofNanos(System.nanoTime() - start);
       assertThat(took).isGreaterThanOrEqualTo(Duration.ofMillis(100))
-          .isLessThan(Duration.ofMillis(1000));
+          .isLessThan(Duration.ofMillis(3000)); // loose: far below the agent's 4 s
       // the late reply still gives the agent its flow id, and the end follows
-      await().atMost(Duration.ofSeconds(5)).until(() -> agent.ends.size() == 1);
+      await().atMost(Duration.ofSeconds(10)).until(() -> agent.ends.size() == 1);
       assertThat(agent.ends.values().iterator().next().getReason())
           .isEqualTo(FlowEndReason.FLOW_END_REASON_WRITTEN);
       assertThat(metrics.registerTimeouts()).isEqualTo(1);
@@ -261,7 +261,7 @@ class FlowTrackerTest {
     try (Socket s = new Socket("127.0.0.1", port)) {
       long start = System.nanoTime();
       assertBody(fetch(s, 2), 2);
-      assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofMillis(1500));
+      assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofMillis(1900));
     }
     assertThat(metrics.notRegistered()).isEqualTo(1);
     assertThat(metrics.registered()).isZero();
@@ -272,14 +272,15 @@ class FlowTrackerTest {
   void suspendHoldsTheResponseUntilResume() throws Exception {
     agent.ordersBeforeReply(r -> FlowAction.FLOW_ACTION_SUSPEND);
     startServer();
+    FakeAgent a = agent;
     Thread resume = new Thread(() -> {
-      await().atMost(Duration.ofSeconds(5)).until(() -> !agent.flows.isEmpty());
+      await().atMost(Duration.ofSeconds(5)).until(() -> !a.flows.isEmpty());
       try {
         Thread.sleep(700);
       } catch (InterruptedException e) {
         return;
       }
-      agent.order(agent.flows.get(0).flowId(), FlowAction.FLOW_ACTION_RESUME);
+      a.order(a.flows.get(0).flowId(), FlowAction.FLOW_ACTION_RESUME);
     });
     resume.start();
     try (Socket s = new Socket("127.0.0.1", port)) {
@@ -287,8 +288,10 @@ class FlowTrackerTest {
       assertBody(fetch(s, 2), 2);
       assertThat(Duration.ofNanos(System.nanoTime() - start))
           .isGreaterThanOrEqualTo(Duration.ofMillis(700));
+    } finally {
+      resume.interrupt();
+      resume.join();
     }
-    resume.join();
     assertThat(metrics.suspended()).isEqualTo(1);
   }
 
