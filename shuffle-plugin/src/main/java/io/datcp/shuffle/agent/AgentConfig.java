@@ -1,0 +1,69 @@
+package io.datcp.shuffle.agent;
+
+import java.time.Duration;
+import org.apache.hadoop.conf.Configuration;
+
+/**
+ * The plugin's own settings (Hadoop-style dotted keys in yarn-site.xml for the NodeManager side,
+ * in mapred-site.xml or the job configuration for the reduce side). Read once at start-up;
+ * a bad value fails start-up with a message naming the key and what it accepts.
+ */
+public record AgentConfig(
+    String socketPath, Duration registerTimeout, Duration rpcTimeout, int reportQueueSize,
+    int reportBatchSize) {
+
+  /** Unix domain socket of the host's DATCP agent (LocalAgentService). */
+  public static final String AGENT_SOCKET = "datcp.shuffle.agent.socket";
+  public static final String DEFAULT_AGENT_SOCKET = "/run/datcp/agent.sock";
+
+  /**
+   * How long a fetch response waits for its flow registration before its first byte goes out
+   * anyway (fail open), milliseconds. Bounded so a slow agent costs a fetch at most this much.
+   */
+  public static final String REGISTER_TIMEOUT_MS = "datcp.shuffle.register.timeout-ms";
+  public static final long DEFAULT_REGISTER_TIMEOUT_MS = 5;
+
+  /** Deadline of one call to the agent (registration reply, EndFlow, Forward), milliseconds. */
+  public static final String RPC_TIMEOUT_MS = "datcp.shuffle.agent.rpc-timeout-ms";
+  public static final long DEFAULT_RPC_TIMEOUT_MS = 2000;
+
+  /** Events waiting to be forwarded; when full, new events are dropped and counted. */
+  public static final String REPORT_QUEUE_SIZE = "datcp.shuffle.report.queue-size";
+  public static final int DEFAULT_REPORT_QUEUE_SIZE = 10_000;
+
+  /** Largest number of events in one Forward call. */
+  public static final String REPORT_BATCH_SIZE = "datcp.shuffle.report.batch-size";
+  public static final int DEFAULT_REPORT_BATCH_SIZE = 500;
+
+  /** Reads and validates the keys; throws IllegalArgumentException naming the bad key. */
+  public static AgentConfig from(Configuration conf) {
+    String socket = conf.getTrimmed(AGENT_SOCKET, DEFAULT_AGENT_SOCKET);
+    if (socket.isEmpty() || !socket.startsWith("/")) {
+      throw new IllegalArgumentException(
+          AGENT_SOCKET + " must be an absolute path of a Unix domain socket, got '" + socket + "'");
+    }
+    long register = positiveLong(conf, REGISTER_TIMEOUT_MS, DEFAULT_REGISTER_TIMEOUT_MS, 0);
+    long rpc = positiveLong(conf, RPC_TIMEOUT_MS, DEFAULT_RPC_TIMEOUT_MS, 1);
+    int queue = (int) positiveLong(conf, REPORT_QUEUE_SIZE, DEFAULT_REPORT_QUEUE_SIZE, 1);
+    int batch = (int) positiveLong(conf, REPORT_BATCH_SIZE, DEFAULT_REPORT_BATCH_SIZE, 1);
+    return new AgentConfig(socket, Duration.ofMillis(register), Duration.ofMillis(rpc), queue, batch);
+  }
+
+  private static long positiveLong(Configuration conf, String key, long dflt, long min) {
+    String raw = conf.getTrimmed(key);
+    if (raw == null || raw.isEmpty()) {
+      return dflt;
+    }
+    long v;
+    try {
+      v = Long.parseLong(raw);
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException(key + " must be an integer >= " + min + ", got '" + raw + "'");
+    }
+    if (v < min || v > Integer.MAX_VALUE) {
+      throw new IllegalArgumentException(
+          key + " must be an integer in [" + min + ", " + Integer.MAX_VALUE + "], got '" + raw + "'");
+    }
+    return v;
+  }
+}

@@ -1,0 +1,235 @@
+package io.datcp.shuffle.mapside;
+
+import io.datcp.proto.v1.ContainersRunning;
+import io.datcp.proto.v1.MapOutputIndexed;
+import io.datcp.proto.v1.ShuffleEvent;
+import io.datcp.shuffle.agent.AgentClient;
+import io.datcp.shuffle.agent.AgentConfig;
+import io.datcp.shuffle.agent.EventForwarder;
+import io.datcp.shuffle.agent.Events;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelPipeline;
+import java.lang.management.ManagementFactory;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.mapred.JobConf;
+import org.apache.hadoop.mapred.JobID;
+import org.apache.hadoop.mapred.ShuffleChannelHandlerContext;
+import org.apache.hadoop.mapred.ShuffleHandler;
+import org.apache.hadoop.mapred.SpillRecord;
+import org.apache.hadoop.mapreduce.TaskAttemptID;
+import org.apache.hadoop.metrics2.lib.DefaultMetricsSystem;
+import org.apache.hadoop.yarn.api.records.ApplicationId;
+import org.apache.hadoop.yarn.server.api.ContainerInitializationContext;
+import org.apache.hadoop.yarn.server.api.ContainerTerminationContext;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The NodeManager's {@code mapreduce_shuffle} aux service: Hadoop's ShuffleHandler unchanged on
+ * the wire (same protocol, security checks, keep-alive and port metadata), plus a flow tracker in
+ * every connection that registers each fetch response with the host's DATCP agent and obeys its
+ * suspend / resume / kill orders. It also forwards map-output partition sizes and the number of
+ * running containers per job. Everything fails open: without the agent it is a plain
+ * ShuffleHandler.
+ */
+public class DatcpShuffleHandler extends ShuffleHandler implements FlowHost {
+  private static final Logger LOG = LoggerFactory.getLogger(DatcpShuffleHandler.class);
+
+  /** Name of the flow tracker in the pipeline; it sits just before Hadoop's "shuffle". */
+  public static final String TRACKER_NAME = "datcp";
+  /** Hadoop's name of ShuffleChannelHandler in ShuffleChannelInitializer's pipeline. */
+  public static final String HADOOP_SHUFFLE_NAME = "shuffle";
+  private static final int MAX_REMEMBERED_MAP_OUTPUTS = 100_000;
+
+  private AgentConfig config;
+  private AgentClient agent;
+  private EventForwarder forwarder;
+  private ExecutorService indexReader;
+  private String host;
+  private final FlowOrders orders = new FlowOrders();
+  private final Map<String, AtomicInteger> containersPerJob = new ConcurrentHashMap<>();
+  private final Set<String> indexedMapOutputs = Collections.newSetFromMap(
+      new LinkedHashMap<>() {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<String, Boolean> eldest) {
+          return size() > MAX_REMEMBERED_MAP_OUTPUTS;
+        }
+      });
+  private final AtomicBoolean pipelineWarned = new AtomicBoolean();
+  private final FlowMetrics metrics = new FlowMetrics();
+
+  @Override
+  protected void serviceInit(Configuration conf) throws Exception {
+    config = AgentConfig.from(conf); // fails start-up on a bad key
+    host = Events.localHostName();
+    super.serviceInit(conf);
+    DefaultMetricsSystem.instance().register(FlowMetrics.SOURCE_NAME,
+        "DATCP flows of the shuffle service", metrics);
+  }
+
+  @Override
+  protected void serviceStart() throws Exception {
+    agent = new AgentClient(config, "shuffle service");
+    forwarder = new EventForwarder(agent, host);
+    metrics.countDroppedEventsFrom(forwarder::dropped);
+    indexReader = Executors.newSingleThreadExecutor(r -> {
+      Thread t = new Thread(r, "datcp-map-output-index");
+      t.setDaemon(true);
+      return t;
+    });
+    agent.subscribeOrders(host + "/" + ManagementFactory.getRuntimeMXBean().getPid(),
+        orders::dispatch);
+    super.serviceStart();
+    LOG.info("DATCP shuffle service: agent socket {}, register timeout {} ms",
+        config.socketPath(), config.registerTimeout().toMillis());
+  }
+
+  @Override
+  protected void serviceStop() throws Exception {
+    try {
+      super.serviceStop();
+    } finally {
+      DefaultMetricsSystem.instance().unregisterSource(FlowMetrics.SOURCE_NAME);
+      if (indexReader != null) {
+        indexReader.shutdownNow();
+      }
+      if (forwarder != null) {
+        forwarder.close();
+      }
+      if (agent != null) {
+        agent.close();
+      }
+    }
+  }
+
+  /** Hadoop's own context, but accepted channels pass through the hook that adds the tracker. */
+  @Override
+  protected ShuffleChannelHandlerContext createHandlerContext() {
+    ShuffleChannelHandlerContext stock = super.createHandlerContext();
+    return new ShuffleChannelHandlerContext(stock.conf, stock.userRsrc, stock.secretManager,
+        stock.pathCache, stock.indexCache, stock.metrics, new AcceptHook(allChannels, this::attach));
+  }
+
+  /** Called for every accepted connection before its first read, on its event loop. */
+  void attach(Channel channel) {
+    ChannelPipeline pipeline = channel.pipeline();
+    if (pipeline.get(HADOOP_SHUFFLE_NAME) == null) {
+      if (pipelineWarned.compareAndSet(false, true)) {
+        LOG.warn("No '{}' handler in the shuffle pipeline {}: flows are not tracked (Hadoop "
+            + "changed?); plain Hadoop shuffle", HADOOP_SHUFFLE_NAME, pipeline.names());
+      }
+      return;
+    }
+    if (pipeline.get(TRACKER_NAME) == null) {
+      pipeline.addBefore(HADOOP_SHUFFLE_NAME, TRACKER_NAME, new FlowTracker(this));
+    }
+  }
+
+  @Override
+  public AgentConfig config() {
+    return config;
+  }
+
+  @Override
+  public AgentClient agent() {
+    return agent;
+  }
+
+  @Override
+  public FlowOrders orders() {
+    return orders;
+  }
+
+  @Override
+  public FlowMetrics metrics() {
+    return metrics;
+  }
+
+  @Override
+  public void flowKilled(String reason) {
+    LOG.info("DATCP agent killed a shuffle flow ({}); the reducer fetches again", reason);
+  }
+
+  /** Reports the partition sizes of each map output the first time it is served. */
+  @Override
+  public void mapOutputsServed(String jobId, List<String> mapAttempts) {
+    for (String attempt : mapAttempts) {
+      boolean first;
+      synchronized (indexedMapOutputs) {
+        first = indexedMapOutputs.add(attempt);
+      }
+      if (first) {
+        try {
+          indexReader.execute(() -> reportIndex(jobId, attempt));
+        } catch (RejectedExecutionException e) {
+          return; // stopping
+        }
+      }
+    }
+  }
+
+  private void reportIndex(String jobId, String attempt) {
+    try {
+      String user = userRsrc.get(jobId);
+      if (user == null) {
+        return;
+      }
+      JobID job = JobID.forName(jobId);
+      ApplicationId app =
+          ApplicationId.newInstance(Long.parseLong(job.getJtIdentifier()), job.getId());
+      // The NodeManager's layout of map outputs, as ShuffleHandler resolves it.
+      Path index = getAuxiliaryLocalPathHandler().getLocalPathForRead(
+          "usercache/" + user + "/appcache/" + app + "/output/" + attempt + "/file.out.index");
+      SpillRecord spill = new SpillRecord(index, new JobConf(getConfig()), user);
+      MapOutputIndexed.Builder indexed = MapOutputIndexed.newBuilder().setJobId(jobId)
+          .setMapId(TaskAttemptID.forName(attempt).getTaskID().getId()).setHost(host);
+      for (int r = 0; r < spill.size(); r++) {
+        indexed.addPartitionBytes(spill.getIndex(r).partLength);
+      }
+      forwarder.offer(event().setMapOutputIndexed(indexed).build());
+    } catch (Exception e) {
+      LOG.debug("Cannot read the index of {} for DATCP: {}", attempt, e.toString());
+    }
+  }
+
+  @Override
+  public void initializeContainer(ContainerInitializationContext context) {
+    super.initializeContainer(context);
+    containersChanged(context.getContainerId().getApplicationAttemptId().getApplicationId(), +1);
+  }
+
+  @Override
+  public void stopContainer(ContainerTerminationContext context) {
+    super.stopContainer(context);
+    containersChanged(context.getContainerId().getApplicationAttemptId().getApplicationId(), -1);
+  }
+
+  private void containersChanged(ApplicationId app, int delta) {
+    String jobId = new JobID(Long.toString(app.getClusterTimestamp()), app.getId()).toString();
+    AtomicInteger count = containersPerJob.computeIfAbsent(jobId, k -> new AtomicInteger());
+    int running = Math.max(0, count.addAndGet(delta));
+    if (running == 0) {
+      containersPerJob.remove(jobId, count);
+    }
+    if (forwarder != null) {
+      forwarder.offer(event().setContainersRunning(ContainersRunning.newBuilder()
+          .setJobId(jobId).setHost(host).setRunning(running)).build());
+    }
+  }
+
+  private static ShuffleEvent.Builder event() {
+    return Events.now();
+  }
+}

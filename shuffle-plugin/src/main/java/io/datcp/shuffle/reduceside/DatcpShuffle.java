@@ -1,0 +1,107 @@
+package io.datcp.shuffle.reduceside;
+
+import io.datcp.proto.v1.JobPriority;
+import io.datcp.proto.v1.ReduceStarted;
+import io.datcp.proto.v1.ShuffleFinished;
+import io.datcp.shuffle.agent.AgentClient;
+import io.datcp.shuffle.agent.AgentConfig;
+import io.datcp.shuffle.agent.EventForwarder;
+import io.datcp.shuffle.agent.Events;
+import java.io.IOException;
+import java.lang.reflect.Proxy;
+import org.apache.hadoop.mapred.JobConf;
+import org.apache.hadoop.mapred.RawKeyValueIterator;
+import org.apache.hadoop.mapred.ShuffleConsumerPlugin;
+import org.apache.hadoop.mapred.TaskUmbilicalProtocol;
+import org.apache.hadoop.mapreduce.task.reduce.MergeManager;
+import org.apache.hadoop.mapreduce.task.reduce.Shuffle;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The reduce task's shuffle (mapreduce.job.reduce.shuffle.consumer.plugin.class): Hadoop's own
+ * Shuffle, watched. It reports ReduceStarted, MapCompleted (from the map-completion events the
+ * umbilical returns), FetchStarted / FetchFinished (around each map output's copy) and
+ * ShuffleFinished to the scheduler through the host's agent, asynchronously; a full queue drops
+ * events, and without an agent the shuffle is Hadoop's, unchanged.
+ */
+public class DatcpShuffle<K, V> extends Shuffle<K, V> {
+  private static final Logger LOG = LoggerFactory.getLogger(DatcpShuffle.class);
+
+  private AgentClient agent;
+  private EventForwarder events;
+  private String jobId;
+  private int reduce;
+
+  @Override
+  public void init(ShuffleConsumerPlugin.Context context) {
+    JobConf conf = context.getJobConf();
+    AgentConfig config = AgentConfig.from(conf); // fails the task on a bad key, naming it
+    jobId = context.getReduceId().getJobID().toString();
+    reduce = context.getReduceId().getTaskID().getId();
+    agent = new AgentClient(config, "reduce " + context.getReduceId());
+    String host = Events.localHostName();
+    events = new EventForwarder(agent, host);
+    events.offer(Events.now().setReduceStarted(ReduceStarted.newBuilder()
+        .setJobId(jobId).setReduceId(reduce).setHost(host)
+        .setTotalMaps(conf.getNumMapTasks()).setTotalReduces(conf.getNumReduceTasks())
+        .setQueue(conf.getQueueName()).setUser(conf.getUser() == null ? "" : conf.getUser())
+        .setJobName(conf.getJobName()).setPriority(priority(conf))).build());
+    super.init(withUmbilical(context, watched(context.getUmbilical())));
+  }
+
+  private TaskUmbilicalProtocol watched(TaskUmbilicalProtocol umbilical) {
+    return (TaskUmbilicalProtocol) Proxy.newProxyInstance(
+        TaskUmbilicalProtocol.class.getClassLoader(), new Class<?>[] {TaskUmbilicalProtocol.class},
+        new CompletionEventsWatcher(umbilical, events, jobId, reduce));
+  }
+
+  @Override
+  protected MergeManager<K, V> createMergeManager(ShuffleConsumerPlugin.Context context) {
+    return new ReportingMergeManager<>(super.createMergeManager(context), events, jobId, reduce);
+  }
+
+  @Override
+  public RawKeyValueIterator run() throws IOException, InterruptedException {
+    RawKeyValueIterator merged = super.run();
+    events.offer(Events.now().setShuffleFinished(
+        ShuffleFinished.newBuilder().setJobId(jobId).setReduceId(reduce)).build());
+    return merged;
+  }
+
+  @Override
+  public void close() {
+    try {
+      super.close();
+    } finally {
+      events.close();
+      agent.close();
+      if (events.dropped() > 0) {
+        LOG.info("DATCP: {} shuffle events dropped (agent slow or absent), {} delivered",
+            events.dropped(), events.delivered());
+      }
+    }
+  }
+
+  static JobPriority priority(JobConf conf) {
+    return switch (conf.getJobPriority()) {
+      case VERY_HIGH -> JobPriority.JOB_PRIORITY_VERY_HIGH;
+      case HIGH -> JobPriority.JOB_PRIORITY_HIGH;
+      case NORMAL, DEFAULT -> JobPriority.JOB_PRIORITY_NORMAL;
+      case LOW -> JobPriority.JOB_PRIORITY_LOW;
+      case VERY_LOW -> JobPriority.JOB_PRIORITY_VERY_LOW;
+      default -> JobPriority.JOB_PRIORITY_UNSPECIFIED;
+    };
+  }
+
+  @SuppressWarnings({"unchecked", "rawtypes"})
+  private static ShuffleConsumerPlugin.Context withUmbilical(ShuffleConsumerPlugin.Context c,
+      TaskUmbilicalProtocol umbilical) {
+    return new ShuffleConsumerPlugin.Context(c.getReduceId(), c.getJobConf(), c.getLocalFS(),
+        umbilical, c.getLocalDirAllocator(), c.getReporter(), c.getCodec(), c.getCombinerClass(),
+        c.getCombineCollector(), c.getSpilledRecordsCounter(), c.getReduceCombineInputCounter(),
+        c.getShuffledMapsCounter(), c.getReduceShuffleBytes(), c.getFailedShuffleCounter(),
+        c.getMergedMapOutputsCounter(), c.getStatus(), c.getCopyPhase(), c.getMergePhase(),
+        c.getReduceTask(), c.getMapOutputFile(), c.getLocalMapFiles());
+  }
+}

@@ -1,0 +1,164 @@
+package io.datcp.shuffle;
+
+import io.datcp.proto.v1.FlowAction;
+import io.datcp.proto.v1.FlowEnd;
+import io.datcp.proto.v1.FlowEnded;
+import io.datcp.proto.v1.FlowOrder;
+import io.datcp.proto.v1.FlowRegistered;
+import io.datcp.proto.v1.FlowRegistration;
+import io.datcp.proto.v1.LocalAgentServiceGrpc;
+import io.datcp.proto.v1.OrdersRequest;
+import io.datcp.proto.v1.ReportAck;
+import io.datcp.proto.v1.ShuffleEvent;
+import io.datcp.proto.v1.ShuffleReport;
+import io.grpc.Server;
+import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
+import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.epoll.EpollEventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.epoll.EpollServerDomainSocketChannel;
+import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
+import io.grpc.stub.StreamObserver;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Function;
+
+/**
+ * In-process LocalAgentService on a Unix domain socket: records registrations, ends and forwarded
+ * events, and lets a test decide which orders a new flow gets before its registration reply.
+ */
+public final class FakeAgent implements AutoCloseable {
+  /** A flow as the agent saw it. */
+  public record Flow(long flowId, FlowRegistration registration, long registeredNanos) { }
+
+  public final Path socket;
+  private final EventLoopGroup group = new EpollEventLoopGroup(2);
+  private final Server server;
+  private final AtomicLong nextFlowId = new AtomicLong(1);
+  public final List<Flow> flows = new CopyOnWriteArrayList<>();
+  public final Map<Long, FlowEnd> ends = new ConcurrentHashMap<>();
+  public final Map<Long, Long> endNanos = new ConcurrentHashMap<>();
+  public final List<ShuffleEvent> events = new CopyOnWriteArrayList<>();
+  private final Set<String> seenBatches = ConcurrentHashMap.newKeySet();
+  private final List<StreamObserver<FlowOrder>> subscribers = new CopyOnWriteArrayList<>();
+  private volatile Function<FlowRegistration, FlowAction> ordersBeforeReply = r -> null;
+  /** How long RegisterFlow takes to answer (a slow agent), milliseconds. */
+  public volatile long replyDelayMs;
+
+  public FakeAgent(Path dir) throws IOException {
+    Files.createDirectories(dir);
+    socket = dir.resolve("agent.sock");
+    Files.deleteIfExists(socket);
+    server = NettyServerBuilder.forAddress(new DomainSocketAddress(socket.toString()))
+        .channelType(EpollServerDomainSocketChannel.class)
+        .bossEventLoopGroup(group).workerEventLoopGroup(group)
+        .addService(new Service())
+        .build().start();
+  }
+
+  /** Which order (or null) each new flow gets, sent before its registration reply. */
+  public void ordersBeforeReply(Function<FlowRegistration, FlowAction> policy) {
+    ordersBeforeReply = policy;
+  }
+
+  public void order(long flowId, FlowAction action) {
+    FlowOrder order = FlowOrder.newBuilder().setFlowId(flowId).setAction(action)
+        .setReason("test").build();
+    for (StreamObserver<FlowOrder> s : subscribers) {
+      synchronized (s) {
+        s.onNext(order);
+      }
+    }
+  }
+
+  public int subscribers() {
+    return subscribers.size();
+  }
+
+  public void reset() {
+    flows.clear();
+    ends.clear();
+    endNanos.clear();
+    events.clear();
+    ordersBeforeReply = r -> null;
+    replyDelayMs = 0;
+  }
+
+  public List<ShuffleEvent> events(ShuffleEvent.EventCase kind) {
+    List<ShuffleEvent> out = new ArrayList<>();
+    for (ShuffleEvent e : events) {
+      if (e.getEventCase() == kind) {
+        out.add(e);
+      }
+    }
+    return out;
+  }
+
+  private final class Service extends LocalAgentServiceGrpc.LocalAgentServiceImplBase {
+    @Override
+    public void registerFlow(FlowRegistration request, StreamObserver<FlowRegistered> reply) {
+      long id = nextFlowId.getAndIncrement();
+      flows.add(new Flow(id, request, System.nanoTime()));
+      FlowAction early = ordersBeforeReply.apply(request);
+      if (early != null) {
+        order(id, early);
+        sleep(300); // a generous head start, so the order arrives first even on a busy machine
+      }
+      sleep(replyDelayMs);
+      reply.onNext(FlowRegistered.newBuilder().setFlowId(id).setEpoch(1).setInKernel(true).build());
+      reply.onCompleted();
+    }
+
+    @Override
+    public void endFlow(FlowEnd request, StreamObserver<FlowEnded> reply) {
+      boolean known = ends.putIfAbsent(request.getFlowId(), request) == null;
+      endNanos.putIfAbsent(request.getFlowId(), System.nanoTime());
+      reply.onNext(FlowEnded.newBuilder().setKnown(known).build());
+      reply.onCompleted();
+    }
+
+    @Override
+    public void orders(OrdersRequest request, StreamObserver<FlowOrder> stream) {
+      subscribers.add(stream);
+    }
+
+    @Override
+    public void forward(ShuffleReport request, StreamObserver<ReportAck> reply) {
+      if (seenBatches.add(request.getReporterId() + "/" + request.getBatchId())) {
+        events.addAll(request.getEventsList());
+      }
+      reply.onNext(ReportAck.getDefaultInstance());
+      reply.onCompleted();
+    }
+  }
+
+  private static void sleep(long ms) {
+    try {
+      Thread.sleep(ms);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  @Override
+  public void close() throws InterruptedException, IOException {
+    server.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+    group.shutdownGracefully(0, 1, TimeUnit.SECONDS).await(5, TimeUnit.SECONDS);
+    Files.deleteIfExists(socket);
+  }
+
+  static Set<Long> ids(List<Flow> flows) {
+    Set<Long> ids = new HashSet<>();
+    flows.forEach(f -> ids.add(f.flowId()));
+    return ids;
+  }
+}

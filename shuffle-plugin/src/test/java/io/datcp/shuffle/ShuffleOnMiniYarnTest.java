@@ -1,0 +1,332 @@
+package io.datcp.shuffle;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.datcp.proto.v1.FlowAction;
+import io.datcp.proto.v1.FlowEnd;
+import io.datcp.proto.v1.FlowEndReason;
+import io.datcp.proto.v1.MapOutputIndexed;
+import io.datcp.proto.v1.ShuffleEvent;
+import io.datcp.shuffle.mapside.FlowMetrics;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.stream.Stream;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.io.DataOutputBuffer;
+import org.apache.hadoop.mapreduce.Job;
+import org.apache.hadoop.mapreduce.JobID;
+import org.apache.hadoop.mapreduce.TaskAttemptID;
+import org.apache.hadoop.mapreduce.TaskCounter;
+import org.apache.hadoop.mapreduce.TaskType;
+import org.apache.hadoop.mapreduce.task.reduce.ShuffleHeader;
+import org.apache.hadoop.metrics2.lib.DefaultMetricsSystem;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.TestMethodOrder;
+
+/**
+ * Real MapReduce jobs on a MiniMRYarnCluster whose NodeManager runs DatcpShuffleHandler, with a
+ * fake agent on a Unix socket. One cluster for the class (it costs most of the time).
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+class ShuffleOnMiniYarnTest {
+  private static final int MAPS = 3;
+  private static final int REDUCES = 2;
+  // 100 records of 1000 bytes per partition: partLength and rawLength both lie in
+  // [2^16, 2^24), so each takes the same 4 bytes as a VLong in the ShuffleHeader.
+  private static final int RECORDS = 100;
+  private static final int VALUE_BYTES = 1000;
+
+  private Path dir;
+  private FakeAgent agent;
+  private DatcpMiniCluster cluster;
+  private int jobs;
+
+  @BeforeAll
+  void start() throws Exception {
+    dir = Files.createTempDirectory("datcp-plugin-it");
+    agent = new FakeAgent(dir);
+    // Generous registration wait so orders given before the reply take effect before byte one.
+    cluster = new DatcpMiniCluster("datcp-shuffle-it", agent.socket, 2000);
+    await().atMost(Duration.ofSeconds(30)).until(() -> agent.subscribers() > 0);
+  }
+
+  @AfterAll
+  void stop() throws Exception {
+    if (cluster != null) {
+      cluster.close();
+    }
+    if (agent != null) {
+      agent.close();
+    }
+  }
+
+  @BeforeEach
+  void clear() {
+    if (agent != null) {
+      agent.reset();
+    }
+  }
+
+  private record Run(Job job, List<String> output) { }
+
+  /** What the fake agent saw of one undisturbed job. */
+  private record Baseline(Run run, List<FakeAgent.Flow> flows, Map<Long, FlowEnd> ends,
+      List<ShuffleEvent> events, long registeredMetric) {
+    List<ShuffleEvent> events(ShuffleEvent.EventCase kind) {
+      return events.stream().filter(e -> e.getEventCase() == kind).toList();
+    }
+  }
+
+  private Baseline baseline;
+
+  /** The NodeManager's DatcpShuffleHandler counters (metrics2 source in this JVM). */
+  private static FlowMetrics flowMetrics() {
+    return (FlowMetrics) DefaultMetricsSystem.instance().getSource("DatcpShuffleFlows");
+  }
+
+  /** One undisturbed job, shared by the tests that only look at what was reported. */
+  private Baseline baseline() throws Exception {
+    if (baseline == null) {
+      agent.reset();
+      Run run = runGenerator();
+      await().atMost(Duration.ofSeconds(10)).until(() ->
+          agent.events(ShuffleEvent.EventCase.SHUFFLE_FINISHED).size() == REDUCES
+              && agent.events(ShuffleEvent.EventCase.MAP_OUTPUT_INDEXED).size() >= MAPS
+              && agent.ends.size() == agent.flows.size());
+      long before = flowMetrics().registered();
+      baseline = new Baseline(run, List.copyOf(agent.flows), Map.copyOf(agent.ends),
+          List.copyOf(agent.events), before);
+    }
+    return baseline;
+  }
+
+  private Run runGenerator() throws Exception {
+    Configuration conf = cluster.jobConf();
+    org.apache.hadoop.fs.Path out =
+        new org.apache.hadoop.fs.Path(dir.resolve("out-" + (jobs++)).toUri());
+    Job job = GeneratorJob.create(conf, MAPS, REDUCES, RECORDS, VALUE_BYTES, out);
+    assertThat(job.waitForCompletion(false)).as("job succeeded").isTrue();
+    return new Run(job, readOutput(Path.of(out.toUri())));
+  }
+
+  /** All lines of the job's part files, sorted. */
+  private static List<String> readOutput(Path out) throws IOException {
+    List<String> lines = new ArrayList<>();
+    try (Stream<Path> parts = Files.list(out)) {
+      for (Path p : parts.filter(p -> p.getFileName().toString().startsWith("part-")).toList()) {
+        lines.addAll(Files.readAllLines(p));
+      }
+    }
+    lines.sort(null);
+    return lines;
+  }
+
+  private static List<String> expected() {
+    return GeneratorJob.expectedOutput(MAPS, REDUCES, RECORDS, VALUE_BYTES);
+  }
+
+  private static long shuffleBytes(Job job) throws IOException, InterruptedException {
+    return job.getCounters().findCounter(TaskCounter.REDUCE_SHUFFLE_BYTES).getValue();
+  }
+
+  /** partLength per map and reduce, from the MapOutputIndexed events the service forwarded. */
+  private static Map<Integer, List<Long>> partitionBytes(Baseline b, String jobId) {
+    Map<Integer, List<Long>> parts = new HashMap<>();
+    for (ShuffleEvent e : b.events(ShuffleEvent.EventCase.MAP_OUTPUT_INDEXED)) {
+      MapOutputIndexed m = e.getMapOutputIndexed();
+      assertThat(m.getJobId()).isEqualTo(jobId);
+      assertThat(parts.put(m.getMapId(), m.getPartitionBytesList())).as("once per map").isNull();
+    }
+    assertThat(parts.keySet()).hasSize(MAPS);
+    return parts;
+  }
+
+  private static long headerBytes(String jobId, int map, int reduce, long partLength)
+      throws IOException {
+    String attempt = new TaskAttemptID(
+        new org.apache.hadoop.mapreduce.TaskID(JobID.forName(jobId), TaskType.MAP, map), 0)
+        .toString();
+    DataOutputBuffer out = new DataOutputBuffer();
+    new ShuffleHeader(attempt, partLength, partLength, reduce).write(out);
+    return out.getLength();
+  }
+
+  @Test
+  @Order(1)
+  void registersEveryFetchWithItsExactBytesAndTheOutputIsUnchanged() throws Exception {
+    Baseline b = baseline();
+    Run run = b.run();
+    String jobId = run.job().getJobID().toString();
+    assertThat(run.output()).isEqualTo(expected());
+
+    Map<Integer, List<Long>> parts = partitionBytes(b, jobId);
+    long indexed = 0;
+    for (List<Long> p : parts.values()) {
+      assertThat(p).hasSize(REDUCES);
+      indexed += p.stream().mapToLong(Long::longValue).sum();
+    }
+    assertThat(indexed).as("index partLengths = REDUCE_SHUFFLE_BYTES")
+        .isEqualTo(shuffleBytes(run.job()));
+
+    Set<String> fetched = new HashSet<>();
+    long partBytesRegistered = 0;
+    assertThat(b.flows()).isNotEmpty();
+    for (FakeAgent.Flow f : b.flows()) {
+      var reg = f.registration();
+      assertThat(reg.getJobId()).isEqualTo(jobId);
+      long expectedBytes = 0;
+      for (int map : reg.getMapIdsList()) {
+        assertThat(fetched.add(reg.getReduceId() + "/" + map)).as("fetched once").isTrue();
+        long part = parts.get(map).get(reg.getReduceId());
+        partBytesRegistered += part;
+        expectedBytes += part + headerBytes(jobId, map, reg.getReduceId(), part);
+      }
+      assertThat(reg.getBytes()).as("exact response bytes").isEqualTo(expectedBytes);
+      assertThat(reg.getSourcePort()).isPositive();
+      assertThat(reg.getDestinationPort()).isPositive().isNotEqualTo(reg.getSourcePort());
+      assertThat(reg.getSourceAddress()).isNotEmpty();
+    }
+    assertThat(fetched).hasSize(MAPS * REDUCES);
+    assertThat(partBytesRegistered).isEqualTo(shuffleBytes(run.job()));
+
+    for (FakeAgent.Flow f : b.flows()) {
+      FlowEnd end = b.ends().get(f.flowId());
+      assertThat(end.getReason()).isEqualTo(FlowEndReason.FLOW_END_REASON_WRITTEN);
+      assertThat(end.getBytesWritten()).isEqualTo(f.registration().getBytes());
+    }
+    assertThat(b.registeredMetric()).as("FlowsRegistered metric, first job")
+        .isEqualTo(b.flows().size());
+    assertThat(b.events(ShuffleEvent.EventCase.CONTAINERS_RUNNING))
+        .anySatisfy(e -> assertThat(e.getContainersRunning().getJobId()).isEqualTo(jobId));
+  }
+
+  @Test
+  @Order(2)
+  void theReduceSideReportsItsShuffle() throws Exception {
+    Baseline b = baseline();
+    Run run = b.run();
+    String jobId = run.job().getJobID().toString();
+    assertThat(b.events(ShuffleEvent.EventCase.SHUFFLE_FINISHED)).hasSize(REDUCES);
+
+    List<ShuffleEvent> started = b.events(ShuffleEvent.EventCase.REDUCE_STARTED);
+    assertThat(started).extracting(e -> e.getReduceStarted().getReduceId())
+        .containsExactlyInAnyOrder(0, 1);
+    assertThat(started).allSatisfy(e -> {
+      assertThat(e.getReduceStarted().getJobId()).isEqualTo(jobId);
+      assertThat(e.getReduceStarted().getTotalMaps()).isEqualTo(MAPS);
+      assertThat(e.getReduceStarted().getTotalReduces()).isEqualTo(REDUCES);
+      assertThat(e.getReduceStarted().getJobName()).isEqualTo("datcp-generator");
+      assertThat(e.getReduceStarted().getHost()).isNotEmpty();
+    });
+    Set<String> completed = new HashSet<>();
+    for (ShuffleEvent e : b.events(ShuffleEvent.EventCase.MAP_COMPLETED)) {
+      assertThat(e.getMapCompleted().getJobId()).isEqualTo(jobId);
+      assertThat(e.getMapCompleted().getHost()).isNotEmpty();
+      completed.add(e.getMapCompleted().getReduceId() + "/" + e.getMapCompleted().getMapId());
+    }
+    assertThat(completed).hasSize(MAPS * REDUCES);
+
+    List<ShuffleEvent> finished = b.events(ShuffleEvent.EventCase.FETCH_FINISHED);
+    assertThat(finished).hasSize(MAPS * REDUCES);
+    assertThat(b.events(ShuffleEvent.EventCase.FETCH_STARTED)).hasSize(MAPS * REDUCES);
+    long fetchedBytes = finished.stream().mapToLong(e -> e.getFetchFinished().getBytes()).sum();
+    assertThat(fetchedBytes).as("FetchFinished bytes = REDUCE_SHUFFLE_BYTES")
+        .isEqualTo(shuffleBytes(run.job()));
+    long registered = b.flows().stream().mapToLong(f -> f.registration().getBytes()).sum();
+    assertThat(registered).as("map side registered the same bytes plus the headers")
+        .isGreaterThan(fetchedBytes);
+  }
+
+  @Test
+  @Order(3)
+  void suspendHoldsAFlowUntilResumeWithoutCorruptingIt() throws Exception {
+    long holdMs = 3000;
+    AtomicBoolean first = new AtomicBoolean(true);
+    agent.ordersBeforeReply(
+        r -> first.getAndSet(false) ? FlowAction.FLOW_ACTION_SUSPEND : null);
+    FakeAgent a = agent;
+    Thread resumer = new Thread(() -> {
+      await().atMost(Duration.ofMinutes(2)).until(() -> !a.flows.isEmpty());
+      try {
+        Thread.sleep(holdMs);
+      } catch (InterruptedException e) {
+        return;
+      }
+      a.order(a.flows.get(0).flowId(), FlowAction.FLOW_ACTION_RESUME);
+    });
+    resumer.start();
+    Run run;
+    try {
+      run = runGenerator();
+    } finally {
+      resumer.interrupt();
+      resumer.join();
+    }
+    assertThat(run.output()).isEqualTo(expected());
+
+    FakeAgent.Flow suspended = agent.flows.get(0);
+    await().atMost(Duration.ofSeconds(10)).until(() -> agent.ends.containsKey(suspended.flowId()));
+    FlowEnd end = agent.ends.get(suspended.flowId());
+    assertThat(end.getReason()).isEqualTo(FlowEndReason.FLOW_END_REASON_WRITTEN);
+    assertThat(end.getBytesWritten()).isEqualTo(suspended.registration().getBytes());
+    long heldNanos = agent.endNanos.get(suspended.flowId()) - suspended.registeredNanos();
+    assertThat(Duration.ofNanos(heldNanos)).isGreaterThanOrEqualTo(Duration.ofMillis(holdMs));
+  }
+
+  @Test
+  @Order(4)
+  void killClosesTheConnectionAndTheReducerFetchesAgain() throws Exception {
+    AtomicBoolean first = new AtomicBoolean(true);
+    agent.ordersBeforeReply(r -> first.getAndSet(false) ? FlowAction.FLOW_ACTION_KILL : null);
+    Run run = runGenerator();
+    assertThat(run.output()).isEqualTo(expected());
+
+    FakeAgent.Flow killed = agent.flows.get(0);
+    await().atMost(Duration.ofSeconds(10)).until(() -> agent.ends.containsKey(killed.flowId()));
+    FlowEnd end = agent.ends.get(killed.flowId());
+    assertThat(end.getReason()).isEqualTo(FlowEndReason.FLOW_END_REASON_ABORTED);
+    assertThat(end.getBytesWritten()).isZero();
+    assertThat(flowMetrics().killed()).isEqualTo(1);
+    int reduce = killed.registration().getReduceId();
+    Set<Integer> refetched = new HashSet<>();
+    for (FakeAgent.Flow f : agent.flows.subList(1, agent.flows.size())) {
+      if (f.registration().getReduceId() == reduce) {
+        refetched.addAll(f.registration().getMapIdsList());
+      }
+    }
+    assertThat(refetched).containsAll(killed.registration().getMapIdsList());
+  }
+
+  @Test
+  @Order(5)
+  void withoutAnAgentTheShuffleIsPlainHadoop() throws Exception {
+    agent.close();
+    assertThat(agent.socket).doesNotExist();
+    Path input = dir.resolve("words");
+    Map<String, Integer> counts = WordCountJob.writeInput(input, 2, 40_000);
+    Path out = dir.resolve("wordcount-out");
+    Job job = WordCountJob.create(cluster.jobConf(), input, out, REDUCES);
+    assertThat(job.waitForCompletion(false)).as("job succeeded").isTrue();
+    assertThat(readOutput(out)).isEqualTo(WordCountJob.expectedLines(counts));
+    assertThat(shuffleBytes(job)).as("the shuffle moved data").isPositive();
+    assertThat(agent.flows).isEmpty();
+    agent = null;
+  }
+}

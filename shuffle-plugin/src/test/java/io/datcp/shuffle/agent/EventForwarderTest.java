@@ -1,0 +1,72 @@
+package io.datcp.shuffle.agent;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+import io.datcp.proto.v1.ShuffleEvent;
+import io.datcp.proto.v1.ShuffleFinished;
+import io.datcp.shuffle.FakeAgent;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import org.apache.hadoop.conf.Configuration;
+import org.junit.jupiter.api.Test;
+
+class EventForwarderTest {
+
+  private static ShuffleEvent event(int reduce) {
+    return Events.now().setShuffleFinished(
+        ShuffleFinished.newBuilder().setJobId("job_1_0001").setReduceId(reduce)).build();
+  }
+
+  private static AgentConfig config(Path socket, int queue) {
+    Configuration conf = new Configuration(false);
+    conf.set(AgentConfig.AGENT_SOCKET, socket.toString());
+    conf.setInt(AgentConfig.REPORT_QUEUE_SIZE, queue);
+    conf.setInt(AgentConfig.RPC_TIMEOUT_MS, 500);
+    return AgentConfig.from(conf);
+  }
+
+  @Test
+  void withoutAnAgentEventsAreDroppedWithoutBlockingAndDeliveredOnceItIsBack() throws Exception {
+    Path dir = Files.createTempDirectory("datcp-fwd");
+    Path socket = dir.resolve("agent.sock");
+    try (AgentClient client = new AgentClient(config(socket, 10), "test");
+        EventForwarder forwarder = new EventForwarder(client, "host-a")) {
+      long start = System.nanoTime();
+      int accepted = 0;
+      for (int i = 0; i < 1000; i++) {
+        accepted += forwarder.offer(event(i)) ? 1 : 0;
+      }
+      assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(1));
+      int sent = accepted;
+      assertThat(accepted).isLessThanOrEqualTo(10 + 500); // queue + at most one batch in hand
+      assertThat(forwarder.dropped()).isEqualTo(1000 - accepted);
+      await().atMost(Duration.ofSeconds(5)).until(client::isDown);
+
+      try (FakeAgent agent = new FakeAgent(dir)) {
+        await().atMost(Duration.ofSeconds(10)).until(() -> agent.events.size() == sent);
+        assertThat(forwarder.delivered()).isEqualTo(accepted);
+        assertThat(client.isDown()).isFalse();
+        assertThat(forwarder.offer(event(5000))).isTrue();
+        await().atMost(Duration.ofSeconds(5)).until(() -> agent.events.size() == sent + 1);
+      }
+    }
+  }
+
+  @Test
+  void badConfigurationNamesTheKey() {
+    Configuration conf = new Configuration(false);
+    conf.set(AgentConfig.REGISTER_TIMEOUT_MS, "soon");
+    assertThatThrownBy(() -> AgentConfig.from(conf))
+        .hasMessageContaining(AgentConfig.REGISTER_TIMEOUT_MS).hasMessageContaining("soon");
+    Configuration relative = new Configuration(false);
+    relative.set(AgentConfig.AGENT_SOCKET, "agent.sock");
+    assertThatThrownBy(() -> AgentConfig.from(relative))
+        .hasMessageContaining(AgentConfig.AGENT_SOCKET);
+    AgentConfig defaults = AgentConfig.from(new Configuration(false));
+    assertThat(defaults.socketPath()).isEqualTo(AgentConfig.DEFAULT_AGENT_SOCKET);
+    assertThat(defaults.registerTimeout()).isEqualTo(Duration.ofMillis(5));
+  }
+}

@@ -1,0 +1,312 @@
+package io.datcp.shuffle.mapside;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.datcp.proto.v1.FlowAction;
+import io.datcp.proto.v1.FlowEnd;
+import io.datcp.proto.v1.FlowEndReason;
+import io.datcp.proto.v1.FlowRegistration;
+import io.datcp.shuffle.FakeAgent;
+import io.datcp.shuffle.agent.AgentClient;
+import io.datcp.shuffle.agent.AgentConfig;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.SimpleChannelInboundHandler;
+import io.netty.channel.nio.NioEventLoopGroup;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.handler.codec.http.DefaultHttpResponse;
+import io.netty.handler.codec.http.FullHttpRequest;
+import io.netty.handler.codec.http.HttpObjectAggregator;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import io.netty.handler.codec.http.HttpServerCodec;
+import io.netty.handler.codec.http.HttpUtil;
+import io.netty.handler.codec.http.HttpVersion;
+import io.netty.handler.codec.http.LastHttpContent;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The flow tracker in a real Netty pipeline on loopback, in front of a stand-in for Hadoop's
+ * shuffle handler that answers like it does (a response with Content-Length, then header and
+ * body of each map in turn, each written after the previous completed), with a fake agent.
+ */
+class FlowTrackerTest {
+  private static final int MAP_BYTES = 64 * 1024;
+  private static final String JOB = "job_1700000000000_0001";
+
+  private Path dir;
+  private FakeAgent agent;
+  private AgentClient client;
+  private EventLoopGroup group;
+  private int port;
+  private final AtomicInteger killed = new AtomicInteger();
+  private final FlowMetrics metrics = new FlowMetrics();
+  private final List<String> served = new CopyOnWriteArrayList<>();
+  private long registerTimeoutMs = 2000;
+
+  @BeforeEach
+  void startAgent() throws Exception {
+    dir = Files.createTempDirectory("datcp-tracker");
+    agent = new FakeAgent(dir);
+  }
+
+  private void startServer() throws InterruptedException {
+    AgentConfig config = new AgentConfig(agent.socket.toString(),
+        Duration.ofMillis(registerTimeoutMs), Duration.ofSeconds(5), 100, 10);
+    client = new AgentClient(config, "tracker-test");
+    FlowOrders orders = new FlowOrders();
+    client.subscribeOrders("tracker-test", orders::dispatch);
+    FlowHost host = new FlowHost() {
+      @Override
+      public AgentConfig config() {
+        return config;
+      }
+
+      @Override
+      public AgentClient agent() {
+        return client;
+      }
+
+      @Override
+      public FlowOrders orders() {
+        return orders;
+      }
+
+      @Override
+      public FlowMetrics metrics() {
+        return metrics;
+      }
+
+      @Override
+      public void mapOutputsServed(String jobId, List<String> mapAttempts) {
+        served.addAll(mapAttempts);
+      }
+
+      @Override
+      public void flowKilled(String reason) {
+        killed.incrementAndGet();
+      }
+    };
+    group = new NioEventLoopGroup(1);
+    Channel server = new ServerBootstrap().group(group).channel(NioServerSocketChannel.class)
+        .childHandler(new ChannelInitializer<SocketChannel>() {
+          @Override
+          protected void initChannel(SocketChannel ch) {
+            ch.pipeline().addLast("http", new HttpServerCodec())
+                .addLast("aggregator", new HttpObjectAggregator(1 << 16))
+                .addLast("datcp", new FlowTracker(host))
+                .addLast("shuffle", new HadoopLikeShuffle());
+          }
+        }).bind(new InetSocketAddress("127.0.0.1", 0)).sync().channel();
+    port = ((InetSocketAddress) server.localAddress()).getPort();
+    await().atMost(Duration.ofSeconds(10)).until(() -> agent.subscribers() > 0);
+  }
+
+  @AfterEach
+  void stop() throws Exception {
+    if (group != null) {
+      group.shutdownGracefully(0, 1, java.util.concurrent.TimeUnit.SECONDS).sync();
+    }
+    if (client != null) {
+      client.close();
+    }
+    if (agent != null) {
+      agent.close();
+    }
+  }
+
+  /** Answers GET /mapOutput?...&map=a,b with, per map, an 8-byte header and MAP_BYTES of body. */
+  private static final class HadoopLikeShuffle extends SimpleChannelInboundHandler<FullHttpRequest> {
+    @Override
+    protected void channelRead0(ChannelHandlerContext ctx, FullHttpRequest request) {
+      String maps = request.uri().replaceAll(".*map=([^&]*).*", "$1");
+      String[] attempts = maps.split(",");
+      DefaultHttpResponse response =
+          new DefaultHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.OK);
+      HttpUtil.setContentLength(response, (long) attempts.length * (8 + MAP_BYTES));
+      ctx.channel().write(response);
+      sendMap(ctx.channel(), attempts.length, 0);
+    }
+
+    private static void sendMap(Channel ch, int maps, int index) {
+      if (index == maps) {
+        ch.writeAndFlush(LastHttpContent.EMPTY_LAST_CONTENT);
+        return;
+      }
+      ch.write(Unpooled.wrappedBuffer(new byte[8]));
+      byte[] body = new byte[MAP_BYTES];
+      Arrays.fill(body, (byte) ('a' + index));
+      ch.writeAndFlush(Unpooled.wrappedBuffer(body)).addListener((ChannelFutureListener) f -> {
+        if (f.isSuccess()) {
+          sendMap(ch, maps, index + 1);
+        }
+      });
+    }
+  }
+
+  private static String request(int maps) {
+    StringBuilder m = new StringBuilder();
+    for (int i = 0; i < maps; i++) {
+      m.append(i == 0 ? "" : ",").append("attempt_1700000000000_0001_m_00000").append(i)
+          .append("_0");
+    }
+    return "GET /mapOutput?job=" + JOB + "&reduce=3&map=" + m + " HTTP/1.1\r\n"
+        + "name: mapreduce\r\nversion: 1.0.0\r\n\r\n";
+  }
+
+  /** Sends a fetch on the socket and returns the body, or null when the connection closed. */
+  private static byte[] fetch(Socket s, int maps) throws IOException {
+    OutputStream out = s.getOutputStream();
+    out.write(request(maps).getBytes(StandardCharsets.US_ASCII));
+    out.flush();
+    InputStream in = s.getInputStream();
+    ByteArrayOutputStream head = new ByteArrayOutputStream();
+    while (!head.toString(StandardCharsets.US_ASCII).endsWith("\r\n\r\n")) {
+      int b = in.read();
+      if (b < 0) {
+        return null;
+      }
+      head.write(b);
+    }
+    String headers = head.toString(StandardCharsets.US_ASCII).toLowerCase();
+    int length = Integer.parseInt(headers.replaceAll("(?s).*content-length: (\\d+).*", "$1"));
+    byte[] body = in.readNBytes(length);
+    return body.length == length ? body : null;
+  }
+
+  private static void assertBody(byte[] body, int maps) {
+    assertThat(body).hasSize(maps * (8 + MAP_BYTES));
+    for (int i = 0; i < maps; i++) {
+      assertThat(body[i * (8 + MAP_BYTES) + 8]).isEqualTo((byte) ('a' + i));
+      assertThat(body[(i + 1) * (8 + MAP_BYTES) - 1]).isEqualTo((byte) ('a' + i));
+    }
+  }
+
+  @Test
+  void registersEachResponseWithItsExactBytesAndFourTuple() throws Exception {
+    startServer();
+    try (Socket s = new Socket("127.0.0.1", port)) {
+      assertBody(fetch(s, 2), 2);
+      assertBody(fetch(s, 1), 1); // keep-alive: a second response on the same connection
+      await().atMost(Duration.ofSeconds(5)).until(() -> agent.ends.size() == 2);
+      assertThat(agent.flows).hasSize(2);
+      FlowRegistration first = agent.flows.get(0).registration();
+      assertThat(first.getJobId()).isEqualTo(JOB);
+      assertThat(first.getReduceId()).isEqualTo(3);
+      assertThat(first.getMapIdsList()).containsExactly(0, 1);
+      assertThat(first.getBytes()).isEqualTo(2L * (8 + MAP_BYTES));
+      assertThat(first.getSourcePort()).isEqualTo(port);
+      assertThat(first.getDestinationPort()).isEqualTo(s.getLocalPort());
+      assertThat(first.getDestinationAddress()).isEqualTo("127.0.0.1");
+      assertThat(agent.flows.get(1).registration().getSourcePort()).isEqualTo(port);
+      for (FakeAgent.Flow f : agent.flows) {
+        FlowEnd end = agent.ends.get(f.flowId());
+        assertThat(end.getReason()).isEqualTo(FlowEndReason.FLOW_END_REASON_WRITTEN);
+        assertThat(end.getBytesWritten()).isEqualTo(f.registration().getBytes());
+      }
+      assertThat(served).hasSize(3);
+      assertThat(metrics.registered()).isEqualTo(2);
+      assertThat(metrics.registerTimeouts()).isZero();
+    }
+  }
+
+  @Test
+  void aSlowAgentDelaysTheResponseByAtMostTheRegisterTimeout() throws Exception {
+    registerTimeoutMs = 100;
+    agent.replyDelayMs = 4000;
+    startServer();
+    try (Socket s = new Socket("127.0.0.1", port)) {
+      long start = System.nanoTime();
+      assertBody(fetch(s, 1), 1);
+      Duration took = Duration.ofNanos(System.nanoTime() - start);
+      assertThat(took).isGreaterThanOrEqualTo(Duration.ofMillis(100))
+          .isLessThan(Duration.ofMillis(3000)); // loose: far below the agent's 4 s
+      // the late reply still gives the agent its flow id, and the end follows
+      await().atMost(Duration.ofSeconds(10)).until(() -> agent.ends.size() == 1);
+      assertThat(agent.ends.values().iterator().next().getReason())
+          .isEqualTo(FlowEndReason.FLOW_END_REASON_WRITTEN);
+      assertThat(metrics.registerTimeouts()).isEqualTo(1);
+      assertThat(metrics.registered()).isEqualTo(1);
+    }
+  }
+
+  @Test
+  void withoutAnAgentResponsesGoOutAtOnce() throws Exception {
+    agent.close();
+    agent = new FakeAgent(dir); // for subscribers() in startServer; closed again below
+    startServer();
+    agent.close();
+    try (Socket s = new Socket("127.0.0.1", port)) {
+      long start = System.nanoTime();
+      assertBody(fetch(s, 2), 2);
+      assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofMillis(1900));
+    }
+    assertThat(metrics.notRegistered()).isEqualTo(1);
+    assertThat(metrics.registered()).isZero();
+    agent = null;
+  }
+
+  @Test
+  void suspendHoldsTheResponseUntilResume() throws Exception {
+    agent.ordersBeforeReply(r -> FlowAction.FLOW_ACTION_SUSPEND);
+    startServer();
+    FakeAgent a = agent;
+    Thread resume = new Thread(() -> {
+      await().atMost(Duration.ofSeconds(5)).until(() -> !a.flows.isEmpty());
+      try {
+        Thread.sleep(700);
+      } catch (InterruptedException e) {
+        return;
+      }
+      a.order(a.flows.get(0).flowId(), FlowAction.FLOW_ACTION_RESUME);
+    });
+    resume.start();
+    try (Socket s = new Socket("127.0.0.1", port)) {
+      long start = System.nanoTime();
+      assertBody(fetch(s, 2), 2);
+      assertThat(Duration.ofNanos(System.nanoTime() - start))
+          .isGreaterThanOrEqualTo(Duration.ofMillis(700));
+    } finally {
+      resume.interrupt();
+      resume.join();
+    }
+    assertThat(metrics.suspended()).isEqualTo(1);
+  }
+
+  @Test
+  void killClosesTheConnection() throws Exception {
+    agent.ordersBeforeReply(r -> FlowAction.FLOW_ACTION_KILL);
+    startServer();
+    try (Socket s = new Socket("127.0.0.1", port)) {
+      assertThat(fetch(s, 1)).isNull();
+    }
+    await().atMost(Duration.ofSeconds(5)).until(() -> agent.ends.size() == 1);
+    FlowEnd end = agent.ends.values().iterator().next();
+    assertThat(end.getReason()).isEqualTo(FlowEndReason.FLOW_END_REASON_ABORTED);
+    assertThat(end.getBytesWritten()).isZero();
+    assertThat(killed).hasValue(1);
+    assertThat(metrics.killed()).isEqualTo(1);
+  }
+}

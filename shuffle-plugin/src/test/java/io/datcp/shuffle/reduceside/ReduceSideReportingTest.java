@@ -1,0 +1,174 @@
+package io.datcp.shuffle.reduceside;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+import io.datcp.proto.v1.FetchFinished;
+import io.datcp.proto.v1.MapCompleted;
+import io.datcp.proto.v1.ShuffleEvent;
+import io.datcp.shuffle.FakeAgent;
+import io.datcp.shuffle.agent.AgentClient;
+import io.datcp.shuffle.agent.AgentConfig;
+import io.datcp.shuffle.agent.EventForwarder;
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.lang.reflect.Proxy;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import org.apache.hadoop.mapred.JobID;
+import org.apache.hadoop.mapred.MapTaskCompletionEventsUpdate;
+import org.apache.hadoop.mapred.RawKeyValueIterator;
+import org.apache.hadoop.mapred.Reporter;
+import org.apache.hadoop.mapred.TaskAttemptID;
+import org.apache.hadoop.mapred.TaskCompletionEvent;
+import org.apache.hadoop.mapred.TaskUmbilicalProtocol;
+import org.apache.hadoop.mapreduce.task.reduce.MapHost;
+import org.apache.hadoop.mapreduce.task.reduce.MapOutput;
+import org.apache.hadoop.mapreduce.task.reduce.MergeManager;
+import org.apache.hadoop.mapreduce.task.reduce.ShuffleClientMetrics;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** The reduce-side wrappers report what passes through them and change nothing of it. */
+class ReduceSideReportingTest {
+  private static final String JOB = "job_1700000000000_0007";
+
+  private FakeAgent agent;
+  private AgentClient client;
+  private EventForwarder events;
+
+  @BeforeEach
+  void start() throws Exception {
+    Path dir = Files.createTempDirectory("datcp-reduce");
+    agent = new FakeAgent(dir);
+    client = new AgentClient(new AgentConfig(agent.socket.toString(), Duration.ofMillis(5),
+        Duration.ofSeconds(5), 100, 10), "reduce-test");
+    events = new EventForwarder(client, "reduce-host");
+  }
+
+  @AfterEach
+  void stop() throws Exception {
+    events.close();
+    client.close();
+    agent.close();
+  }
+
+  /** A map output whose copy reads the stream, or fails. */
+  private static final class Output extends MapOutput<Object, Object> {
+    final boolean fail;
+    int bytesRead;
+    boolean committed;
+
+    Output(org.apache.hadoop.mapreduce.TaskAttemptID id, boolean fail) {
+      super(id, 4, true);
+      this.fail = fail;
+    }
+
+    @Override
+    public void shuffle(MapHost host, InputStream input, long compressed, long decompressed,
+        ShuffleClientMetrics metrics, Reporter reporter) throws IOException {
+      if (fail) {
+        throw new IOException("connection reset");
+      }
+      bytesRead = input.readAllBytes().length;
+    }
+
+    @Override
+    public void commit() {
+      committed = true;
+    }
+
+    @Override
+    public void abort() { }
+
+    @Override
+    public String getDescription() {
+      return "TEST";
+    }
+  }
+
+  @Test
+  void eachCopyIsReportedAsAFetchAndAFailedOneAsFinishedWithNothingReceived() throws Exception {
+    TaskAttemptID good = TaskAttemptID.forName("attempt_1700000000000_0007_m_000004_0");
+    TaskAttemptID bad = TaskAttemptID.forName("attempt_1700000000000_0007_m_000005_0");
+    MergeManager<Object, Object> merger = new MergeManager<>() {
+      @Override
+      public void waitForResource() { }
+
+      @Override
+      public MapOutput<Object, Object> reserve(org.apache.hadoop.mapreduce.TaskAttemptID mapId,
+          long size, int fetcher) {
+        return new Output(mapId, mapId.equals(bad));
+      }
+
+      @Override
+      public RawKeyValueIterator close() {
+        return null;
+      }
+    };
+    ReportingMergeManager<Object, Object> reporting =
+        new ReportingMergeManager<>(merger, events, JOB, 2);
+    MapHost host = new MapHost("nm-3.example:13562", "http://nm-3.example:13562/mapOutput");
+
+    MapOutput<Object, Object> out = reporting.reserve(good, 4, 0);
+    out.shuffle(host, new ByteArrayInputStream(new byte[4]), 4, 4, null, null);
+    out.commit();
+    MapOutput<Object, Object> failing = reporting.reserve(bad, 9, 0);
+    assertThatThrownBy(() -> failing.shuffle(host, new ByteArrayInputStream(new byte[9]), 9, 9,
+        null, null)).isInstanceOf(IOException.class);
+
+    await().atMost(Duration.ofSeconds(5)).until(() -> agent.events.size() == 4);
+    assertThat(agent.events(ShuffleEvent.EventCase.FETCH_STARTED)).hasSize(2)
+        .allSatisfy(e -> assertThat(e.getFetchStarted().getSourceHost()).isEqualTo("nm-3.example"));
+    FetchFinished ok = agent.events(ShuffleEvent.EventCase.FETCH_FINISHED).get(0).getFetchFinished();
+    assertThat(ok.getMapIdsList()).containsExactly(4);
+    assertThat(ok.getBytes()).isEqualTo(4);
+    assertThat(ok.getReduceId()).isEqualTo(2);
+    FetchFinished failed =
+        agent.events(ShuffleEvent.EventCase.FETCH_FINISHED).get(1).getFetchFinished();
+    assertThat(failed.getMapIdsList()).containsExactly(5);
+    assertThat(failed.getBytes()).isZero();
+  }
+
+  @Test
+  void succeededMapsOfTheCompletionEventsAreReportedAndTheUpdatePassesUnchanged() {
+    TaskCompletionEvent done = new TaskCompletionEvent(0,
+        TaskAttemptID.forName("attempt_1700000000000_0007_m_000001_0"), 1, true,
+        TaskCompletionEvent.Status.SUCCEEDED, "http://nm-1.example:13562");
+    done.setTaskRunTime(1500);
+    TaskCompletionEvent lost = new TaskCompletionEvent(1,
+        TaskAttemptID.forName("attempt_1700000000000_0007_m_000002_0"), 2, true,
+        TaskCompletionEvent.Status.FAILED, "http://nm-2.example:13562");
+    MapTaskCompletionEventsUpdate update =
+        new MapTaskCompletionEventsUpdate(new TaskCompletionEvent[] {done, lost}, false);
+    TaskUmbilicalProtocol real = (TaskUmbilicalProtocol) Proxy.newProxyInstance(
+        getClass().getClassLoader(), new Class<?>[] {TaskUmbilicalProtocol.class},
+        (proxy, method, args) -> method.getName().equals("getMapCompletionEvents") ? update : null);
+    TaskUmbilicalProtocol watched = (TaskUmbilicalProtocol) Proxy.newProxyInstance(
+        getClass().getClassLoader(), new Class<?>[] {TaskUmbilicalProtocol.class},
+        new CompletionEventsWatcher(real, events, JOB, 0));
+
+    Object got = invoke(watched);
+    assertThat(got).isSameAs(update);
+    await().atMost(Duration.ofSeconds(5)).until(() -> agent.events.size() == 1);
+    MapCompleted m = agent.events.get(0).getMapCompleted();
+    assertThat(m.getJobId()).isEqualTo(JOB);
+    assertThat(m.getMapId()).isEqualTo(1);
+    assertThat(m.getHost()).isEqualTo("nm-1.example");
+    assertThat(m.getRunTimeNanos()).isEqualTo(1_500_000_000L);
+    assertThat(m.getOutputBytes()).isEqualTo(-1);
+  }
+
+  private static Object invoke(TaskUmbilicalProtocol umbilical) {
+    try {
+      return umbilical.getMapCompletionEvents(JobID.forName(JOB), 0, 100,
+          TaskAttemptID.forName("attempt_1700000000000_0007_r_000000_0"));
+    } catch (IOException e) {
+      throw new AssertionError(e);
+    }
+  }
+}
