@@ -304,6 +304,7 @@ public final class FlowRegistry {
     if (e.quenched() == FlowMeta.Quench.KILL && !f.killed) {
       f.killed = true;
       listener.order(f.id, FlowAction.FLOW_ACTION_KILL, why);
+      resumeYielded(f); // a killed flow leaves the link: nobody waits for it
     } else if (e.quenched() == FlowMeta.Quench.SUSPEND && !f.suspended && !f.killed) {
       f.suspended = true;
       f.suspendedMonoNanos = kernel.nowNs();
