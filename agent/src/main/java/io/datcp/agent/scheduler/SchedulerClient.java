@@ -3,6 +3,7 @@ package io.datcp.agent.scheduler;
 import io.datcp.agent.config.AgentConf;
 import io.datcp.agent.failopen.Outage;
 import io.datcp.agent.flows.PolicySource;
+import io.datcp.proto.v1.FlowKey;
 import io.datcp.proto.v1.FlowOutcome;
 import io.datcp.proto.v1.FlowOutcomes;
 import io.datcp.proto.v1.FlowPolicy;
@@ -33,6 +34,7 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executor;
 import java.util.concurrent.Semaphore;
@@ -53,6 +55,8 @@ public final class SchedulerClient implements PolicySource, AutoCloseable {
   private static final long REPORT_DEADLINE_MS = 5_000;
   /** While the scheduler is away, at most one lookup per this interval goes out (a probe). */
   private static final long PROBE_INTERVAL_NANOS = 1_000_000_000L;
+  /** Flows whose latest update time is remembered; beyond it the memory starts over. */
+  private static final int MAX_TRACKED_FLOWS = 100_000;
 
   private final String hostName;
   private final ManagedChannel channel;
@@ -72,6 +76,7 @@ public final class SchedulerClient implements PolicySource, AutoCloseable {
   private final Counter lookupsAnswered;
   private volatile Consumer<FlowPolicy> updateSink = p -> {};
   private volatile boolean closed;
+  private final ConcurrentHashMap<FlowKey, Long> latestUpdate = new ConcurrentHashMap<>();
   private final AtomicLong lastProbeNanos = new AtomicLong(System.nanoTime());
   private Thread watcher;
   private volatile ClientCallStreamObserver<WatchRequest> watchCall;
@@ -194,7 +199,7 @@ public final class SchedulerClient implements PolicySource, AutoCloseable {
             FlowPolicy answer = p.hasFlow() ? p : p.toBuilder().setFlow(lookup.getFlow()).build();
             lookupsAnswered.increment();
             outage.up();
-            cache.put(answer, nowUnix());
+            cache.put(answer, 0); // any watched decision is newer than this answer
             onAnswer.accept(answer);
           }
 
@@ -277,8 +282,11 @@ public final class SchedulerClient implements PolicySource, AutoCloseable {
                 cache.dropJob(u.getPolicy().getJobId());
               } else if (!live[0]) {
                 snapshot.add(u.getPolicy());
-              } else if (cache.put(u.getPolicy(), u.getTimeUnixNanos())) {
-                updateSink.accept(u.getPolicy());
+              } else {
+                cache.put(u.getPolicy(), u.getTimeUnixNanos());
+                if (latestForFlow(u)) {
+                  updateSink.accept(u.getPolicy());
+                }
               }
             }
 
@@ -304,6 +312,16 @@ public final class SchedulerClient implements PolicySource, AutoCloseable {
         return;
       }
     }
+  }
+
+  /** Updates of one flow may arrive out of order: only the latest decision applies. */
+  private boolean latestForFlow(PolicyUpdate u) {
+    if (latestUpdate.size() > MAX_TRACKED_FLOWS) {
+      latestUpdate.clear();
+    }
+    FlowKey k = u.getPolicy().getFlow();
+    long t = u.getTimeUnixNanos();
+    return latestUpdate.merge(k, t, Math::max) == t;
   }
 
   private static long nowUnix() {
