@@ -2,6 +2,7 @@ package io.datcp.agent;
 
 import io.datcp.agent.config.AgentConf;
 import io.datcp.agent.config.ConfigException;
+import java.io.IOException;
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.concurrent.Callable;
@@ -34,6 +35,9 @@ public final class AgentMain implements Callable<Integer> {
       conf = (config == null ? AgentConf.defaults() : AgentConf.load(config)).with(overrides);
     } catch (ConfigException e) {
       System.err.println("datcp-agent: " + e.getMessage());
+      return EXIT_CONFIG;
+    } catch (IOException e) {
+      System.err.println("datcp-agent: cannot read --config " + config + ": " + e);
       return EXIT_CONFIG;
     }
     AgentServer agent;

@@ -190,7 +190,8 @@ public final class AgentConf {
   public static final Key<FlowMode> DEFAULT_MODE = register(new Key<>("policy.defaultMode",
       FlowMode.FLOW_MODE_DATCP, s -> parseEnum(FlowMode.class, "FLOW_MODE_", s),
       v -> v != FlowMode.FLOW_MODE_UNSPECIFIED, "datcp|pd2tcp|d2tcp|dctcp|off",
-      "Mode of flows without a policy from the scheduler; off: plain TCP, nothing written."));
+      "Mode of flows without a policy from the scheduler; off: ECN reno (what datcp does for"
+          + " any socket without a registration)."));
 
   public static final Key<QuenchMode> DEFAULT_QUENCH_MODE = register(new Key<>(
       "policy.defaultQuenchMode", QuenchMode.QUENCH_MODE_SUSPEND,

@@ -167,7 +167,7 @@ public final class FlowRegistry {
       if (superseded != null) {
         // the next response started on this connection before the kernel saw the last byte
         // of the previous one acknowledged: that response is over on the sender
-        finish(superseded, nowMono, true);
+        finish(superseded, nowMono, true, false);
       }
     }
     drainResumes();
@@ -258,7 +258,7 @@ public final class FlowRegistry {
       f.ended = true;
       f.endedMonoNanos = kernel.nowNs();
       if (reason != FlowEndReason.FLOW_END_REASON_WRITTEN) {
-        finish(f, f.endedMonoNanos, false);
+        finish(f, f.endedMonoNanos, false, false);
       } else if (f.finished) {
         forget(f);
       }
@@ -397,13 +397,13 @@ public final class FlowRegistry {
 
   /**
    * Ends f without the kernel's completion event: reports its outcome (finished at now when a
-   * later response superseded it, else never unless the kernel's statistics say otherwise) and
-   * deletes its kernel entry. Caller holds f's connection.
+   * later response superseded it, else never unless, after a time-out, the kernel's statistics
+   * say otherwise) and deletes its kernel entry. Caller holds f's connection.
    */
-  private void finish(Flow f, long nowMono, boolean superseded) {
+  private void finish(Flow f, long nowMono, boolean superseded, boolean timedOut) {
     if (!f.finished) {
       long finishUnix = superseded ? f.startUnixNanos + (nowMono - f.startMonoNanos) : 0;
-      FlowStats st = f.meta == null ? null : kernel.flowStats(f.tuple).orElse(null);
+      FlowStats st = timedOut && f.meta != null ? kernel.flowStats(f.tuple).orElse(null) : null;
       if (st != null && st.epoch() == f.epoch && st.finished()) {
         finishUnix = f.startUnixNanos + st.fctNs(); // completion event lost (ring full)
       }
@@ -462,9 +462,9 @@ public final class FlowRegistry {
           continue;
         }
         if (f.ended && now - f.endedMonoNanos > finishTimeoutNanos) {
-          finish(f, now, false);
+          finish(f, now, false, true);
         } else if (now - f.startMonoNanos > maxAgeNanos) {
-          finish(f, now, false);
+          finish(f, now, false, true);
         } else if (f.suspended && now - f.suspendedMonoNanos > maxSuspendNanos) {
           resume.add(f);
         }
