@@ -247,6 +247,14 @@ class FlowLifecycleTest {
     assertThat(outcomes().stream().filter(o -> o.getFlow().getSourceAddress()
         .equals(c.getSourceAddress())).findFirst().orElseThrow().getQuench())
         .isEqualTo(QuenchOutcome.QUENCH_OUTCOME_KILLED);
+    // a flow suspended once reports it, even after it resumed
+    client.blocking().endFlow(FlowEnd.newBuilder().setFlowId(rb.getFlowId())
+        .setReason(FlowEndReason.FLOW_END_REASON_ABORTED).build());
+    await().atMost(Duration.ofSeconds(5)).until(() -> outcomes().stream()
+        .anyMatch(o -> o.getFlow().getSourceAddress().equals(b.getSourceAddress())));
+    assertThat(outcomes().stream().filter(o -> o.getFlow().getSourceAddress()
+        .equals(b.getSourceAddress())).findFirst().orElseThrow().getQuench())
+        .isEqualTo(QuenchOutcome.QUENCH_OUTCOME_SUSPENDED);
   }
 
   /** Reads the kernel with no agent running. */

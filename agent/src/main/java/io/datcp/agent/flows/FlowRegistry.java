@@ -66,6 +66,8 @@ public final class FlowRegistry {
   private final ConcurrentHashMap<FlowTuple, Connection> connections = new ConcurrentHashMap<>();
   private final ConcurrentHashMap<Long, Flow> flows = new ConcurrentHashMap<>();
   private final AtomicInteger liveCount = new AtomicInteger();
+  /** Flows suspended and neither resumed nor forgotten. */
+  private final AtomicInteger suspendedCount = new AtomicInteger();
   private final AtomicLong nextId = new AtomicLong(1);
   /** Suspended flows to resume once no connection monitor is held (lock order). */
   private final ConcurrentLinkedQueue<Flow> toResume = new ConcurrentLinkedQueue<>();
@@ -261,6 +263,10 @@ public final class FlowRegistry {
         finish(f, f.endedMonoNanos, false, false);
       } else if (f.finished) {
         forget(f);
+      } else if (f.meta == null) {
+        // not in the kernel (plain TCP): no completion event will come; written is the best
+        // estimate of finished there is
+        finish(f, f.endedMonoNanos, true, false);
       }
     }
     drainResumes();
@@ -307,6 +313,7 @@ public final class FlowRegistry {
       resumeYielded(f); // a killed flow leaves the link: nobody waits for it
     } else if (e.quenched() == FlowMeta.Quench.SUSPEND && !f.suspended && !f.killed) {
       f.suspended = true;
+      suspendedCount.incrementAndGet();
       f.suspendedMonoNanos = kernel.nowNs();
       // it resumes once the deadline flows it yields to are done (or after maxSuspend)
       for (Flow o : flows.values()) {
@@ -320,6 +327,9 @@ public final class FlowRegistry {
 
   /** done has finished or ended: suspended flows waiting only for it resume. */
   private void resumeYielded(Flow done) {
+    if (suspendedCount.get() == 0) {
+      return; // the common case: nothing to scan
+    }
     for (Flow s : flows.values()) {
       if (s.suspended && s.yieldedTo.remove(done) && s.yieldedTo.isEmpty()) {
         toResume.add(s);
@@ -340,6 +350,7 @@ public final class FlowRegistry {
         return;
       }
       s.suspended = false;
+      suspendedCount.decrementAndGet();
       s.resumed = true;
       s.yieldedTo.clear();
       if (s.meta != null && c.current == s && s.live()) {
@@ -396,13 +407,14 @@ public final class FlowRegistry {
   // ---- ending flows ----
 
   /**
-   * Ends f without the kernel's completion event: reports its outcome (finished at now when a
-   * later response superseded it, else never unless, after a time-out, the kernel's statistics
-   * say otherwise) and deletes its kernel entry. Caller holds f's connection.
+   * Ends f without the kernel's completion event: reports its outcome (finished at now when
+   * doneNow, i.e. a later response superseded it or it was written outside the kernel; else
+   * never, unless after a time-out the kernel's statistics say otherwise) and deletes its
+   * kernel entry. Caller holds f's connection.
    */
-  private void finish(Flow f, long nowMono, boolean superseded, boolean timedOut) {
+  private void finish(Flow f, long nowMono, boolean doneNow, boolean timedOut) {
     if (!f.finished) {
-      long finishUnix = superseded ? f.startUnixNanos + (nowMono - f.startMonoNanos) : 0;
+      long finishUnix = doneNow ? f.startUnixNanos + (nowMono - f.startMonoNanos) : 0;
       FlowStats st = timedOut && f.meta != null ? kernel.flowStats(f.tuple).orElse(null) : null;
       if (st != null && st.epoch() == f.epoch && st.finished()) {
         finishUnix = f.startUnixNanos + st.fctNs(); // completion event lost (ring full)
@@ -433,12 +445,16 @@ public final class FlowRegistry {
       liveCount.decrementAndGet();
     }
     f.ended = true;
+    if (f.suspended) {
+      f.suspended = false;
+      suspendedCount.decrementAndGet();
+    }
   }
 
   private void reportOutcome(Flow f, long finishUnix, boolean met) {
     FlowRegistration r = f.registration;
     QuenchOutcome q = f.killed ? QuenchOutcome.QUENCH_OUTCOME_KILLED
-        : f.suspended || !f.yieldedTo.isEmpty() ? QuenchOutcome.QUENCH_OUTCOME_SUSPENDED
+        : f.suspended || f.resumed ? QuenchOutcome.QUENCH_OUTCOME_SUSPENDED
         : QuenchOutcome.QUENCH_OUTCOME_NONE;
     listener.outcome(FlowOutcome.newBuilder().setJobId(r.getJobId())
         .setReduceId(r.getReduceId()).setSourceHost(hostName)
