@@ -22,9 +22,7 @@ import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.Collection;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -81,7 +79,6 @@ public final class FlowRegistry {
   private final Counter kernelWriteFailures;
   private final Counter policyUpdates;
   private final Counter unknownEvents;
-  private final MeterRegistry meters;
 
   public FlowRegistry(AgentConf conf, String hostName, Kernel kernel, PolicySource policies,
       FlowListener listener, MeterRegistry meters) {
@@ -89,7 +86,6 @@ public final class FlowRegistry {
     this.policies = policies;
     this.listener = listener;
     this.hostName = hostName;
-    this.meters = meters;
     translator = new PolicyTranslator(conf);
     registerRate = new TokenBucket(conf.get(AgentConf.REGISTER_RATE),
         conf.get(AgentConf.REGISTER_BURST), System::nanoTime);
@@ -566,11 +562,6 @@ public final class FlowRegistry {
     return adopted;
   }
 
-  /** Tracked flows (tests). */
-  Collection<Flow> flows() {
-    return flows.values();
-  }
-
   /** Connections known (tests, metrics). */
   public int connections() {
     return connections.size();
@@ -578,13 +569,5 @@ public final class FlowRegistry {
 
   static long unixNanos(Instant t) {
     return t.getEpochSecond() * 1_000_000_000L + t.getNano();
-  }
-
-  MeterRegistry meters() {
-    return meters;
-  }
-
-  Map<FlowTuple, Connection> connectionMap() {
-    return connections;
   }
 }

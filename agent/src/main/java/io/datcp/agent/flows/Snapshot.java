@@ -3,6 +3,8 @@ package io.datcp.agent.flows;
 import io.datcp.agent.kernel.FlowTuple;
 import io.datcp.proto.v1.FlowPolicy;
 import io.datcp.proto.v1.FlowRegistration;
+import java.io.BufferedInputStream;
+import java.io.BufferedOutputStream;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
@@ -33,7 +35,7 @@ public record Snapshot(long nextFlowId, List<FlowState> flows, List<ConnState> c
   public void writeTo(Path file) throws IOException {
     Path tmp = file.resolveSibling(file.getFileName() + ".tmp");
     try (OutputStream os = Files.newOutputStream(tmp);
-        DataOutputStream out = new DataOutputStream(new java.io.BufferedOutputStream(os))) {
+        DataOutputStream out = new DataOutputStream(new BufferedOutputStream(os))) {
       out.writeInt(MAGIC);
       out.writeLong(nextFlowId);
       out.writeInt(flows.size());
@@ -66,7 +68,7 @@ public record Snapshot(long nextFlowId, List<FlowState> flows, List<ConnState> c
   /** Reads a snapshot written by {@link #writeTo}. */
   public static Snapshot readFrom(Path file) throws IOException {
     try (InputStream is = Files.newInputStream(file);
-        DataInputStream in = new DataInputStream(new java.io.BufferedInputStream(is))) {
+        DataInputStream in = new DataInputStream(new BufferedInputStream(is))) {
       if (in.readInt() != MAGIC) {
         throw new IOException(file + " is not an agent flow snapshot");
       }

@@ -2,6 +2,7 @@ package io.datcp.agent.kernel;
 
 import com.sun.jna.Memory;
 import com.sun.jna.Pointer;
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -238,8 +239,8 @@ public final class DatcpKernel implements Kernel {
   }
 
   private static FlowTuple tuple(Abi.FlowKey k) {
-    java.nio.ByteBuffer s = java.nio.ByteBuffer.wrap(k.saddr);
-    java.nio.ByteBuffer d = java.nio.ByteBuffer.wrap(k.daddr);
+    ByteBuffer s = ByteBuffer.wrap(k.saddr);
+    ByteBuffer d = ByteBuffer.wrap(k.daddr);
     return new FlowTuple(s.getLong(), s.getLong(), k.sport & 0xffff, d.getLong(), d.getLong(),
         k.dport & 0xffff);
   }

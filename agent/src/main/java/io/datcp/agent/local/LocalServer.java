@@ -3,6 +3,7 @@ package io.datcp.agent.local;
 import io.datcp.agent.flows.FlowListener;
 import io.datcp.agent.flows.FlowRegistry;
 import io.datcp.proto.v1.FlowAction;
+import io.datcp.proto.v1.FlowOutcome;
 import io.datcp.proto.v1.ShuffleEvent;
 import io.grpc.Server;
 import io.grpc.netty.NettyServerBuilder;
@@ -20,6 +21,7 @@ import java.util.EnumSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import java.util.function.Function;
 
 /**
@@ -128,8 +130,7 @@ public final class LocalServer implements AutoCloseable {
   }
 
   /** A listener that sends orders here and outcomes to outcomeSink. */
-  public static FlowListener listener(OrderSink orders,
-      java.util.function.Consumer<io.datcp.proto.v1.FlowOutcome> outcomeSink) {
+  public static FlowListener listener(OrderSink orders, Consumer<FlowOutcome> outcomeSink) {
     return new FlowListener() {
       @Override
       public void order(long flowId, FlowAction action, String reason) {
@@ -137,7 +138,7 @@ public final class LocalServer implements AutoCloseable {
       }
 
       @Override
-      public void outcome(io.datcp.proto.v1.FlowOutcome outcome) {
+      public void outcome(FlowOutcome outcome) {
         outcomeSink.accept(outcome);
       }
     };

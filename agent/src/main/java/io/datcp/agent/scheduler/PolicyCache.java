@@ -47,8 +47,4 @@ final class PolicyCache {
       put(p, timeUnixNanos);
     }
   }
-
-  int size() {
-    return entries.size();
-  }
 }

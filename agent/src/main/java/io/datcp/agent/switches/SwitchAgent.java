@@ -16,6 +16,7 @@ import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tags;
 import java.io.IOException;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -61,8 +62,8 @@ public final class SwitchAgent implements AutoCloseable {
   /** Follows the scheduler's configuration stream, reconnecting with back-off. */
   public void watch(FlowPolicyServiceGrpc.FlowPolicyServiceStub stub, Outage outage,
       long minBackoffMs, long maxBackoffMs) {
+    long[] delay = {minBackoffMs};
     watcher = new Thread(() -> {
-      long delay = minBackoffMs;
       while (!closed) {
         CountDownLatch done = new CountDownLatch(1);
         stub.watchSwitchConfig(SwitchConfigRequest.newBuilder().setSwitchName(switchName)
@@ -75,6 +76,7 @@ public final class SwitchAgent implements AutoCloseable {
               @Override
               public void onNext(SwitchConfig cfg) {
                 outage.up();
+                delay[0] = minBackoffMs;
                 apply(cfg);
               }
 
@@ -93,11 +95,11 @@ public final class SwitchAgent implements AutoCloseable {
             });
         try {
           done.await();
-          Thread.sleep(delay);
+          Thread.sleep(delay[0]);
         } catch (InterruptedException e) {
           return;
         }
-        delay = Math.min(maxBackoffMs, delay * 2);
+        delay[0] = Math.min(maxBackoffMs, delay[0] * 2);
       }
     }, "datcp-switch-watch");
     watcher.setDaemon(true);
@@ -162,7 +164,7 @@ public final class SwitchAgent implements AutoCloseable {
   private void settings(SwitchPort p, Map<String, PortSettings> into) {
     String problem = null;
     int[] bands = new int[64];
-    java.util.Arrays.fill(bands, DEFAULT_BAND);
+    Arrays.fill(bands, DEFAULT_BAND);
     for (Map.Entry<Integer, Integer> e : p.getDscpBandMap().entrySet()) {
       if (e.getKey() < 0 || e.getKey() > 63 || e.getValue() < 0 || e.getValue() > 2) {
         problem = "dscp_band: " + e.getKey() + " -> " + e.getValue()
@@ -199,7 +201,7 @@ public final class SwitchAgent implements AutoCloseable {
     return a.rateBitsPerSecond() == b.rateBitsPerSecond() && a.bufferBytes() == b.bufferBytes()
         && a.mark() == b.mark() && a.redMinBytes() == b.redMinBytes()
         && a.redMaxBytes() == b.redMaxBytes() && a.redMaxP() == b.redMaxP()
-        && a.kBytes() == b.kBytes() && java.util.Arrays.equals(a.dscpBand(), b.dscpBand());
+        && a.kBytes() == b.kBytes() && Arrays.equals(a.dscpBand(), b.dscpBand());
   }
 
   private final class CachedCounters {
