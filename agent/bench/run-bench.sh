@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Registration benchmark (not a test): starts the packaged agent pinned to one core (taskset -c
+# 0), drives RegisterFlow over its Unix socket from another core with RegistrationBench, and
+# prints registrations/s and latency percentiles for 1, 16 and 64 calls in flight. Then runs
+# the kernel-map churn check with a million flows (KernelChurnTest).
+# Needs root, bpffs and kmod/build/libdatcp.so. Build first, from the repository root:
+#   make -C kmod && mvn -q package -pl proto,agent -am -DskipTests
+# Extra arguments go to RegistrationBench, e.g. --flows 500000 --in-flight 1,64,256.
+set -euo pipefail
+here="$(cd "$(dirname "$0")/.." && pwd)"
+root="$(cd "$here/.." && pwd)"
+jar="$here/target/datcp-agent.jar"
+classes="$here/target/test-classes"
+lib="$root/kmod/build/libdatcp.so"
+[[ -f "$jar" && -d "$classes" && -f "$lib" ]] || {
+	echo "build first: make -C kmod && mvn package -pl proto,agent -am -DskipTests" >&2; exit 1; }
+work="$(mktemp -d)"
+cat > "$work/agent.properties" <<PROPS
+agent.host=bench-host
+local.socketPath=$work/agent.sock
+state.dir=$work/state
+kernel.library=$lib
+scheduler.target=
+metrics.port=-1
+PROPS
+
+exec 9>/tmp/datcp-kernel.lock
+flock 9
+pid=
+cleanup() {
+	[[ -n "$pid" ]] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+	"$root/kmod/build/datcpctl" unload >/dev/null 2>&1 || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+taskset -c 0 java -Xmx1g -XX:+UseParallelGC -XX:ActiveProcessorCount=1 -jar "$jar" \
+	--config "$work/agent.properties" > "$work/agent.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 100); do [[ -S "$work/agent.sock" ]] && break; sleep 0.1; done
+[[ -S "$work/agent.sock" ]] || { cat "$work/agent.log"; exit 1; }
+echo "agent (pid $pid) on CPU 0; client on CPU 1; $(nproc) CPUs, $(uname -r)"
+taskset -c 1 java -Xmx1g -cp "$jar:$classes" io.datcp.agent.bench.RegistrationBench \
+	--socket "$work/agent.sock" --agent-pid "$pid" "$@"
+kill "$pid"; wait "$pid" 2>/dev/null || true
+pid=
+flock -u 9
+
+echo
+echo "kernel-map churn: 1,000,000 flows registered and ended through the flow registry"
+cd "$root"
+mvn -o -q -pl agent surefire:test -Dtest=KernelChurnTest -Ddatcp.churn.flows=1000000 \
+	-Dsurefire.failIfNoSpecifiedTests=false 2>&1 | grep -E 'churn:|Tests run|FAIL' || true

@@ -1,0 +1,13 @@
+package io.datcp.agent.flows;
+
+import io.datcp.proto.v1.FlowAction;
+import io.datcp.proto.v1.FlowOutcome;
+
+/** Where the registry sends what it learns: orders for the plugin, outcomes for the scheduler. */
+public interface FlowListener {
+  /** An order for the shuffle service about one of its flows. */
+  void order(long flowId, FlowAction action, String reason);
+
+  /** How a flow ended. */
+  void outcome(FlowOutcome outcome);
+}

@@ -1,0 +1,573 @@
+package io.datcp.agent.flows;
+
+import io.datcp.agent.config.AgentConf;
+import io.datcp.agent.failopen.Outage;
+import io.datcp.agent.kernel.FlowMeta;
+import io.datcp.agent.kernel.FlowStats;
+import io.datcp.agent.kernel.FlowTuple;
+import io.datcp.agent.kernel.Kernel;
+import io.datcp.agent.kernel.KernelEvent;
+import io.datcp.agent.kernel.KernelException;
+import io.datcp.proto.v1.FlowAction;
+import io.datcp.proto.v1.FlowEndReason;
+import io.datcp.proto.v1.FlowKey;
+import io.datcp.proto.v1.FlowOutcome;
+import io.datcp.proto.v1.FlowPolicy;
+import io.datcp.proto.v1.FlowRegistered;
+import io.datcp.proto.v1.FlowRegistration;
+import io.datcp.proto.v1.PolicyLookup;
+import io.datcp.proto.v1.QuenchOutcome;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.logging.Logger;
+import java.util.regex.Pattern;
+
+/**
+ * The agent's flows: registrations from the shuffle plugin, their kernel entries, the kernel's
+ * events, the scheduler's policies, and the quench orders that follow.
+ *
+ * <p>A registration is answered from what is at hand (cached policy or the default) and written
+ * into the kernel at once; the scheduler's answer, when it comes, replaces the kernel entry.
+ * A flow is forgotten, and its kernel entry deleted, when the kernel reports its last byte
+ * acknowledged, when the plugin aborts it, or after a timeout.
+ */
+public final class FlowRegistry {
+  private static final Logger LOG = Logger.getLogger(FlowRegistry.class.getName());
+  /** Hadoop job ids: job_<cluster timestamp>_<sequence>. */
+  private static final Pattern JOB_ID = Pattern.compile("job_[0-9]{1,20}_[0-9]{1,10}");
+  private static final Pattern HOST = Pattern.compile("[A-Za-z0-9._-]{0,253}");
+  /** Reduce indexes beyond this are not a real job's. */
+  private static final int MAX_REDUCE_ID = 1_000_000;
+
+  private final Kernel kernel;
+  private final PolicySource policies;
+  private final FlowListener listener;
+  private final PolicyTranslator translator;
+  private final String hostName;
+  private final TokenBucket registerRate;
+  private final int maxLiveFlows;
+  private final long maxFlowBytes;
+  private final int maxMaps;
+  private final long finishTimeoutNanos;
+  private final long maxAgeNanos;
+  private final long maxSuspendNanos;
+  private final long connectionIdleNanos;
+
+  private final ConcurrentHashMap<FlowTuple, Connection> connections = new ConcurrentHashMap<>();
+  private final ConcurrentHashMap<Long, Flow> flows = new ConcurrentHashMap<>();
+  private final AtomicInteger liveCount = new AtomicInteger();
+  /** Flows suspended and neither resumed nor forgotten. */
+  private final AtomicInteger suspendedCount = new AtomicInteger();
+  private final AtomicLong nextId = new AtomicLong(1);
+  /** Suspended flows to resume once no connection monitor is held (lock order). */
+  private final ConcurrentLinkedQueue<Flow> toResume = new ConcurrentLinkedQueue<>();
+  private final Outage kernelOutage;
+
+  private final Counter registered;
+  private final Counter invalid;
+  private final Counter conflicts;
+  private final Counter rateLimited;
+  private final Counter full;
+  private final Counter kernelWriteFailures;
+  private final Counter policyUpdates;
+  private final Counter unknownEvents;
+
+  public FlowRegistry(AgentConf conf, String hostName, Kernel kernel, PolicySource policies,
+      FlowListener listener, MeterRegistry meters) {
+    this.kernel = kernel;
+    this.policies = policies;
+    this.listener = listener;
+    this.hostName = hostName;
+    translator = new PolicyTranslator(conf);
+    registerRate = new TokenBucket(conf.get(AgentConf.REGISTER_RATE),
+        conf.get(AgentConf.REGISTER_BURST), System::nanoTime);
+    maxLiveFlows = conf.get(AgentConf.MAX_LIVE_FLOWS);
+    maxFlowBytes = conf.get(AgentConf.MAX_FLOW_BYTES);
+    maxMaps = conf.get(AgentConf.MAX_MAPS_PER_FLOW);
+    finishTimeoutNanos = conf.get(AgentConf.FINISH_TIMEOUT_MS) * 1_000_000L;
+    maxAgeNanos = conf.get(AgentConf.MAX_FLOW_AGE_MS) * 1_000_000L;
+    maxSuspendNanos = conf.get(AgentConf.MAX_SUSPEND_MS) * 1_000_000L;
+    connectionIdleNanos = conf.get(AgentConf.CONNECTION_IDLE_MS) * 1_000_000L;
+    kernelOutage = new Outage(LOG, "kernel flow table (libdatcp)",
+        "flows run as plain TCP");
+    registered = Counter.builder("datcp.agent.registrations").tag("result", "ok")
+        .description("RegisterFlow calls by result").register(meters);
+    invalid = Counter.builder("datcp.agent.registrations").tag("result", "invalid")
+        .register(meters);
+    conflicts = Counter.builder("datcp.agent.registrations").tag("result", "conflict")
+        .register(meters);
+    rateLimited = Counter.builder("datcp.agent.registrations").tag("result", "rate_limited")
+        .register(meters);
+    full = Counter.builder("datcp.agent.registrations").tag("result", "full").register(meters);
+    kernelWriteFailures = Counter.builder("datcp.agent.kernel.write.failures")
+        .description("kernel writes that failed (the flow ran as plain TCP)").register(meters);
+    policyUpdates = Counter.builder("datcp.agent.policy.applied")
+        .description("scheduler policies written into live flows' kernel entries")
+        .register(meters);
+    unknownEvents = Counter.builder("datcp.agent.kernel.events.unknown")
+        .description("kernel events for flows this agent does not track").register(meters);
+    Gauge.builder("datcp.agent.flows.live", liveCount, AtomicInteger::get)
+        .description("flows tracked").register(meters);
+  }
+
+  // ---- RegisterFlow ----
+
+  /**
+   * Registers one flow and writes it into the kernel. Never waits for the scheduler.
+   *
+   * @throws Rejected with nothing changed
+   */
+  public FlowRegistered register(FlowRegistration r) throws Rejected {
+    if (!registerRate.tryAcquire()) {
+      rateLimited.increment();
+      throw new Rejected(Rejected.Reason.RESOURCE_EXHAUSTED,
+          "registration rate limit exceeded (local.registerRatePerSecond); retry later");
+    }
+    FlowTuple tuple = validate(r);
+    if (liveCount.get() >= maxLiveFlows) {
+      full.increment();
+      throw new Rejected(Rejected.Reason.RESOURCE_EXHAUSTED, "agent tracks " + maxLiveFlows
+          + " flows already (local.maxLiveFlows); end flows first");
+    }
+    long nowUnix = unixNanos(Instant.now());
+    long nowMono = kernel.nowNs();
+    FlowPolicy cached = policies.cached(r.getJobId(), r.getReduceId());
+    FlowPolicy policy = cached != null ? translator.sanitize(cached, nowUnix)
+        : translator.defaultPolicy(r.getJobId(), r.getReduceId());
+    Connection c = connections.computeIfAbsent(tuple, Connection::new);
+    Flow flow;
+    Flow superseded;
+    synchronized (c) {
+      Flow cur = c.current;
+      if (cur != null && cur.live() && !cur.registration.getJobId().equals(r.getJobId())) {
+        conflicts.increment();
+        throw new Rejected(Rejected.Reason.ALREADY_EXISTS, "4-tuple " + tuple
+            + " is owned by live flow " + cur.id + " of " + cur.registration.getJobId());
+      }
+      int epoch = c.nextEpoch();
+      flow = new Flow(nextId.getAndIncrement(), tuple, epoch, r, nowUnix, nowMono, policy);
+      flow.meta = write(tuple, translator.meta(policy, r.getBytes(), epoch, nowMono, nowMono,
+          nowUnix));
+      superseded = cur != null && flows.containsKey(cur.id) ? cur : null;
+      c.lastEpoch = epoch;
+      c.current = flow;
+      c.lastUsedMonoNanos = nowMono;
+      flows.put(flow.id, flow);
+      liveCount.incrementAndGet();
+      if (superseded != null) {
+        // the next response started on this connection before the kernel saw the last byte
+        // of the previous one acknowledged: that response is over on the sender
+        finish(superseded, nowMono, true, false);
+      }
+    }
+    drainResumes();
+    registered.increment();
+    policies.lookup(lookupOf(flow), this::applyPolicy);
+    FlowRegistered.Builder out = FlowRegistered.newBuilder().setFlowId(flow.id)
+        .setEpoch(flow.epoch).setPolicy(policy.toBuilder().setFlow(flow.key(hostName)))
+        .setInKernel(flow.meta != null);
+    return out.build();
+  }
+
+  private FlowTuple validate(FlowRegistration r) throws Rejected {
+    String problem = null;
+    if (!JOB_ID.matcher(r.getJobId()).matches()) {
+      problem = "job_id: '" + clip(r.getJobId()) + "' is not a job id (job_<digits>_<digits>)";
+    } else if (r.getReduceId() < 0 || r.getReduceId() >= MAX_REDUCE_ID) {
+      problem = "reduce_id: " + r.getReduceId() + " is not in 0.." + (MAX_REDUCE_ID - 1);
+    } else if (r.getMapIdsCount() == 0) {
+      problem = "map_ids: empty; a response carries at least one map output";
+    } else if (r.getMapIdsCount() > maxMaps) {
+      problem = "map_ids: " + r.getMapIdsCount() + " maps, at most " + maxMaps
+          + " (local.maxMapsPerFlow)";
+    } else if (r.getBytes() < 1 || r.getBytes() > maxFlowBytes) {
+      problem = "bytes: " + r.getBytes() + " is not in 1.." + maxFlowBytes
+          + " (local.maxFlowBytes)";
+    } else if (!HOST.matcher(r.getDestinationHost()).matches()) {
+      problem = "destination_host: '" + clip(r.getDestinationHost()) + "' is not a host name";
+    } else {
+      for (int i = 0; i < r.getMapIdsCount(); i++) {
+        if (r.getMapIds(i) < 0) {
+          problem = "map_ids[" + i + "]: " + r.getMapIds(i) + " is negative";
+          break;
+        }
+      }
+    }
+    if (problem == null) {
+      try {
+        return FlowTuple.of(r.getSourceAddress(), r.getSourcePort(), r.getDestinationAddress(),
+            r.getDestinationPort());
+      } catch (IllegalArgumentException e) {
+        problem = clip(e.getMessage());
+      }
+    }
+    invalid.increment();
+    throw new Rejected(Rejected.Reason.INVALID_ARGUMENT, problem);
+  }
+
+  private static String clip(String s) {
+    return s.length() <= 80 ? s : s.substring(0, 80) + "...";
+  }
+
+  private PolicyLookup lookupOf(Flow f) {
+    FlowRegistration r = f.registration;
+    return PolicyLookup.newBuilder().setAgentHost(hostName).setJobId(r.getJobId())
+        .setReduceId(r.getReduceId()).setBytes(r.getBytes()).addAllMapIds(r.getMapIdsList())
+        .setFlow(f.key(hostName)).build();
+  }
+
+  /** Writes meta on tuple; null (and one log line per outage) when the kernel refuses. */
+  private FlowMeta write(FlowTuple tuple, FlowMeta meta) {
+    try {
+      kernel.setFlow(tuple, meta);
+      kernelOutage.up();
+      return meta;
+    } catch (KernelException e) {
+      kernelWriteFailures.increment();
+      kernelOutage.down(e.getMessage());
+      return null;
+    }
+  }
+
+  // ---- EndFlow ----
+
+  /**
+   * The plugin finished (or abandoned) the response. Returns false for a flow the agent does
+   * not track.
+   */
+  public boolean end(long flowId, FlowEndReason reason) {
+    Flow f = flows.get(flowId);
+    if (f == null) {
+      return false;
+    }
+    Connection c = connections.get(f.tuple);
+    synchronized (c) {
+      if (!flows.containsKey(flowId) || f.ended) {
+        return flows.containsKey(flowId);
+      }
+      f.ended = true;
+      f.endedMonoNanos = kernel.nowNs();
+      if (reason != FlowEndReason.FLOW_END_REASON_WRITTEN) {
+        finish(f, f.endedMonoNanos, false, false);
+      } else if (f.finished) {
+        forget(f);
+      } else if (f.meta == null) {
+        // not in the kernel (plain TCP): no completion event will come; written is the best
+        // estimate of finished there is
+        finish(f, f.endedMonoNanos, true, false);
+      }
+    }
+    drainResumes();
+    return true;
+  }
+
+  // ---- kernel events ----
+
+  /** One event of the kernel's ring (on the event thread). */
+  public void onKernelEvent(KernelEvent e) {
+    Connection c = connections.get(e.key());
+    if (c == null) {
+      unknownEvents.increment();
+      return;
+    }
+    synchronized (c) {
+      Flow f = c.current;
+      if (f == null || f.epoch != e.epoch() || !flows.containsKey(f.id)) {
+        unknownEvents.increment();
+        return;
+      }
+      if (e.type() == KernelEvent.Type.FINISHED && !f.finished) {
+        reportOutcome(f, f.startUnixNanos + e.fctNs(), e.met());
+        f.finished = true;
+        deleteKernelEntry(c, f);
+        if (f.ended) {
+          forget(f);
+        }
+        resumeYielded(f);
+      } else if (e.type() == KernelEvent.Type.QUENCH) {
+        quench(f, e);
+      }
+    }
+    drainResumes();
+  }
+
+  /** DATCP Algorithm 2: the kernel found the flow cannot meet its deadline. */
+  private void quench(Flow f, KernelEvent e) {
+    String why = String.format("quenched: cannot meet deadline at precedence %.2f",
+        e.precedence());
+    if (e.quenched() == FlowMeta.Quench.KILL && !f.killed) {
+      f.killed = true;
+      listener.order(f.id, FlowAction.FLOW_ACTION_KILL, why);
+      resumeYielded(f); // a killed flow leaves the link: nobody waits for it
+    } else if (e.quenched() == FlowMeta.Quench.SUSPEND && !f.suspended && !f.killed) {
+      f.suspended = true;
+      suspendedCount.incrementAndGet();
+      f.suspendedMonoNanos = kernel.nowNs();
+      // it resumes once the deadline flows it yields to are done (or after maxSuspend)
+      for (Flow o : flows.values()) {
+        if (o != f && o.live() && o.hasDeadline() && !o.suspended && !o.killed) {
+          f.yieldedTo.add(o);
+        }
+      }
+      listener.order(f.id, FlowAction.FLOW_ACTION_SUSPEND, why);
+    }
+  }
+
+  /** done has finished or ended: suspended flows waiting only for it resume. */
+  private void resumeYielded(Flow done) {
+    if (suspendedCount.get() == 0) {
+      return; // the common case: nothing to scan
+    }
+    for (Flow s : flows.values()) {
+      if (s.suspended && s.yieldedTo.remove(done) && s.yieldedTo.isEmpty()) {
+        toResume.add(s);
+      }
+    }
+  }
+
+  private void drainResumes() {
+    for (Flow s = toResume.poll(); s != null; s = toResume.poll()) {
+      resume(s, "the flows it yielded to are done");
+    }
+  }
+
+  private void resume(Flow s, String why) {
+    Connection c = connections.get(s.tuple);
+    synchronized (c) {
+      if (!s.suspended) {
+        return;
+      }
+      s.suspended = false;
+      suspendedCount.decrementAndGet();
+      s.resumed = true;
+      s.yieldedTo.clear();
+      if (s.meta != null && c.current == s && s.live()) {
+        // clearing the quench order on the same epoch resumes the flow in the kernel
+        s.meta = write(s.tuple, s.meta.withQuench(FlowMeta.Quench.OFF));
+      }
+      listener.order(s.id, FlowAction.FLOW_ACTION_RESUME, "resumed: " + why);
+    }
+  }
+
+  // ---- scheduler policies ----
+
+  /**
+   * A policy from the scheduler (a lookup's answer or a watched update): written into the
+   * kernel entry of the flow it names, if that flow is still live.
+   */
+  public void applyPolicy(FlowPolicy raw) {
+    if (!raw.hasFlow()) {
+      return;
+    }
+    FlowKey k = raw.getFlow();
+    FlowTuple tuple;
+    try {
+      tuple = FlowTuple.of(k.getSourceAddress(), k.getSourcePort(), k.getDestinationAddress(),
+          k.getDestinationPort());
+    } catch (IllegalArgumentException e) {
+      return;
+    }
+    Connection c = connections.get(tuple);
+    if (c == null) {
+      return;
+    }
+    synchronized (c) {
+      Flow f = c.current;
+      if (f == null || f.epoch != k.getEpoch() || !f.live() || !flows.containsKey(f.id)) {
+        return;
+      }
+      long nowUnix = unixNanos(Instant.now());
+      long nowMono = kernel.nowNs();
+      FlowPolicy p = translator.sanitize(raw, nowUnix);
+      FlowMeta next = translator.meta(p, f.registration.getBytes(), f.epoch, f.startMonoNanos,
+          nowMono, nowUnix);
+      if (f.resumed) {
+        next = next.withQuench(FlowMeta.Quench.OFF); // a resumed flow is not quenched again
+      }
+      f.policy = p;
+      if (!next.equals(f.meta)) {
+        f.meta = write(tuple, next);
+        policyUpdates.increment();
+      }
+    }
+  }
+
+  // ---- ending flows ----
+
+  /**
+   * Ends f without the kernel's completion event: reports its outcome (finished at now when
+   * doneNow, i.e. a later response superseded it or it was written outside the kernel; else
+   * never, unless after a time-out the kernel's statistics say otherwise) and deletes its
+   * kernel entry. Caller holds f's connection.
+   */
+  private void finish(Flow f, long nowMono, boolean doneNow, boolean timedOut) {
+    if (!f.finished) {
+      long finishUnix = doneNow ? f.startUnixNanos + (nowMono - f.startMonoNanos) : 0;
+      FlowStats st = timedOut && f.meta != null ? kernel.flowStats(f.tuple).orElse(null) : null;
+      if (st != null && st.epoch() == f.epoch && st.finished()) {
+        finishUnix = f.startUnixNanos + st.fctNs(); // completion event lost (ring full)
+      }
+      reportOutcome(f, finishUnix, finishUnix != 0 && meetsDeadline(f, finishUnix));
+      f.finished = true;
+    }
+    Connection c = connections.get(f.tuple);
+    deleteKernelEntry(c, f);
+    forget(f);
+    resumeYielded(f);
+  }
+
+  private boolean meetsDeadline(Flow f, long finishUnix) {
+    long d = f.policy.getDeadlineUnixNanos();
+    return d == 0 || finishUnix <= d;
+  }
+
+  private void deleteKernelEntry(Connection c, Flow f) {
+    if (c.current == f && f.meta != null) {
+      kernel.deleteFlow(f.tuple);
+      f.meta = null;
+    }
+  }
+
+  private void forget(Flow f) {
+    if (flows.remove(f.id) != null) {
+      liveCount.decrementAndGet();
+    }
+    f.ended = true;
+    if (f.suspended) {
+      f.suspended = false;
+      suspendedCount.decrementAndGet();
+    }
+  }
+
+  private void reportOutcome(Flow f, long finishUnix, boolean met) {
+    FlowRegistration r = f.registration;
+    QuenchOutcome q = f.killed ? QuenchOutcome.QUENCH_OUTCOME_KILLED
+        : f.suspended || f.resumed ? QuenchOutcome.QUENCH_OUTCOME_SUSPENDED
+        : QuenchOutcome.QUENCH_OUTCOME_NONE;
+    listener.outcome(FlowOutcome.newBuilder().setJobId(r.getJobId())
+        .setReduceId(r.getReduceId()).setSourceHost(hostName)
+        .setDestinationHost(r.getDestinationHost()).setBytes(r.getBytes())
+        .setStartUnixNanos(f.startUnixNanos)
+        .setDeadlineUnixNanos(f.policy.getDeadlineUnixNanos()).setFinishUnixNanos(finishUnix)
+        .setMet(met).setQuench(q).setFlow(f.key(hostName)).build());
+  }
+
+  /**
+   * Time-outs: flows written but never reported acknowledged, flows never ended, suspensions
+   * past quench.maxSuspendMillis, idle connections. Called periodically.
+   */
+  public void sweep() {
+    long now = kernel.nowNs();
+    List<Flow> resume = new ArrayList<>();
+    for (Flow f : flows.values()) {
+      Connection c = connections.get(f.tuple);
+      synchronized (c) {
+        if (!flows.containsKey(f.id)) {
+          continue;
+        }
+        if (f.ended && now - f.endedMonoNanos > finishTimeoutNanos) {
+          finish(f, now, false, true);
+        } else if (now - f.startMonoNanos > maxAgeNanos) {
+          finish(f, now, false, true);
+        } else if (f.suspended && now - f.suspendedMonoNanos > maxSuspendNanos) {
+          resume.add(f);
+        }
+      }
+    }
+    for (Flow f : resume) {
+      resume(f, "suspended for quench.maxSuspendMillis");
+    }
+    drainResumes();
+    connections.values().removeIf(c -> {
+      synchronized (c) {
+        return (c.current == null || !flows.containsKey(c.current.id))
+            && now - c.lastUsedMonoNanos > connectionIdleNanos;
+      }
+    });
+  }
+
+  /** Flows tracked now. */
+  public int liveFlows() {
+    return liveCount.get();
+  }
+
+  /** The kernel outage tracker (tests, metrics). */
+  public Outage kernelOutage() {
+    return kernelOutage;
+  }
+
+  // ---- restart ----
+
+  /** What a restarted agent needs to carry on: every tracked flow and connection. */
+  public Snapshot snapshot() {
+    List<Snapshot.FlowState> fs = new ArrayList<>();
+    List<Snapshot.ConnState> cs = new ArrayList<>();
+    for (Connection c : connections.values()) {
+      synchronized (c) {
+        cs.add(new Snapshot.ConnState(c.tuple, c.lastEpoch));
+        Flow f = c.current;
+        if (f != null && flows.containsKey(f.id)) {
+          fs.add(new Snapshot.FlowState(f.id, f.epoch, f.registration, f.policy,
+              f.startUnixNanos, f.startMonoNanos, f.ended, f.finished, f.meta != null));
+        }
+      }
+    }
+    return new Snapshot(nextId.get(), fs, cs);
+  }
+
+  /**
+   * Takes over the flows of a previous agent process. A flow whose kernel entry is gone (or
+   * carries another epoch) finished meanwhile and is dropped.
+   */
+  public int restore(Snapshot s) {
+    nextId.set(Math.max(nextId.get(), s.nextFlowId()));
+    long now = kernel.nowNs();
+    for (Snapshot.ConnState cs : s.connections()) {
+      Connection c = connections.computeIfAbsent(cs.tuple(), Connection::new);
+      c.lastEpoch = cs.lastEpoch();
+      c.lastUsedMonoNanos = now;
+    }
+    int adopted = 0;
+    for (Snapshot.FlowState fs : s.flows()) {
+      FlowRegistration r = fs.registration();
+      FlowTuple t = FlowTuple.of(r.getSourceAddress(), r.getSourcePort(),
+          r.getDestinationAddress(), r.getDestinationPort());
+      FlowMeta m = kernel.flowMeta(t).orElse(null);
+      if (fs.inKernel() && (m == null || m.epoch() != fs.epoch())) {
+        continue;
+      }
+      Flow f = new Flow(fs.id(), t, fs.epoch(), r, fs.startUnixNanos(), fs.startMonoNanos(),
+          fs.policy());
+      f.meta = fs.inKernel() ? m : null;
+      f.ended = fs.ended();
+      f.endedMonoNanos = now;
+      f.finished = fs.finished();
+      Connection c = connections.computeIfAbsent(t, Connection::new);
+      synchronized (c) {
+        c.current = f;
+        c.lastEpoch = Math.max(c.lastEpoch, fs.epoch());
+        flows.put(f.id, f);
+        liveCount.incrementAndGet();
+      }
+      adopted++;
+    }
+    return adopted;
+  }
+
+  /** Connections known (tests, metrics). */
+  public int connections() {
+    return connections.size();
+  }
+
+  static long unixNanos(Instant t) {
+    return t.getEpochSecond() * 1_000_000_000L + t.getNano();
+  }
+}

@@ -1,0 +1,28 @@
+package io.datcp.agent.flows;
+
+import io.datcp.proto.v1.FlowPolicy;
+import io.datcp.proto.v1.PolicyLookup;
+import java.util.function.Consumer;
+
+/** Where flow policies come from: a cache and asynchronous lookups (the scheduler). */
+public interface PolicySource {
+  /** The last known policy of the job's reduce, or null. Never blocks. */
+  FlowPolicy cached(String jobId, int reduceId);
+
+  /**
+   * Asks for the flow's policy without blocking; the answer, if any, goes to onAnswer on
+   * another thread. Skipped (no answer) while the scheduler is away or too many are pending.
+   */
+  void lookup(PolicyLookup lookup, Consumer<FlowPolicy> onAnswer);
+
+  /** No scheduler: every flow keeps the default policy. */
+  PolicySource NONE = new PolicySource() {
+    @Override
+    public FlowPolicy cached(String jobId, int reduceId) {
+      return null;
+    }
+
+    @Override
+    public void lookup(PolicyLookup lookup, Consumer<FlowPolicy> onAnswer) {}
+  };
+}

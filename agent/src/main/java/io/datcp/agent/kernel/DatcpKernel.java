@@ -1,0 +1,268 @@
+package io.datcp.agent.kernel;
+
+import com.sun.jna.Memory;
+import com.sun.jna.Pointer;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.function.Consumer;
+
+/**
+ * The kernel data path through libdatcp: loading (or re-attaching to) the pinned datcp
+ * objects, the flow table, the event ring and the emulated switch ports. Thread-safe: libdatcp
+ * opens the pinned maps per call and its error text is per thread; the structs handed to it
+ * are per thread too.
+ */
+public final class DatcpKernel implements Kernel {
+  private static final double Q = Abi.Q;
+
+  private final ThreadLocal<Abi.FlowKey> keys = ThreadLocal.withInitial(() -> {
+    Abi.FlowKey k = new Abi.FlowKey();
+    k.setAutoRead(false);
+    return k;
+  });
+  private final ThreadLocal<Abi.FlowMeta> metas = ThreadLocal.withInitial(() -> {
+    Abi.FlowMeta m = new Abi.FlowMeta();
+    m.setAutoRead(false);
+    return m;
+  });
+
+  private DatcpKernel() {}
+
+  /**
+   * Binds libdatcp and makes sure datcp is registered with sockops on ports: loads it, or
+   * re-attaches to the objects pinned under /sys/fs/bpf/datcp without disturbing live flows.
+   *
+   * @param library "datcp" (found on jna.library.path) or a path to libdatcp.so
+   * @param cgroup cgroup v2 directory for sockops; empty = the cgroup v2 mount
+   */
+  public static Loaded load(String library, List<Integer> ports, long lineRateBps, String cgroup)
+      throws KernelException {
+    LibDatcp.bind(library);
+    Abi.LoadOpts opts = new Abi.LoadOpts();
+    opts.line_rate_bps = lineRateBps;
+    opts.cgroup_path = cgroup.isEmpty() ? null : cgroup;
+    Memory portMem = new Memory(2L * Math.max(1, ports.size()));
+    for (int i = 0; i < ports.size(); i++) {
+      portMem.setShort(2L * i, (short) (int) ports.get(i));
+    }
+    opts.ports = portMem;
+    opts.n_ports = ports.size();
+    int[] reused = new int[1];
+    check(LibDatcp.datcp_load(opts, reused));
+    return new Loaded(new DatcpKernel(), reused[0] != 0);
+  }
+
+  /** Binds libdatcp without loading (for reading state, or when another process loads). */
+  public static DatcpKernel attach(String library) {
+    LibDatcp.bind(library);
+    return new DatcpKernel();
+  }
+
+  /** Result of {@link #load}: the kernel and whether datcp was already loaded. */
+  public record Loaded(DatcpKernel kernel, boolean reused) {}
+
+  /**
+   * Unregisters datcp unless flows or switch ports are still in use (other processes share the
+   * kernel); returns false then.
+   */
+  public boolean unloadIfUnused() throws KernelException {
+    int rc = LibDatcp.datcp_unload(0);
+    if (rc == -16) { // EBUSY
+      return false;
+    }
+    check(rc);
+    return true;
+  }
+
+  @Override
+  public boolean available() {
+    return true;
+  }
+
+  @Override
+  public long nowNs() {
+    return LibDatcp.datcp_now_ns();
+  }
+
+  @Override
+  public void setFlow(FlowTuple key, FlowMeta meta) throws KernelException {
+    Abi.FlowMeta m = metas.get();
+    m.size_bytes = meta.sizeBytes();
+    m.deadline_ns = meta.deadlineNs();
+    m.start_ns = meta.startNs();
+    m.epoch = meta.epoch();
+    m.importance_q = (int) Math.round(meta.importance() * Q);
+    m.phi_q = (int) Math.round(meta.phi() * Q);
+    m.mode = (byte) meta.mode().code;
+    m.quench = (byte) meta.quench().code;
+    m.flags = Abi.F_SIZE_KNOWN;
+    m.pad = 0;
+    check(LibDatcp.datcp_flow_set(key(key), m));
+  }
+
+  @Override
+  public boolean deleteFlow(FlowTuple key) {
+    return LibDatcp.datcp_flow_delete(key(key)) == 0;
+  }
+
+  @Override
+  public Optional<FlowMeta> flowMeta(FlowTuple key) {
+    Abi.FlowMeta m = new Abi.FlowMeta();
+    int[] has = new int[1];
+    int[] hasStats = new int[1];
+    if (LibDatcp.datcp_flow_get(key(key), m, has, null, hasStats) != 0 || has[0] == 0) {
+      return Optional.empty();
+    }
+    return Optional.of(meta(m));
+  }
+
+  @Override
+  public Optional<FlowStats> flowStats(FlowTuple key) {
+    Abi.FlowStats s = new Abi.FlowStats();
+    int[] hasMeta = new int[1];
+    int[] has = new int[1];
+    if (LibDatcp.datcp_flow_get(key(key), null, hasMeta, s, has) != 0 || has[0] == 0) {
+      return Optional.empty();
+    }
+    return Optional.of(new FlowStats(s.bytes_acked, s.start_ns, s.fct_ns, s.epoch,
+        s.precedence_q / Q, s.quench, s.finished != 0, s.met != 0));
+  }
+
+  @Override
+  public Map<FlowTuple, FlowMeta> flows() throws KernelException {
+    Map<FlowTuple, FlowMeta> out = new LinkedHashMap<>();
+    LibDatcp.FlowFn fn = (key, meta, stats, ctx) -> {
+      if (meta != null) {
+        out.put(tuple(new Abi.FlowKey(key)), meta(new Abi.FlowMeta(meta)));
+      }
+      return 0;
+    };
+    check(LibDatcp.datcp_flow_foreach(fn, null));
+    return out;
+  }
+
+  @Override
+  public int flowCount() throws KernelException {
+    Abi.Status st = new Abi.Status();
+    check(LibDatcp.datcp_get_status(st));
+    return st.flows;
+  }
+
+  @Override
+  public Events openEvents(Consumer<KernelEvent> sink) throws KernelException {
+    // The callback object must stay reachable while the ring is open: JNA frees its trampoline
+    // when it is collected.
+    LibDatcp.EventFn fn = (ev, ctx) -> {
+      sink.accept(event(new Abi.Event(ev)));
+      return 0;
+    };
+    Pointer handle = LibDatcp.datcp_events_open(fn, null);
+    if (handle == null) {
+      throw new KernelException(0, LibDatcp.datcp_last_error());
+    }
+    return new Events() {
+      @SuppressWarnings("unused")
+      private final LibDatcp.EventFn keep = fn;
+      private boolean closed;
+
+      @Override
+      public int poll(int timeoutMs) throws KernelException {
+        int n = LibDatcp.datcp_events_poll(handle, timeoutMs);
+        if (n == -4) { // EINTR
+          return 0;
+        }
+        check(n);
+        return n;
+      }
+
+      @Override
+      public void close() {
+        if (!closed) {
+          closed = true;
+          LibDatcp.datcp_events_close(handle);
+        }
+      }
+    };
+  }
+
+  // ---- emulated switch ports ----
+
+  /** Configures (or replaces) one switch port on ifname in netns (empty = own namespace). */
+  public void configurePort(String netns, String ifname, PortSettings s) throws KernelException {
+    Abi.PortConfig c = new Abi.PortConfig();
+    c.rate_bps = s.rateBitsPerSecond();
+    c.buffer_bytes = (int) s.bufferBytes();
+    c.mark_mode = s.mark().ordinal();
+    c.red_min_bytes = (int) s.redMinBytes();
+    c.red_max_bytes = (int) s.redMaxBytes();
+    c.red_maxp_q = (int) Math.round(s.redMaxP() * Q);
+    c.k_bytes = (int) s.kBytes();
+    for (int i = 0; i < 64; i++) {
+      c.dscp_band[i] = (byte) s.dscpBand()[i];
+    }
+    check(LibDatcp.datcp_switch_configure(ns(netns), ifname, c));
+  }
+
+  /** Counters of one configured port. */
+  public PortCounters readPort(String netns, String ifname) throws KernelException {
+    Abi.PortState st = new Abi.PortState();
+    check(LibDatcp.datcp_switch_read(ns(netns), ifname, null, st));
+    List<PortCounters.Band> bands = new ArrayList<>();
+    for (int b = 0; b < Abi.BANDS; b++) {
+      Abi.BandCounters c = st.band[b];
+      bands.add(new PortCounters.Band(c.bytes, c.packets, c.marks, c.drops, c.peak_queue_bytes,
+          st.vq_bytes[b]));
+    }
+    return new PortCounters(st.peak_queue_bytes, List.copyOf(bands));
+  }
+
+  /** Removes the port's shaping and AQM (idempotent). */
+  public void resetPort(String netns, String ifname) throws KernelException {
+    check(LibDatcp.datcp_switch_reset(ns(netns), ifname));
+  }
+
+  private static String ns(String netns) {
+    return netns == null || netns.isEmpty() ? null : netns;
+  }
+
+  private Abi.FlowKey key(FlowTuple t) {
+    Abi.FlowKey k = keys.get();
+    k.saddr = t.srcBytes();
+    k.daddr = t.dstBytes();
+    k.sport = (short) t.srcPort();
+    k.dport = (short) t.dstPort();
+    return k;
+  }
+
+  private static FlowTuple tuple(Abi.FlowKey k) {
+    ByteBuffer s = ByteBuffer.wrap(k.saddr);
+    ByteBuffer d = ByteBuffer.wrap(k.daddr);
+    return new FlowTuple(s.getLong(), s.getLong(), k.sport & 0xffff, d.getLong(), d.getLong(),
+        k.dport & 0xffff);
+  }
+
+  private static FlowMeta meta(Abi.FlowMeta m) {
+    return new FlowMeta(m.size_bytes, m.deadline_ns, m.start_ns, m.epoch, m.importance_q / Q,
+        m.phi_q / Q, FlowMeta.Mode.of(m.mode), FlowMeta.Quench.of(m.quench));
+  }
+
+  private static KernelEvent event(Abi.Event e) {
+    KernelEvent.Type type = e.type == Abi.EV_FINISHED ? KernelEvent.Type.FINISHED
+        : e.type == Abi.EV_QUENCH ? KernelEvent.Type.QUENCH : KernelEvent.Type.UNKNOWN;
+    // enum datcp_quench_state: 1 suspended, 2 killed (same numbers as the quench modes)
+    FlowMeta.Quench q = e.action == 2 ? FlowMeta.Quench.KILL
+        : e.action == 1 ? FlowMeta.Quench.SUSPEND : FlowMeta.Quench.OFF;
+    return new KernelEvent(tuple(e.key), type, e.epoch, e.fct_ns, e.met != 0,
+        e.precedence_q / Q, q);
+  }
+
+  private static void check(int rc) throws KernelException {
+    if (rc < 0) {
+      throw new KernelException(-rc, LibDatcp.datcp_last_error());
+    }
+  }
+}

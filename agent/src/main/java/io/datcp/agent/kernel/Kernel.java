@@ -1,0 +1,99 @@
+package io.datcp.agent.kernel;
+
+import java.util.Map;
+import java.util.Optional;
+import java.util.function.Consumer;
+
+/**
+ * The kernel's flow table and event ring as the agent uses them. {@link DatcpKernel} is the
+ * real one (libdatcp); {@link #absent(String)} is the fail-open stand-in when datcp cannot be
+ * loaded: every write fails, so every flow runs as plain TCP.
+ */
+public interface Kernel {
+
+  /** False when the kernel data path is not in use (see {@link #absent(String)}). */
+  boolean available();
+
+  /** CLOCK_MONOTONIC now, nanoseconds: the clock of deadlines and start times. */
+  long nowNs();
+
+  /** Registers or replaces the flow on key; a new epoch starts a new flow on the connection. */
+  void setFlow(FlowTuple key, FlowMeta meta) throws KernelException;
+
+  /** Deletes the flow's registration and statistics; false when there was none. */
+  boolean deleteFlow(FlowTuple key);
+
+  /** The registration on key, if any. */
+  Optional<FlowMeta> flowMeta(FlowTuple key);
+
+  /** The statistics on key, if any. */
+  Optional<FlowStats> flowStats(FlowTuple key);
+
+  /** Every registration in the kernel (all agents' on this kernel). */
+  Map<FlowTuple, FlowMeta> flows() throws KernelException;
+
+  /** Number of registered flows. */
+  int flowCount() throws KernelException;
+
+  /** Attaches to the event ring; events go to sink on the thread that polls. */
+  Events openEvents(Consumer<KernelEvent> sink) throws KernelException;
+
+  /** An open event ring. Not thread-safe: one thread polls. */
+  interface Events extends AutoCloseable {
+    /** Waits up to timeoutMs for events and hands them to the sink; returns how many. */
+    int poll(int timeoutMs) throws KernelException;
+
+    @Override
+    void close();
+  }
+
+  /** A kernel that refuses every write with reason, for fail-open operation. */
+  static Kernel absent(String reason) {
+    return new Kernel() {
+      @Override
+      public boolean available() {
+        return false;
+      }
+
+      @Override
+      public long nowNs() {
+        return System.nanoTime();
+      }
+
+      @Override
+      public void setFlow(FlowTuple key, FlowMeta meta) throws KernelException {
+        throw new KernelException(19, "kernel data path not in use: " + reason);
+      }
+
+      @Override
+      public boolean deleteFlow(FlowTuple key) {
+        return false;
+      }
+
+      @Override
+      public Optional<FlowMeta> flowMeta(FlowTuple key) {
+        return Optional.empty();
+      }
+
+      @Override
+      public Optional<FlowStats> flowStats(FlowTuple key) {
+        return Optional.empty();
+      }
+
+      @Override
+      public Map<FlowTuple, FlowMeta> flows() {
+        return Map.of();
+      }
+
+      @Override
+      public int flowCount() {
+        return 0;
+      }
+
+      @Override
+      public Events openEvents(Consumer<KernelEvent> sink) throws KernelException {
+        throw new KernelException(19, "kernel data path not in use: " + reason);
+      }
+    };
+  }
+}

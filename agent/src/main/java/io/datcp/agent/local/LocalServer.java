@@ -1,0 +1,171 @@
+package io.datcp.agent.local;
+
+import io.datcp.agent.flows.FlowListener;
+import io.datcp.agent.flows.FlowRegistry;
+import io.datcp.proto.v1.FlowAction;
+import io.datcp.proto.v1.FlowOutcome;
+import io.datcp.proto.v1.ShuffleEvent;
+import io.grpc.Server;
+import io.grpc.netty.NettyServerBuilder;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.netty.channel.epoll.EpollEventLoopGroup;
+import io.netty.channel.epoll.EpollServerDomainSocketChannel;
+import io.netty.channel.unix.DomainSocketAddress;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFileAttributeView;
+import java.nio.file.attribute.PosixFilePermission;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import java.util.function.Function;
+
+/**
+ * LocalAgentService on a Unix domain socket (Netty epoll). Calls run on the socket's event
+ * loop: every handler only touches memory and one bpf() map update, so a thread hand-off
+ * would cost more than it saves.
+ */
+public final class LocalServer implements AutoCloseable {
+  /** Largest request: a registration is small; a Forward batch holds up to 1000 events. */
+  private static final int MAX_MESSAGE_BYTES = 4 << 20;
+
+  private final Path socket;
+  private final Server server;
+  private final EpollEventLoopGroup boss;
+  private final EpollEventLoopGroup workers;
+  private final OrderHub orders;
+
+  private LocalServer(Path socket, Server server, EpollEventLoopGroup boss,
+      EpollEventLoopGroup workers, OrderHub orders) {
+    this.socket = socket;
+    this.server = server;
+    this.boss = boss;
+    this.workers = workers;
+    this.orders = orders;
+  }
+
+  /** The hub that delivers orders to subscribers (the registry's listener uses it). */
+  public static OrderSink orderSink(MeterRegistry meters) {
+    return new OrderSink(new OrderHub(meters));
+  }
+
+  /** Orders to the plugin; pass it to the registry's listener, then to {@link #start}. */
+  public static final class OrderSink {
+    private final OrderHub hub;
+
+    private OrderSink(OrderHub hub) {
+      this.hub = hub;
+    }
+
+    public void send(long flowId, FlowAction action, String reason) {
+      hub.send(flowId, action, reason);
+    }
+
+    public int subscribers() {
+      return hub.subscribers();
+    }
+  }
+
+  /**
+   * Binds the socket (replacing a stale one), sets its group and mode, and starts serving.
+   *
+   * @param group owning group of the socket file; empty = the agent's
+   * @param mode octal permissions, e.g. "0660"
+   */
+  public static LocalServer start(Path socket, String group, String mode, FlowRegistry registry,
+      OrderSink orders, Function<List<ShuffleEvent>, Integer> forward) throws IOException {
+    Files.createDirectories(socket.getParent());
+    if (Files.exists(socket, LinkOption.NOFOLLOW_LINKS)) {
+      if (Files.isDirectory(socket, LinkOption.NOFOLLOW_LINKS)) {
+        throw new IOException("local.socketPath " + socket + " is a directory");
+      }
+      Files.delete(socket); // left by a previous agent process
+    }
+    EpollEventLoopGroup boss = new EpollEventLoopGroup(1);
+    EpollEventLoopGroup workers = new EpollEventLoopGroup(1);
+    Server server = NettyServerBuilder.forAddress(new DomainSocketAddress(socket.toString()))
+        .channelType(EpollServerDomainSocketChannel.class)
+        .bossEventLoopGroup(boss)
+        .workerEventLoopGroup(workers)
+        .directExecutor()
+        .maxInboundMessageSize(MAX_MESSAGE_BYTES)
+        .addService(new LocalAgentGrpcService(registry, orders.hub, forward))
+        .build();
+    try {
+      server.start();
+      PosixFileAttributeView attrs = Files.getFileAttributeView(socket,
+          PosixFileAttributeView.class);
+      if (!group.isEmpty()) {
+        attrs.setGroup(socket.getFileSystem().getUserPrincipalLookupService()
+            .lookupPrincipalByGroupName(group));
+      }
+      attrs.setPermissions(permissions(mode));
+    } catch (IOException | RuntimeException e) {
+      server.shutdownNow();
+      boss.shutdownGracefully(0, 0, TimeUnit.SECONDS);
+      workers.shutdownGracefully(0, 0, TimeUnit.SECONDS);
+      throw e;
+    }
+    return new LocalServer(socket, server, boss, workers, orders.hub);
+  }
+
+  static Set<PosixFilePermission> permissions(String octal) {
+    int m = Integer.parseInt(octal, 8);
+    PosixFilePermission[] bits = {PosixFilePermission.OTHERS_EXECUTE,
+        PosixFilePermission.OTHERS_WRITE, PosixFilePermission.OTHERS_READ,
+        PosixFilePermission.GROUP_EXECUTE, PosixFilePermission.GROUP_WRITE,
+        PosixFilePermission.GROUP_READ, PosixFilePermission.OWNER_EXECUTE,
+        PosixFilePermission.OWNER_WRITE, PosixFilePermission.OWNER_READ};
+    Set<PosixFilePermission> set = EnumSet.noneOf(PosixFilePermission.class);
+    for (int i = 0; i < bits.length; i++) {
+      if ((m & (1 << i)) != 0) {
+        set.add(bits[i]);
+      }
+    }
+    return set;
+  }
+
+  /** A listener that sends orders here and outcomes to outcomeSink. */
+  public static FlowListener listener(OrderSink orders, Consumer<FlowOutcome> outcomeSink) {
+    return new FlowListener() {
+      @Override
+      public void order(long flowId, FlowAction action, String reason) {
+        orders.send(flowId, action, reason);
+      }
+
+      @Override
+      public void outcome(FlowOutcome outcome) {
+        outcomeSink.accept(outcome);
+      }
+    };
+  }
+
+  public Path socket() {
+    return socket;
+  }
+
+  @Override
+  public void close() {
+    orders.closeAll();
+    server.shutdown();
+    try {
+      if (!server.awaitTermination(1, TimeUnit.SECONDS)) {
+        server.shutdownNow();
+        server.awaitTermination(1, TimeUnit.SECONDS);
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    boss.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+    workers.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+    try {
+      Files.deleteIfExists(socket);
+    } catch (IOException e) {
+      // the next start replaces it
+    }
+  }
+}

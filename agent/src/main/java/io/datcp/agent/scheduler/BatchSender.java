@@ -1,0 +1,171 @@
+package io.datcp.agent.scheduler;
+
+import io.datcp.agent.failopen.Outage;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+/**
+ * A bounded queue of events for the scheduler and the thread that sends them in batches. A
+ * batch keeps its id until the scheduler acknowledges it, so a retry after a lost answer is
+ * recognised as a duplicate. When the scheduler is away the queue fills; then the oldest events
+ * are dropped and counted (the scheduler's job state is soft and rebuilt from later reports).
+ */
+final class BatchSender<T> implements AutoCloseable {
+  private static final Logger LOG = Logger.getLogger(BatchSender.class.getName());
+
+  /** Sends one batch; throws StatusRuntimeException on failure. */
+  interface Transport<T> {
+    void send(List<T> batch, long batchId);
+  }
+
+  private final String name;
+  private final Transport<T> transport;
+  private final Outage outage;
+  private final int capacity;
+  private final int maxBatch;
+  private final long flushMillis;
+  private final Backoff backoff;
+  private final ArrayDeque<T> queue = new ArrayDeque<>();
+  private final Counter dropped;
+  private final Counter rejected;
+  private final Counter sent;
+  private final Thread thread;
+  private long nextBatchId = 1;
+  private volatile boolean closed;
+
+  BatchSender(String name, Transport<T> transport, Outage outage, int capacity, int maxBatch,
+      long flushMillis, Backoff backoff, MeterRegistry meters) {
+    this.name = name;
+    this.transport = transport;
+    this.outage = outage;
+    this.capacity = capacity;
+    this.maxBatch = maxBatch;
+    this.flushMillis = flushMillis;
+    this.backoff = backoff;
+    dropped = Counter.builder("datcp.agent.reports.dropped").tag("queue", name)
+        .description("events dropped because the queue to the scheduler was full")
+        .register(meters);
+    rejected = Counter.builder("datcp.agent.reports.rejected").tag("queue", name)
+        .description("events in batches the scheduler refused as invalid").register(meters);
+    sent = Counter.builder("datcp.agent.reports.sent").tag("queue", name)
+        .description("events the scheduler acknowledged").register(meters);
+    Gauge.builder("datcp.agent.reports.queued", this, BatchSender::queued).tag("queue", name)
+        .register(meters);
+    thread = new Thread(this::run, "datcp-" + name + "-sender");
+    thread.setDaemon(true);
+    thread.start();
+  }
+
+  /** Queues events; drops the oldest beyond capacity. */
+  void offer(List<T> events) {
+    synchronized (queue) {
+      for (T e : events) {
+        if (queue.size() >= capacity) {
+          queue.pollFirst();
+          dropped.increment();
+        }
+        queue.addLast(e);
+      }
+      queue.notifyAll();
+    }
+  }
+
+  int queued() {
+    synchronized (queue) {
+      return queue.size();
+    }
+  }
+
+  long droppedCount() {
+    return (long) dropped.count();
+  }
+
+  private void run() {
+    List<T> batch = null;
+    long batchId = 0;
+    while (!closed) {
+      try {
+        if (batch == null) {
+          batch = take();
+          if (batch == null) {
+            continue;
+          }
+          batchId = nextBatchId++;
+        }
+        transport.send(batch, batchId);
+        sent.increment(batch.size());
+        outage.up();
+        backoff.reset();
+        batch = null;
+      } catch (StatusRuntimeException e) {
+        Status.Code code = e.getStatus().getCode();
+        if (code == Status.Code.INVALID_ARGUMENT) {
+          LOG.log(Level.WARNING, "scheduler refused a {0} batch of {1} events: {2}",
+              new Object[] {name, batch.size(), e.getStatus().getDescription()});
+          rejected.increment(batch.size());
+          batch = null;
+        } else {
+          if (code != Status.Code.RESOURCE_EXHAUSTED) {
+            outage.down(e.getStatus().toString());
+          }
+          sleep(backoff.nextDelayMillis());
+        }
+      } catch (InterruptedException e) {
+        return;
+      }
+    }
+  }
+
+  /** Waits for events, then up to flushMillis more for a full batch. */
+  private List<T> take() throws InterruptedException {
+    synchronized (queue) {
+      while (queue.isEmpty() && !closed) {
+        queue.wait(1000);
+      }
+      long until = System.currentTimeMillis() + flushMillis;
+      while (queue.size() < maxBatch && !closed) {
+        long left = until - System.currentTimeMillis();
+        if (left <= 0) {
+          break;
+        }
+        queue.wait(left);
+      }
+      if (queue.isEmpty()) {
+        return null;
+      }
+      List<T> batch = new ArrayList<>(Math.min(maxBatch, queue.size()));
+      while (batch.size() < maxBatch && !queue.isEmpty()) {
+        batch.add(queue.pollFirst());
+      }
+      return batch;
+    }
+  }
+
+  private void sleep(long millis) {
+    try {
+      Thread.sleep(millis);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      closed = true;
+    }
+  }
+
+  @Override
+  public void close() {
+    closed = true;
+    thread.interrupt();
+    try {
+      thread.join(2000);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+}

@@ -1,0 +1,351 @@
+package io.datcp.agent.scheduler;
+
+import io.datcp.agent.config.AgentConf;
+import io.datcp.agent.failopen.Outage;
+import io.datcp.agent.flows.PolicySource;
+import io.datcp.proto.v1.FlowKey;
+import io.datcp.proto.v1.FlowOutcome;
+import io.datcp.proto.v1.FlowOutcomes;
+import io.datcp.proto.v1.FlowPolicy;
+import io.datcp.proto.v1.FlowPolicyServiceGrpc;
+import io.datcp.proto.v1.PolicyLookup;
+import io.datcp.proto.v1.PolicyUpdate;
+import io.datcp.proto.v1.ShuffleEvent;
+import io.datcp.proto.v1.ShuffleReport;
+import io.datcp.proto.v1.ShuffleReportServiceGrpc;
+import io.datcp.proto.v1.WatchRequest;
+import io.grpc.CallCredentials;
+import io.grpc.Context;
+import io.grpc.ManagedChannel;
+import io.grpc.Metadata;
+import io.grpc.Status;
+import io.grpc.netty.NettyChannelBuilder;
+import io.grpc.stub.ClientCallStreamObserver;
+import io.grpc.stub.ClientResponseObserver;
+import io.grpc.stub.StreamObserver;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executor;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
+import java.util.logging.Logger;
+
+/**
+ * The agent's side of FlowPolicyService and ShuffleReportService: cached policy lookups, the
+ * policy update stream (resync on every reconnect, exponential back-off), and batched reports
+ * of flow outcomes and forwarded map-side events. Fails open: while the scheduler is away,
+ * lookups are skipped (flows keep the default policy), reports queue up to a bound, and the
+ * outage is logged once.
+ */
+public final class SchedulerClient implements PolicySource, AutoCloseable {
+  private static final Logger LOG = Logger.getLogger(SchedulerClient.class.getName());
+  private static final long REPORT_DEADLINE_MS = 5_000;
+  /** While the scheduler is away, at most one lookup per this interval goes out (a probe). */
+  private static final long PROBE_INTERVAL_NANOS = 1_000_000_000L;
+  /** Flows whose latest update time is remembered; beyond it the memory starts over. */
+  private static final int MAX_TRACKED_FLOWS = 100_000;
+
+  private final String hostName;
+  private final ManagedChannel channel;
+  private final FlowPolicyServiceGrpc.FlowPolicyServiceStub policyStub;
+  private final FlowPolicyServiceGrpc.FlowPolicyServiceBlockingStub policyBlocking;
+  private final ShuffleReportServiceGrpc.ShuffleReportServiceBlockingStub reportBlocking;
+  private final Outage outage;
+  private final PolicyCache cache = new PolicyCache();
+  private final Semaphore lookupSlots;
+  private final long lookupTimeoutMs;
+  private final long reconnectMinMs;
+  private final long reconnectMaxMs;
+  private final String reporterId = UUID.randomUUID().toString();
+  private final BatchSender<FlowOutcome> outcomes;
+  private final BatchSender<ShuffleEvent> forwarded;
+  private final Counter lookupsSkipped;
+  private final Counter lookupsAnswered;
+  private volatile Consumer<FlowPolicy> updateSink = p -> {};
+  private volatile boolean closed;
+  private final ConcurrentHashMap<FlowKey, Long> latestUpdate = new ConcurrentHashMap<>();
+  private final AtomicLong lastProbeNanos = new AtomicLong(System.nanoTime());
+  private Thread watcher;
+  private volatile ClientCallStreamObserver<WatchRequest> watchCall;
+
+  /**
+   * Connects lazily to scheduler.target (the channel reconnects by itself).
+   *
+   * @throws IllegalArgumentException when scheduler.tokenFile is set but unreadable or empty
+   */
+  public SchedulerClient(AgentConf conf, String hostName, MeterRegistry meters) {
+    this.hostName = hostName;
+    String target = conf.get(AgentConf.SCHEDULER_TARGET);
+    channel = NettyChannelBuilder.forTarget(target).usePlaintext().build();
+    CallCredentials creds = bearer(conf.get(AgentConf.TOKEN_FILE));
+    FlowPolicyServiceGrpc.FlowPolicyServiceStub ps = FlowPolicyServiceGrpc.newStub(channel);
+    FlowPolicyServiceGrpc.FlowPolicyServiceBlockingStub pb =
+        FlowPolicyServiceGrpc.newBlockingStub(channel);
+    ShuffleReportServiceGrpc.ShuffleReportServiceBlockingStub rb =
+        ShuffleReportServiceGrpc.newBlockingStub(channel);
+    if (creds != null) {
+      ps = ps.withCallCredentials(creds);
+      pb = pb.withCallCredentials(creds);
+      rb = rb.withCallCredentials(creds);
+    }
+    policyStub = ps;
+    policyBlocking = pb;
+    reportBlocking = rb;
+    outage = new Outage(LOG, "scheduler at " + target,
+        "flows get the cached or default policy and reports queue");
+    lookupSlots = new Semaphore(conf.get(AgentConf.MAX_LOOKUPS_IN_FLIGHT));
+    lookupTimeoutMs = conf.get(AgentConf.LOOKUP_TIMEOUT_MS);
+    reconnectMinMs = conf.get(AgentConf.RECONNECT_MIN_MS);
+    reconnectMaxMs = conf.get(AgentConf.RECONNECT_MAX_MS);
+    int capacity = conf.get(AgentConf.REPORT_QUEUE);
+    int maxBatch = conf.get(AgentConf.REPORT_BATCH);
+    long flush = conf.get(AgentConf.REPORT_FLUSH_MS);
+    outcomes = new BatchSender<>("outcomes", (batch, id) -> policyBlocking
+        .withDeadlineAfter(REPORT_DEADLINE_MS, TimeUnit.MILLISECONDS)
+        .reportOutcomes(FlowOutcomes.newBuilder().setAgentHost(hostName)
+            .addAllOutcomes(batch).setReporterId(reporterId + "/outcomes").setBatchId(id)
+            .build()),
+        outage, capacity, maxBatch, flush, backoff(), meters);
+    forwarded = new BatchSender<>("shuffle-reports", (batch, id) -> reportBlocking
+        .withDeadlineAfter(REPORT_DEADLINE_MS, TimeUnit.MILLISECONDS)
+        .report(ShuffleReport.newBuilder().setReporterHost(hostName).addAllEvents(batch)
+            .setReporterId(reporterId + "/shuffle").setBatchId(id).build()),
+        outage, capacity, maxBatch, flush, backoff(), meters);
+    lookupsSkipped = Counter.builder("datcp.agent.lookups").tag("result", "skipped")
+        .description("policy lookups by result").register(meters);
+    lookupsAnswered = Counter.builder("datcp.agent.lookups").tag("result", "answered")
+        .register(meters);
+    Gauge.builder("datcp.agent.scheduler.up", outage, o -> o.isDown() ? 0 : 1)
+        .description("1 while the scheduler answers").register(meters);
+    Gauge.builder("datcp.agent.scheduler.outages", outage, Outage::count)
+        .description("scheduler outages since start").register(meters);
+  }
+
+  private Backoff backoff() {
+    return new Backoff(reconnectMinMs, reconnectMaxMs);
+  }
+
+  private static CallCredentials bearer(String tokenFile) {
+    if (tokenFile.isEmpty()) {
+      return null;
+    }
+    String token;
+    try {
+      token = Files.readString(Path.of(tokenFile), StandardCharsets.UTF_8).trim();
+    } catch (IOException e) {
+      throw new IllegalArgumentException("configuration key 'scheduler.tokenFile': cannot read "
+          + tokenFile + " (" + e.getMessage() + ")");
+    }
+    if (token.isEmpty() || token.contains("\n")) {
+      throw new IllegalArgumentException("configuration key 'scheduler.tokenFile': " + tokenFile
+          + " must hold one non-empty token line");
+    }
+    Metadata headers = new Metadata();
+    headers.put(Metadata.Key.of("authorization", Metadata.ASCII_STRING_MARSHALLER),
+        "Bearer " + token);
+    return new CallCredentials() {
+      @Override
+      public void applyRequestMetadata(RequestInfo info, Executor executor, MetadataApplier a) {
+        a.apply(headers);
+      }
+    };
+  }
+
+  /** Starts the policy update stream; updates for live flows go to sink. */
+  public void watch(Consumer<FlowPolicy> sink) {
+    updateSink = sink;
+    watcher = new Thread(this::watchLoop, "datcp-policy-watch");
+    watcher.setDaemon(true);
+    watcher.start();
+  }
+
+  // ---- PolicySource ----
+
+  @Override
+  public FlowPolicy cached(String jobId, int reduceId) {
+    return cache.get(jobId, reduceId);
+  }
+
+  @Override
+  public void lookup(PolicyLookup lookup, Consumer<FlowPolicy> onAnswer) {
+    if (outage.isDown() && !probeDue() || !lookupSlots.tryAcquire()) {
+      // while the scheduler is away, one lookup a second probes; the rest keep the default
+      lookupsSkipped.increment();
+      return;
+    }
+    // forked: the RegisterFlow call's context ends (is cancelled) when it answers, and would
+    // cancel the lookup with it
+    Context.current().fork().run(() -> lookupAsync(lookup, onAnswer));
+  }
+
+  private void lookupAsync(PolicyLookup lookup, Consumer<FlowPolicy> onAnswer) {
+    policyStub.withDeadlineAfter(lookupTimeoutMs, TimeUnit.MILLISECONDS)
+        .lookupPolicy(lookup, new StreamObserver<>() {
+          @Override
+          public void onNext(FlowPolicy p) {
+            FlowPolicy answer = p.hasFlow() ? p : p.toBuilder().setFlow(lookup.getFlow()).build();
+            lookupsAnswered.increment();
+            outage.up();
+            cache.put(answer, 0); // any watched decision is newer than this answer
+            onAnswer.accept(answer);
+          }
+
+          @Override
+          public void onError(Throwable t) {
+            lookupSlots.release();
+            Status s = Status.fromThrowable(t);
+            if (s.getCode() == Status.Code.UNAVAILABLE
+                || s.getCode() == Status.Code.DEADLINE_EXCEEDED) {
+              outage.down(s.toString());
+            }
+          }
+
+          @Override
+          public void onCompleted() {
+            lookupSlots.release();
+          }
+        });
+  }
+
+  private boolean probeDue() {
+    long now = System.nanoTime();
+    long last = lastProbeNanos.get();
+    return now - last > PROBE_INTERVAL_NANOS && lastProbeNanos.compareAndSet(last, now);
+  }
+
+  // ---- reports ----
+
+  /** Queues a flow outcome for ReportOutcomes. */
+  public void report(FlowOutcome o) {
+    outcomes.offer(List.of(o));
+  }
+
+  /** Queues map-side events from the plugin for ShuffleReportService.Report. */
+  public int forward(List<ShuffleEvent> events) {
+    forwarded.offer(events);
+    return events.size();
+  }
+
+  /** The scheduler's outage tracker. */
+  public Outage outage() {
+    return outage;
+  }
+
+  /** The async policy stub with credentials (the switch role watches its config on it). */
+  public FlowPolicyServiceGrpc.FlowPolicyServiceStub policyStub() {
+    return policyStub;
+  }
+
+  /** Events dropped from the outcome and forward queues. */
+  public long droppedReports() {
+    return outcomes.droppedCount() + forwarded.droppedCount();
+  }
+
+  // ---- policy updates ----
+
+  private void watchLoop() {
+    Backoff backoff = backoff();
+    while (!closed) {
+      CountDownLatch done = new CountDownLatch(1);
+      List<FlowPolicy> snapshot = new ArrayList<>();
+      boolean[] live = {false};
+      policyStub.watchPolicies(WatchRequest.newBuilder().setAgentHost(hostName).setResync(true)
+          .build(), new ClientResponseObserver<WatchRequest, PolicyUpdate>() {
+            @Override
+            public void beforeStart(ClientCallStreamObserver<WatchRequest> call) {
+              watchCall = call;
+            }
+
+            @Override
+            public void onNext(PolicyUpdate u) {
+              outage.up();
+              backoff.reset();
+              if (u.getSnapshotEnd()) {
+                cache.replaceAll(snapshot, nowUnix());
+                snapshot.forEach(updateSink);
+                snapshot.clear();
+                live[0] = true;
+              } else if (u.getJobFinished()) {
+                cache.dropJob(u.getPolicy().getJobId());
+              } else if (!live[0]) {
+                snapshot.add(u.getPolicy());
+              } else {
+                cache.put(u.getPolicy(), u.getTimeUnixNanos());
+                if (latestForFlow(u)) {
+                  updateSink.accept(u.getPolicy());
+                }
+              }
+            }
+
+            @Override
+            public void onError(Throwable t) {
+              if (!closed) {
+                outage.down(Status.fromThrowable(t).toString());
+              }
+              done.countDown();
+            }
+
+            @Override
+            public void onCompleted() {
+              done.countDown();
+            }
+          });
+      try {
+        done.await();
+        if (!closed) {
+          Thread.sleep(backoff.nextDelayMillis());
+        }
+      } catch (InterruptedException e) {
+        return;
+      }
+    }
+  }
+
+  /** Updates of one flow may arrive out of order: only the latest decision applies. */
+  private boolean latestForFlow(PolicyUpdate u) {
+    if (latestUpdate.size() > MAX_TRACKED_FLOWS) {
+      latestUpdate.clear();
+    }
+    FlowKey k = u.getPolicy().getFlow();
+    long t = u.getTimeUnixNanos();
+    return latestUpdate.merge(k, t, Math::max) == t;
+  }
+
+  private static long nowUnix() {
+    Instant t = Instant.now();
+    return t.getEpochSecond() * 1_000_000_000L + t.getNano();
+  }
+
+  @Override
+  public void close() {
+    closed = true;
+    ClientCallStreamObserver<WatchRequest> call = watchCall;
+    if (call != null) {
+      call.cancel("agent stopping", null);
+    }
+    if (watcher != null) {
+      watcher.interrupt();
+    }
+    outcomes.close();
+    forwarded.close();
+    channel.shutdownNow();
+    try {
+      channel.awaitTermination(2, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+}

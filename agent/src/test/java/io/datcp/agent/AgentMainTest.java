@@ -1,0 +1,40 @@
+package io.datcp.agent;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
+
+class AgentMainTest {
+
+  @Test
+  void aBadConfigFileStopsStartUpWithExitCode2NamingTheKey(@TempDir Path dir) throws Exception {
+    Path conf = dir.resolve("agent.properties");
+    Files.writeString(conf, "local.socketMode=rwxrwxrwx\n");
+    ByteArrayOutputStream err = new ByteArrayOutputStream();
+    PrintStream old = System.err;
+    System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+    int code;
+    try {
+      code = new CommandLine(new AgentMain()).execute("--config", conf.toString());
+    } finally {
+      System.setErr(old);
+    }
+    assertThat(code).isEqualTo(AgentMain.EXIT_CONFIG);
+    assertThat(err.toString(StandardCharsets.UTF_8)).contains(
+        "bad value 'rwxrwxrwx' for configuration key 'local.socketMode'; accepted: an octal"
+            + " mode such as 0660");
+  }
+
+  @Test
+  void aMissingConfigFileIsAConfigError(@TempDir Path dir) {
+    assertThat(new CommandLine(new AgentMain()).execute("--config",
+        dir.resolve("absent.properties").toString())).isEqualTo(AgentMain.EXIT_CONFIG);
+  }
+}

@@ -1,0 +1,266 @@
+package io.datcp.agent;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.datcp.agent.kernel.FlowMeta;
+import io.datcp.agent.kernel.FlowTuple;
+import io.datcp.agent.kernel.KernelEvent;
+import io.datcp.agent.testing.AgentClient;
+import io.datcp.agent.testing.FakeScheduler;
+import io.datcp.agent.testing.KernelLock;
+import io.datcp.agent.testing.TestAgents;
+import io.datcp.proto.v1.FlowAction;
+import io.datcp.proto.v1.FlowEnd;
+import io.datcp.proto.v1.FlowEndReason;
+import io.datcp.proto.v1.FlowOrder;
+import io.datcp.proto.v1.FlowOutcome;
+import io.datcp.proto.v1.FlowOutcomes;
+import io.datcp.proto.v1.FlowPolicy;
+import io.datcp.proto.v1.FlowRegistered;
+import io.datcp.proto.v1.FlowRegistration;
+import io.datcp.proto.v1.OrdersRequest;
+import io.datcp.proto.v1.QuenchOutcome;
+import io.grpc.stub.StreamObserver;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Flows from registration to outcome with the real kernel (root; holds the kernel lock): a
+ * loopback connection on a shuffle port carries the registered bytes, the kernel reports the
+ * last byte acknowledged, the agent reports the outcome and deletes the entry; an agent restart
+ * in between disturbs nothing; quench events become orders for the plugin.
+ */
+class FlowLifecycleTest {
+  private static final int FLOW_BYTES = 2_000_000;
+  private static KernelLock lock;
+
+  @TempDir
+  Path dir;
+  private FakeScheduler scheduler;
+  private AgentServer agent;
+  private AgentClient client;
+  private ServerSocket listener;
+  private Socket sender;
+  private Socket receiver;
+
+  @BeforeAll
+  static void lock() throws Exception {
+    lock = KernelLock.acquire();
+  }
+
+  @AfterAll
+  static void unlock() throws Exception {
+    lock.close();
+  }
+
+  @BeforeEach
+  void start() throws Exception {
+    listener = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
+    scheduler = new FakeScheduler().start();
+    agent = TestAgents.start(settings());
+    client = new AgentClient(dir.resolve("agent.sock"));
+    // the shuffle port is on datcp now: this connection's sender socket runs datcp
+    receiver = new Socket();
+    receiver.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(),
+        listener.getLocalPort()));
+    sender = listener.accept();
+  }
+
+  private java.util.Map<String, String> settings() {
+    return TestAgents.settings(dir, scheduler.target(), listener.getLocalPort());
+  }
+
+  @AfterEach
+  void stop() throws Exception {
+    sender.close();
+    receiver.close();
+    listener.close();
+    client.close();
+    agent.close();
+    scheduler.close();
+    TestAgents.deleteTestEntries(listener.getLocalPort());
+  }
+
+  private FlowRegistration loopbackFlow() {
+    return FlowRegistration.newBuilder().setJobId("job_1700000000000_0101").setReduceId(3)
+        .addMapIds(7).setBytes(FLOW_BYTES).setSourceAddress("127.0.0.1")
+        .setSourcePort(sender.getLocalPort()).setDestinationAddress("127.0.0.1")
+        .setDestinationPort(sender.getPort()).setDestinationHost("reducer-3").build();
+  }
+
+  private void transfer() throws Exception {
+    Thread reader = new Thread(() -> {
+      try (InputStream in = receiver.getInputStream()) {
+        in.readNBytes(FLOW_BYTES);
+      } catch (Exception e) {
+        throw new RuntimeException(e);
+      }
+    });
+    reader.start();
+    OutputStream out = sender.getOutputStream();
+    out.write(new byte[FLOW_BYTES]);
+    out.flush();
+    reader.join(20_000);
+  }
+
+  private List<FlowOutcome> outcomes() {
+    return scheduler.outcomes.stream().flatMap(o -> o.getOutcomesList().stream()).toList();
+  }
+
+  @Test
+  void theKernelsCompletionBecomesAnOutcomeAndTheEntryIsDeleted() throws Exception {
+    FlowRegistration r = loopbackFlow();
+    FlowRegistered reg = client.blocking().registerFlow(r);
+    FlowTuple t = TestAgents.tuple(r);
+    assertThat(agent.kernel().flowMeta(t)).isPresent();
+    long before = LocalAgentServiceTest.unixNanos(Instant.now());
+
+    transfer();
+
+    await().atMost(Duration.ofSeconds(10)).until(() -> outcomes().size() == 1);
+    FlowOutcome o = outcomes().get(0);
+    assertThat(o.getJobId()).isEqualTo("job_1700000000000_0101");
+    assertThat(o.getReduceId()).isEqualTo(3);
+    assertThat(o.getBytes()).isEqualTo(FLOW_BYTES);
+    assertThat(o.getMet()).isTrue();
+    assertThat(o.getSourceHost()).isEqualTo("test-host");
+    assertThat(o.getDestinationHost()).isEqualTo("reducer-3");
+    assertThat(o.getFinishUnixNanos()).isGreaterThan(o.getStartUnixNanos());
+    assertThat(o.getStartUnixNanos()).isLessThanOrEqualTo(before);
+    assertThat(o.getFlow().getEpoch()).isEqualTo(reg.getEpoch());
+    assertThat(o.getQuench()).isEqualTo(QuenchOutcome.QUENCH_OUTCOME_NONE);
+    FlowOutcomes batch = scheduler.outcomes.get(0);
+    assertThat(batch.getAgentHost()).isEqualTo("test-host");
+    assertThat(batch.getBatchId()).isEqualTo(1);
+    assertThat(batch.getReporterId()).isNotEmpty();
+    await().atMost(Duration.ofSeconds(5)).until(() -> agent.kernel().flowMeta(t).isEmpty());
+
+    assertThat(client.blocking().endFlow(FlowEnd.newBuilder().setFlowId(reg.getFlowId())
+        .setReason(FlowEndReason.FLOW_END_REASON_WRITTEN).setBytesWritten(FLOW_BYTES).build())
+        .getKnown()).isTrue();
+    assertThat(agent.registry().liveFlows()).isZero();
+  }
+
+  @Test
+  void aRestartedAgentKeepsLiveFlowsAndReceivesTheirEvents() throws Exception {
+    FlowRegistration r = loopbackFlow();
+    FlowRegistered reg = client.blocking().registerFlow(r);
+    FlowTuple t = TestAgents.tuple(r);
+    FlowMeta before = agent.kernel().flowMeta(t).orElseThrow();
+
+    client.close();
+    agent.close();
+    assertThat(DatcpKernelProbe.meta(t)).contains(before);
+
+    agent = TestAgents.start(settings());
+    client = new AgentClient(dir.resolve("agent.sock"));
+    assertThat(agent.registry().liveFlows()).isEqualTo(1);
+    assertThat(agent.kernel().flowMeta(t)).contains(before);
+    transfer(); // the bytes flow while the new agent runs
+
+    await().atMost(Duration.ofSeconds(10)).until(() -> outcomes().size() == 1);
+    assertThat(outcomes().get(0).getFlow().getEpoch()).isEqualTo(1);
+    assertThat(outcomes().get(0).getMet()).isTrue();
+    await().atMost(Duration.ofSeconds(5)).until(() -> agent.kernel().flowMeta(t).isEmpty());
+    assertThat(client.blocking().endFlow(FlowEnd.newBuilder().setFlowId(reg.getFlowId())
+        .setReason(FlowEndReason.FLOW_END_REASON_WRITTEN).build()).getKnown()).isTrue();
+    // the connection's next response continues its epoch count
+    assertThat(client.blocking().registerFlow(r).getEpoch()).isEqualTo(2);
+  }
+
+  @Test
+  void quenchEventsBecomeOrdersAndSuspendedFlowsResume() throws Exception {
+    List<FlowOrder> orders = new CopyOnWriteArrayList<>();
+    client.async().orders(OrdersRequest.newBuilder().setSubscriberId("nm-1").build(),
+        new StreamObserver<>() {
+          @Override
+          public void onNext(FlowOrder o) {
+            orders.add(o);
+          }
+
+          @Override
+          public void onError(Throwable t) {}
+
+          @Override
+          public void onCompleted() {}
+        });
+    long deadline = LocalAgentServiceTest.unixNanos(Instant.now().plusSeconds(30));
+    scheduler.answer = l -> FlowPolicy.newBuilder().setJobId(l.getJobId())
+        .setReduceId(l.getReduceId()).setDeadlineUnixNanos(deadline).setFlow(l.getFlow())
+        .build();
+    FlowRegistration a = TestAgents.registration("job_1700000000000_0102", 21, 43001).build();
+    FlowRegistration b = TestAgents.registration("job_1700000000000_0102", 22, 43002).build();
+    FlowRegistration c = TestAgents.registration("job_1700000000000_0102", 23, 43003).build();
+    FlowRegistered ra = client.blocking().registerFlow(a);
+    FlowRegistered rb = client.blocking().registerFlow(b);
+    FlowRegistered rc = client.blocking().registerFlow(c);
+    await().atMost(Duration.ofSeconds(5)).until(() -> List.of(a, b, c).stream().allMatch(
+        r -> agent.kernel().flowMeta(TestAgents.tuple(r)).orElseThrow().deadlineNs() != 0));
+
+    // the event thread's input, as the congestion control emits it (Algorithm 2's decision
+    // itself is kmod's and tested there)
+    agent.registry().onKernelEvent(new KernelEvent(TestAgents.tuple(b), KernelEvent.Type.QUENCH,
+        1, 0, false, 4.2, FlowMeta.Quench.SUSPEND));
+    agent.registry().onKernelEvent(new KernelEvent(TestAgents.tuple(c), KernelEvent.Type.QUENCH,
+        1, 0, false, 3.0, FlowMeta.Quench.KILL));
+    // an event of another epoch (a previous response) is not this flow's
+    agent.registry().onKernelEvent(new KernelEvent(TestAgents.tuple(a), KernelEvent.Type.QUENCH,
+        9, 0, false, 3.0, FlowMeta.Quench.KILL));
+
+    await().atMost(Duration.ofSeconds(5)).until(() -> orders.size() == 2);
+    assertThat(orders.get(0).getFlowId()).isEqualTo(rb.getFlowId());
+    assertThat(orders.get(0).getAction()).isEqualTo(FlowAction.FLOW_ACTION_SUSPEND);
+    assertThat(orders.get(0).getReason()).contains("precedence 4.20");
+    assertThat(orders.get(1).getFlowId()).isEqualTo(rc.getFlowId());
+    assertThat(orders.get(1).getAction()).isEqualTo(FlowAction.FLOW_ACTION_KILL);
+
+    // b yielded to a (c was killed): once a is over, b resumes and its quench order is cleared
+    client.blocking().endFlow(FlowEnd.newBuilder().setFlowId(ra.getFlowId())
+        .setReason(FlowEndReason.FLOW_END_REASON_ABORTED).build());
+    await().atMost(Duration.ofSeconds(5)).until(() -> orders.size() == 3);
+    assertThat(orders.get(2).getFlowId()).isEqualTo(rb.getFlowId());
+    assertThat(orders.get(2).getAction()).isEqualTo(FlowAction.FLOW_ACTION_RESUME);
+    FlowMeta mb = agent.kernel().flowMeta(TestAgents.tuple(b)).orElseThrow();
+    assertThat(mb.quench()).isEqualTo(FlowMeta.Quench.OFF);
+    assertThat(mb.epoch()).isEqualTo(1);
+
+    client.blocking().endFlow(FlowEnd.newBuilder().setFlowId(rc.getFlowId())
+        .setReason(FlowEndReason.FLOW_END_REASON_ABORTED).build());
+    await().atMost(Duration.ofSeconds(5)).until(() -> outcomes().stream()
+        .anyMatch(o -> o.getFlow().getSourceAddress().equals(c.getSourceAddress())));
+    assertThat(outcomes().stream().filter(o -> o.getFlow().getSourceAddress()
+        .equals(c.getSourceAddress())).findFirst().orElseThrow().getQuench())
+        .isEqualTo(QuenchOutcome.QUENCH_OUTCOME_KILLED);
+    // a flow suspended once reports it, even after it resumed
+    client.blocking().endFlow(FlowEnd.newBuilder().setFlowId(rb.getFlowId())
+        .setReason(FlowEndReason.FLOW_END_REASON_ABORTED).build());
+    await().atMost(Duration.ofSeconds(5)).until(() -> outcomes().stream()
+        .anyMatch(o -> o.getFlow().getSourceAddress().equals(b.getSourceAddress())));
+    assertThat(outcomes().stream().filter(o -> o.getFlow().getSourceAddress()
+        .equals(b.getSourceAddress())).findFirst().orElseThrow().getQuench())
+        .isEqualTo(QuenchOutcome.QUENCH_OUTCOME_SUSPENDED);
+  }
+
+  /** Reads the kernel with no agent running. */
+  static final class DatcpKernelProbe {
+    static java.util.Optional<FlowMeta> meta(FlowTuple t) {
+      return io.datcp.agent.kernel.DatcpKernel.attach(KernelLock.library()).flowMeta(t);
+    }
+  }
+}

@@ -1,0 +1,73 @@
+package io.datcp.agent.config;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.datcp.proto.v1.FlowMode;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class AgentConfTest {
+
+  @Test
+  void theExampleFileListsEveryKeyWithItsDefault() throws Exception {
+    Path example = Path.of("agent.properties.example");
+    Properties p = new Properties();
+    try (var r = Files.newBufferedReader(example)) {
+      p.load(r);
+    }
+    assertThat(p.stringPropertyNames()).containsExactlyInAnyOrderElementsOf(
+        AgentConf.keys().stream().map(AgentConf.Key::name).toList());
+    AgentConf fromFile = AgentConf.load(example);
+    for (AgentConf.Key<?> k : AgentConf.keys()) {
+      assertThat((Object) fromFile.get(k)).as(k.name()).isEqualTo(k.defaultValue());
+    }
+  }
+
+  @Test
+  void anUnknownKeyNamesTheAcceptedKeys() {
+    assertThatThrownBy(() -> AgentConf.fromMap(Map.of("local.socketpath", "/x")))
+        .isInstanceOf(ConfigException.class)
+        .hasMessageContaining("unknown configuration key 'local.socketpath'")
+        .hasMessageContaining("local.socketPath");
+  }
+
+  @Test
+  void aBadValueNamesTheKeyAndTheAcceptedValues() {
+    assertThatThrownBy(() -> AgentConf.fromMap(Map.of("policy.defaultMode", "fast")))
+        .hasMessage("bad value 'fast' for configuration key 'policy.defaultMode'; accepted:"
+            + " datcp|pd2tcp|d2tcp|dctcp|off");
+    assertThatThrownBy(() -> AgentConf.fromMap(Map.of("kernel.shufflePorts", "13562,0")))
+        .hasMessageContaining("'kernel.shufflePorts'");
+    assertThatThrownBy(() -> AgentConf.fromMap(Map.of("local.socketPath", "relative.sock")))
+        .hasMessageContaining("'local.socketPath'").hasMessageContaining("absolute path");
+    assertThatThrownBy(() -> AgentConf.fromMap(Map.of("local.maxLiveFlows", "70000")))
+        .hasMessageContaining("1..65536");
+    assertThatThrownBy(() -> AgentConf.fromMap(Map.of("policy.defaultPhi", "1.5")))
+        .hasMessageContaining("[0, 1]");
+  }
+
+  @Test
+  void keysThatGoTogetherAreChecked() {
+    assertThatThrownBy(() -> AgentConf.fromMap(Map.of("agent.role", "switch")))
+        .hasMessageContaining("'switch.name' is required when agent.role=switch");
+    assertThatThrownBy(() -> AgentConf.fromMap(Map.of("scheduler.reconnectMinMillis", "500",
+        "scheduler.reconnectMaxMillis", "100")))
+        .hasMessageContaining("scheduler.reconnectMaxMillis");
+  }
+
+  @Test
+  void overridesKeepTypedValues(@TempDir Path dir) throws Exception {
+    Path f = dir.resolve("a.properties");
+    Files.writeString(f, "kernel.shufflePorts=13562, 13563\npolicy.defaultMode=dctcp\n");
+    AgentConf c = AgentConf.load(f).with(Map.of("agent.role", "switch", "switch.name", "tor1"));
+    assertThat(c.get(AgentConf.SHUFFLE_PORTS)).isEqualTo(List.of(13562, 13563));
+    assertThat(c.get(AgentConf.DEFAULT_MODE)).isEqualTo(FlowMode.FLOW_MODE_DCTCP);
+    assertThat(c.get(AgentConf.ROLE)).isEqualTo(AgentConf.Role.SWITCH);
+  }
+}

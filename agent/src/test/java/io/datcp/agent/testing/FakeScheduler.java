@@ -1,0 +1,166 @@
+package io.datcp.agent.testing;
+
+import io.datcp.proto.v1.FlowOutcomes;
+import io.datcp.proto.v1.FlowPolicy;
+import io.datcp.proto.v1.FlowPolicyServiceGrpc;
+import io.datcp.proto.v1.PolicyLookup;
+import io.datcp.proto.v1.PolicyUpdate;
+import io.datcp.proto.v1.ReportAck;
+import io.datcp.proto.v1.ShuffleReport;
+import io.datcp.proto.v1.ShuffleReportServiceGrpc;
+import io.datcp.proto.v1.SwitchConfig;
+import io.datcp.proto.v1.SwitchConfigRequest;
+import io.datcp.proto.v1.WatchRequest;
+import io.grpc.Metadata;
+import io.grpc.Server;
+import io.grpc.ServerCall;
+import io.grpc.ServerCallHandler;
+import io.grpc.ServerInterceptor;
+import io.grpc.ServerInterceptors;
+import io.grpc.netty.NettyServerBuilder;
+import io.grpc.stub.ServerCallStreamObserver;
+import io.grpc.stub.StreamObserver;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
+
+/**
+ * A scheduler stand-in on a loopback port: answers lookups with a policy the test chooses,
+ * records outcomes, reports and credentials, and lets the test push policy updates and switch
+ * configurations. It can be stopped and started again on the same port (an outage).
+ */
+public final class FakeScheduler implements AutoCloseable {
+  public final List<PolicyLookup> lookups = new CopyOnWriteArrayList<>();
+  public final List<FlowOutcomes> outcomes = new CopyOnWriteArrayList<>();
+  public final List<ShuffleReport> reports = new CopyOnWriteArrayList<>();
+  public final List<String> authorizations = new CopyOnWriteArrayList<>();
+  public final List<WatchRequest> watches = new CopyOnWriteArrayList<>();
+  private final List<ServerCallStreamObserver<PolicyUpdate>> watchers =
+      new CopyOnWriteArrayList<>();
+  private final List<ServerCallStreamObserver<SwitchConfig>> switchWatchers =
+      new CopyOnWriteArrayList<>();
+  /** Answer to a lookup; null = answer with the default (no deadline). */
+  public volatile Function<PolicyLookup, FlowPolicy> answer = l -> FlowPolicy.newBuilder()
+      .setJobId(l.getJobId()).setReduceId(l.getReduceId()).setFlow(l.getFlow()).build();
+  /** Snapshot sent on every resync watch. */
+  public volatile List<PolicyUpdate> snapshot = List.of();
+  public volatile SwitchConfig switchConfig;
+  private int port;
+  private Server server;
+
+  public FakeScheduler start() throws IOException {
+    ServerInterceptor recordAuth = new ServerInterceptor() {
+      @Override
+      public <Q, A> ServerCall.Listener<Q> interceptCall(ServerCall<Q, A> call, Metadata h,
+          ServerCallHandler<Q, A> next) {
+        String auth = h.get(Metadata.Key.of("authorization", Metadata.ASCII_STRING_MARSHALLER));
+        authorizations.add(auth == null ? "" : auth);
+        return next.startCall(call, h);
+      }
+    };
+    server = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", port))
+        .addService(ServerInterceptors.intercept(new Policies(), recordAuth))
+        .addService(ServerInterceptors.intercept(new Reports(), recordAuth))
+        .build().start();
+    port = server.getPort();
+    return this;
+  }
+
+  public String target() {
+    return "127.0.0.1:" + port;
+  }
+
+  /** Sends an update to every watching agent. */
+  public void push(PolicyUpdate u) {
+    for (ServerCallStreamObserver<PolicyUpdate> w : watchers) {
+      synchronized (w) {
+        if (!w.isCancelled()) {
+          w.onNext(u);
+        }
+      }
+    }
+  }
+
+  public int watchers() {
+    return (int) watchers.stream().filter(w -> !w.isCancelled()).count();
+  }
+
+  /** Sends a switch configuration to every switch-role agent. */
+  public void pushSwitch(SwitchConfig c) {
+    switchConfig = c;
+    for (ServerCallStreamObserver<SwitchConfig> w : switchWatchers) {
+      synchronized (w) {
+        if (!w.isCancelled()) {
+          w.onNext(c);
+        }
+      }
+    }
+  }
+
+  /** Stops serving (the port stays reserved for {@link #start()} again). */
+  public void stop() throws InterruptedException {
+    server.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+    watchers.clear();
+    switchWatchers.clear();
+  }
+
+  @Override
+  public void close() throws InterruptedException {
+    stop();
+  }
+
+  private final class Policies extends FlowPolicyServiceGrpc.FlowPolicyServiceImplBase {
+    @Override
+    public void lookupPolicy(PolicyLookup req, StreamObserver<FlowPolicy> out) {
+      lookups.add(req);
+      out.onNext(answer.apply(req));
+      out.onCompleted();
+    }
+
+    @Override
+    public void watchPolicies(WatchRequest req, StreamObserver<PolicyUpdate> out) {
+      watches.add(req);
+      ServerCallStreamObserver<PolicyUpdate> o = (ServerCallStreamObserver<PolicyUpdate>) out;
+      synchronized (o) {
+        for (PolicyUpdate u : snapshot) {
+          o.onNext(u);
+        }
+        o.onNext(PolicyUpdate.newBuilder().setSnapshotEnd(true).build());
+      }
+      watchers.add(o);
+    }
+
+    @Override
+    public void reportOutcomes(FlowOutcomes req, StreamObserver<ReportAck> out) {
+      boolean dup = outcomes.stream().anyMatch(o -> o.getReporterId().equals(req.getReporterId())
+          && o.getBatchId() == req.getBatchId());
+      if (!dup) {
+        outcomes.add(req);
+      }
+      out.onNext(ReportAck.newBuilder().setAccepted(dup ? 0 : req.getOutcomesCount())
+          .setDuplicate(dup).build());
+      out.onCompleted();
+    }
+
+    @Override
+    public void watchSwitchConfig(SwitchConfigRequest req, StreamObserver<SwitchConfig> out) {
+      ServerCallStreamObserver<SwitchConfig> o = (ServerCallStreamObserver<SwitchConfig>) out;
+      if (switchConfig != null) {
+        o.onNext(switchConfig);
+      }
+      switchWatchers.add(o);
+    }
+  }
+
+  private final class Reports extends ShuffleReportServiceGrpc.ShuffleReportServiceImplBase {
+    @Override
+    public void report(ShuffleReport req, StreamObserver<ReportAck> out) {
+      reports.add(req);
+      out.onNext(ReportAck.newBuilder().setAccepted(req.getEventsCount()).build());
+      out.onCompleted();
+    }
+  }
+}

@@ -1,0 +1,64 @@
+package io.datcp.agent.testing;
+
+import io.datcp.agent.AgentServer;
+import io.datcp.agent.config.AgentConf;
+import io.datcp.agent.kernel.DatcpKernel;
+import io.datcp.agent.kernel.FlowTuple;
+import io.datcp.agent.kernel.KernelException;
+import io.datcp.proto.v1.FlowRegistration;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
+
+/** Agents for tests: their own socket and state directory, the kmod build's libdatcp. */
+public final class TestAgents {
+  /** TEST-NET-1 (RFC 5737): synthetic 4-tuples that never carry traffic. */
+  public static final String TEST_NET = "192.0.2.";
+
+  private TestAgents() {}
+
+  /** Test settings: socket and state under dir, fast reconnects, metrics on a free port. */
+  public static Map<String, String> settings(Path dir, String schedulerTarget, int shufflePort) {
+    Map<String, String> m = new HashMap<>();
+    m.put("agent.host", "test-host");
+    m.put("local.socketPath", dir.resolve("agent.sock").toString());
+    m.put("state.dir", dir.resolve("state").toString());
+    m.put("kernel.library", KernelLock.library());
+    m.put("kernel.shufflePorts", Integer.toString(shufflePort));
+    m.put("scheduler.target", schedulerTarget);
+    m.put("scheduler.reconnectMinMillis", "50");
+    m.put("scheduler.reconnectMaxMillis", "200");
+    m.put("reports.flushMillis", "20");
+    m.put("metrics.port", "0");
+    m.put("metrics.host", "127.0.0.1");
+    return m;
+  }
+
+  public static AgentServer start(Map<String, String> settings) throws IOException {
+    return AgentServer.builder(AgentConf.fromMap(settings)).start();
+  }
+
+  /** A well-formed registration on a synthetic TEST-NET tuple. */
+  public static FlowRegistration.Builder registration(String job, int host, int dstPort) {
+    return FlowRegistration.newBuilder().setJobId(job).setReduceId(0).addMapIds(1)
+        .setBytes(1_000_000).setSourceAddress(TEST_NET + host).setSourcePort(13562)
+        .setDestinationAddress(TEST_NET + 200).setDestinationPort(dstPort)
+        .setDestinationHost("reducer-1");
+  }
+
+  public static FlowTuple tuple(FlowRegistration r) {
+    return FlowTuple.of(r.getSourceAddress(), r.getSourcePort(), r.getDestinationAddress(),
+        r.getDestinationPort());
+  }
+
+  /** Deletes every kernel entry on a TEST-NET or loopback tuple of the given port. */
+  public static void deleteTestEntries(int loopbackPort) throws KernelException {
+    DatcpKernel k = DatcpKernel.attach(KernelLock.library());
+    for (FlowTuple t : k.flows().keySet()) {
+      if (t.source().startsWith(TEST_NET) || t.srcPort() == loopbackPort) {
+        k.deleteFlow(t);
+      }
+    }
+  }
+}
