@@ -6,6 +6,7 @@
 #                           the test jobs, and the DATCP plugin, agent and libdatcp if built
 #   datcp/scheduler:dev     scheduler/target/scheduler.jar
 #   datcp/tor:dev           the ToR switch: datcpctl + libdatcp (kmod/build), agent if built
+# Env: DATCP_PLUGIN_JAR, DATCP_AGENT_JAR, DATCP_KMOD_BUILD override where those come from.
 # Needs root and a running dockerd. Run after `mvn package` (it takes the jars from the
 # modules' target/ folders) or let `mvn verify` run it (it-tests, pre-integration-test).
 set -euo pipefail
@@ -38,19 +39,23 @@ fi
 # ---- inputs from the other modules
 jobs_jar=$root/it-tests/target/datcp-test-jobs.jar
 scheduler_jar=$root/scheduler/target/scheduler.jar
-plugin_jar=$root/shuffle-plugin/target/datcp-shuffle-plugin.jar
-agent_jar=$root/agent/target/datcp-agent.jar
+# overridable, to build images with another worktree's plugin, agent or kmod build
+plugin_jar=${DATCP_PLUGIN_JAR:-$root/shuffle-plugin/target/datcp-shuffle-plugin.jar}
+agent_jar=${DATCP_AGENT_JAR:-$root/agent/target/datcp-agent.jar}
+kmod_build=${DATCP_KMOD_BUILD:-$root/kmod/build}
 [ -f "$jobs_jar" ] || die "$jobs_jar is missing: run 'mvn package -DskipTests' first"
 [ -f "$scheduler_jar" ] || die "$scheduler_jar is missing: run 'mvn package -DskipTests' first"
 log "Hadoop jars (docker/hadoop)"
 mvn -B -q -f "$root/docker/hadoop/pom.xml" package
-make -s -C "$root/kmod" build/datcpctl build/libdatcp.so || die "kmod build failed"
+if [ -z "${DATCP_KMOD_BUILD:-}" ]; then
+	make -s -C "$root/kmod" build/datcpctl build/libdatcp.so || die "kmod build failed"
+fi
 
 # dropins/: what each image gets under /opt/datcp; absent parts are simply not there
 dropins() {
 	local d=$1
 	mkdir -p "$d/plugin" "$d/agent" "$d/kmod" "$d/jobs"
-	cp "$root/kmod/build/datcpctl" "$root/kmod/build/libdatcp.so" "$d/kmod/"
+	cp "$kmod_build/datcpctl" "$kmod_build/libdatcp.so" "$d/kmod/"
 	if [ -f "$plugin_jar" ]; then cp "$plugin_jar" "$d/plugin/"; fi
 	if [ -f "$agent_jar" ]; then cp "$agent_jar" "$d/agent/"; fi
 }

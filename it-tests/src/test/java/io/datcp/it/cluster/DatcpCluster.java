@@ -2,8 +2,11 @@ package io.datcp.it.cluster;
 
 import com.github.dockerjava.api.DockerClient;
 import com.github.dockerjava.api.command.CreateContainerCmd;
+import com.github.dockerjava.api.model.Bind;
+import com.github.dockerjava.api.model.Capability;
 import com.github.dockerjava.api.model.ContainerNetwork;
 import com.github.dockerjava.api.model.Network.Ipam;
+import com.github.dockerjava.api.model.Volume;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -47,6 +50,12 @@ public final class DatcpCluster implements Startable {
   static final List<String> BRIDGED_RULE = List.of("DOCKER-USER", "-i", "dtcp-+", "-m",
       "physdev", "--physdev-is-bridged", "-j", "ACCEPT");
   static final String FABRIC = "10.213";
+  /** The host's cgroup v2 hierarchy (cgroups are v1 for Docker here) and where nodes see it. */
+  static final String CGROUP2_ON_HOST = "/sys/fs/cgroup/unified";
+  static final String CGROUP2_IN_NODE = "/run/datcp/cgroup2";
+  /** Job setting that puts the DATCP reduce-side plugin in a job (system on). */
+  public static final String CONSUMER_PLUGIN =
+      "mapreduce.job.reduce.shuffle.consumer.plugin.class=io.datcp.shuffle.reduceside.DatcpShuffle";
   static final int TOR_HOST = 254;
   static final int HOST = 10;
 
@@ -111,6 +120,7 @@ public final class DatcpCluster implements Startable {
   public void start() {
     try {
       addBridgedRule();
+      removeStaleNetworks();
       for (String host : subnets.keySet()) {
         networkIds.put(host, createNetwork(host));
       }
@@ -195,11 +205,11 @@ public final class DatcpCluster implements Startable {
         .withImagePullPolicy(neverPull())
         .withEnv("TOR_SHAPER", "datcp")
         .withEnv("TOR_PORTS", Integer.toString(subnets.size() + 1)) // + lo
-        .withFileSystemBind("/sys/fs/bpf", "/sys/fs/bpf")
         .withCreateContainerCmdModifier(cmd -> {
           at(cmd, first, TOR_HOST, "tor");
-          cmd.getHostConfig().withCapAdd(com.github.dockerjava.api.model.Capability.NET_ADMIN,
-              com.github.dockerjava.api.model.Capability.SYS_ADMIN)
+          bind(cmd, "/sys/fs/bpf", "/sys/fs/bpf");
+          cmd.getHostConfig().withCapAdd(Capability.NET_ADMIN,
+              Capability.SYS_ADMIN)
               .withSecurityOpts(List.of("seccomp=unconfined")).withSysctls(sysctls);
         })
         .waitingFor(Wait.forLogMessage("tor: ready.*", 1).withStartupTimeout(Duration.ofSeconds(60)));
@@ -214,11 +224,15 @@ public final class DatcpCluster implements Startable {
         .waitingFor(Wait.forLogMessage(".*Registered with ResourceManager.*", 1)
             .withStartupTimeout(Duration.ofMinutes(3)));
     if (mode == Mode.ON) {
+      // the agent shares the kernel's pinned datcp and attaches sockops at the cgroup v2 root
       c.withEnv("DATCP_SCHEDULER", "scheduler:9090")
-          .withFileSystemBind("/sys/fs/bpf", "/sys/fs/bpf")
-          .withCreateContainerCmdModifier(cmd -> cmd.getHostConfig()
-              .withCapAdd(com.github.dockerjava.api.model.Capability.SYS_ADMIN)
-              .withSecurityOpts(List.of("seccomp=unconfined")));
+          .withEnv("DATCP_AGENT_EXTRA", "kernel.cgroup=" + CGROUP2_IN_NODE)
+          .withCreateContainerCmdModifier(cmd -> {
+            bind(cmd, "/sys/fs/bpf", "/sys/fs/bpf");
+            bind(cmd, CGROUP2_ON_HOST, CGROUP2_IN_NODE);
+            cmd.getHostConfig().withCapAdd(Capability.NET_ADMIN, Capability.SYS_ADMIN)
+                .withSecurityOpts(List.of("seccomp=unconfined"));
+          });
     }
     return c;
   }
@@ -226,7 +240,7 @@ public final class DatcpCluster implements Startable {
   private GenericContainer<?> hadoopNode(String host, String role) {
     return fabricHost(new GenericContainer<>(image(HADOOP_IMAGE)), host)
         .withCommand(role)
-        .withFileSystemBind(dataDir.toString(), "/data");
+        .withCreateContainerCmdModifier(cmd -> bind(cmd, dataDir.toString(), "/data"));
   }
 
   private GenericContainer<?> schedulerContainer() {
@@ -243,7 +257,7 @@ public final class DatcpCluster implements Startable {
         .withImagePullPolicy(neverPull())
         .withCreateContainerCmdModifier(cmd -> {
           at(cmd, host, HOST, host);
-          cmd.getHostConfig().withCapAdd(com.github.dockerjava.api.model.Capability.NET_ADMIN);
+          cmd.getHostConfig().withCapAdd(Capability.NET_ADMIN);
         });
     subnets.keySet().stream().filter(h -> !h.equals(host))
         .forEach(h -> c.withExtraHost(h, ipOf(h)));
@@ -253,6 +267,19 @@ public final class DatcpCluster implements Startable {
   private void at(CreateContainerCmd cmd, String host, int hostPart, String hostName) {
     cmd.withHostName(hostName).withName("datcp-" + runId + "-" + hostName)
         .withIpv4Address(address(subnets.get(host), hostPart));
+  }
+
+  /**
+   * Adds a bind mount. Not withFileSystemBind: that makes Testcontainers probe file mounting
+   * with a helper image, which it would try to pull.
+   */
+  private static void bind(CreateContainerCmd cmd, String hostPath, String containerPath) {
+    List<Bind> binds = new ArrayList<>();
+    if (cmd.getHostConfig().getBinds() != null) {
+      binds.addAll(List.of(cmd.getHostConfig().getBinds()));
+    }
+    binds.add(new Bind(hostPath, new Volume(containerPath)));
+    cmd.getHostConfig().withBinds(binds);
   }
 
   private DockerImageName image(String name) {
@@ -279,6 +306,15 @@ public final class DatcpCluster implements Startable {
         .withIpam(new Ipam().withConfig(new Ipam.Config()
             .withSubnet(FABRIC + "." + index + ".0/24")))
         .exec().getId();
+  }
+
+  /** Networks of an earlier run that died without cleaning up would hold the subnets. */
+  private void removeStaleNetworks() {
+    for (var n : docker.listNetworksCmd().withFilter("label", List.of("io.datcp.cluster")).exec()) {
+      if (n.getContainers() == null || n.getContainers().isEmpty()) {
+        quietly(() -> docker.removeNetworkCmd(n.getId()).exec());
+      }
+    }
   }
 
   private static String address(int subnet, int host) {

@@ -138,10 +138,21 @@ class DockerClusterIT {
 
   // ---- helpers
 
+  /** The job client's arguments for the cluster's mode (the reduce-side plugin when on). */
+  private static List<String> jobClient(DatcpCluster c, String mainClass) {
+    return c.mode() == Mode.ON
+        ? List.of("datcp-job", mainClass, "-D", DatcpCluster.CONSUMER_PLUGIN)
+        : List.of("datcp-job", mainClass);
+  }
+
+  private static String[] command(List<String> head, String... tail) {
+    return Stream.concat(head.stream(), Stream.of(tail)).toArray(String[]::new);
+  }
+
   private JsonNode runAb(DatcpCluster c, String label) throws Exception {
-    c.exec("rm", "datcp-job", "io.datcp.it.jobs.AbScenario", "--label", label,
+    c.exec("rm", command(jobClient(c, "io.datcp.it.jobs.AbScenario"), "--label", label,
         "--work", "/data/ab-" + label, "--bytes", Long.toString(MAP_OUTPUT_BYTES),
-        "--slow-millis", "5000", "--out", "/data/ab-" + label + ".json");
+        "--slow-millis", "5000", "--out", "/data/ab-" + label + ".json"));
     JsonNode result = JSON.readTree(data.resolve("ab-" + label + ".json").toFile());
     Path keep = Path.of("target", "ab");
     Files.createDirectories(keep);
@@ -152,7 +163,7 @@ class DockerClusterIT {
 
   /** part file name -> content of the job's output. */
   private Map<String, String> runWordCount(DatcpCluster c, String out) throws Exception {
-    c.exec("rm", "datcp-job", "io.datcp.it.jobs.WordCount", "/data/wc-in", "/data/" + out, "3");
+    c.exec("rm", command(jobClient(c, "io.datcp.it.jobs.WordCount"), "/data/wc-in", "/data/" + out, "3"));
     Map<String, String> parts = new TreeMap<>();
     try (Stream<Path> files = Files.list(data.resolve(out))) {
       for (Path p : files.filter(f -> f.getFileName().toString().startsWith("part-")).toList()) {
