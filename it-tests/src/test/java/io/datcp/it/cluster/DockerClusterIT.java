@@ -15,7 +15,12 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.TreeMap;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
+import org.awaitility.Awaitility;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer.OrderAnnotation;
@@ -136,7 +141,61 @@ class DockerClusterIT {
     assertThat(runWordCount(cluster(Mode.ON), "wc-on")).isEqualTo(wordCountOff);
   }
 
+  @Test
+  @Order(5)
+  void killingTheSchedulerMidShuffleDoesNotFailTheJobs() throws Exception {
+    assumeTrue(imageHasDatcp(), "the node image has no DATCP shuffle plugin and agent");
+    DatcpCluster c = cluster(Mode.ON);
+    JsonNode result = abWhile(c, "kill-scheduler", () -> c.node("scheduler").getDockerClient()
+        .killContainerCmd(c.node("scheduler").getContainerId()).exec());
+    assertCompleteShuffle(result);
+  }
+
+  @Test
+  @Order(6)
+  void killingTheAgentsMidShuffleDoesNotFailTheJobs() throws Exception {
+    assumeTrue(imageHasDatcp(), "the node image has no DATCP shuffle plugin and agent");
+    DatcpCluster c = cluster(Mode.ON);
+    JsonNode result = abWhile(c, "kill-agent", () -> {
+      for (String nm : c.nodeManagers()) {
+        c.exec(nm, "sh", "-c", "kill -KILL $(cat /run/datcp/agent.pid)");
+      }
+    });
+    assertCompleteShuffle(result);
+  }
+
   // ---- helpers
+
+  private interface Action {
+    void run() throws Exception;
+  }
+
+  /** Runs the A/B scenario and does {@code action} one second into its shuffle. */
+  private JsonNode abWhile(DatcpCluster c, String label, Action action) throws Exception {
+    CompletableFuture<JsonNode> run = CompletableFuture.supplyAsync(() -> {
+      try {
+        return runAb(c, label);
+      } catch (Exception e) {
+        throw new CompletionException(e);
+      }
+    });
+    Path release = data.resolve("ab-" + label).resolve("release");
+    Awaitility.await().atMost(Duration.ofMinutes(3)).pollInterval(Duration.ofMillis(50))
+        .until(() -> Files.exists(release) || run.isDone());
+    assertThat(run).as("the scenario ended before its maps were released").isNotDone();
+    Thread.sleep(1000);
+    action.run();
+    return run.get(5, TimeUnit.MINUTES);
+  }
+
+  private static void assertCompleteShuffle(JsonNode result) {
+    assertThat(result.get("jobA").get("state").asText()).isEqualTo("SUCCEEDED");
+    assertThat(result.get("jobB").get("state").asText()).isEqualTo("SUCCEEDED");
+    assertThat(result.get("jobA").get("reduceShuffleBytes").asLong())
+        .isBetween(4 * MAP_OUTPUT_BYTES, 4 * MAP_OUTPUT_BYTES * 101 / 100);
+    assertThat(result.get("jobB").get("reduceShuffleBytes").asLong())
+        .isBetween(2 * MAP_OUTPUT_BYTES, 2 * MAP_OUTPUT_BYTES * 101 / 100);
+  }
 
   /** The job client's arguments for the cluster's mode (the reduce-side plugin when on). */
   private static List<String> jobClient(DatcpCluster c, String mainClass) {
