@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs what building and testing need on a fresh Debian machine, and
-# starts what the kernel tests need (bpffs). Safe to run again: it only
+# Installs what building and testing need on a fresh Debian machine (docker.io,
+# docker-compose and debootstrap for the Docker cluster), and starts what the kernel
+# tests need (bpffs). dockerd is started by the scripts that use it (scripts/docker-env.sh). Safe to run again: it only
 # installs what is missing.
 set -euo pipefail
 
@@ -8,7 +9,8 @@ DEBS=(clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev pkg-config make gcc
       iproute2 ethtool iperf3 procps
       maven openjdk-17-jdk-headless
       python3 python3-pip
-      chromium chromium-driver)
+      chromium chromium-driver
+      docker.io docker-compose debootstrap iptables)
 
 missing=()
 for p in "${DEBS[@]}"; do

@@ -50,15 +50,36 @@ if [ -d bench/tests ]; then
 	record "bench (pytest)" "${p:-0}" "${f:-0}" "$st"
 fi
 
-if grep -q '<module>' pom.xml; then
-	echo "== Java modules: mvn verify"
-	mvn -B -ntp verify 2>&1 | tee "$LOGS/mvn.log"
-	st=${PIPESTATUS[0]}
-	# surefire/failsafe per-module "Tests run: N, Failures: F, Errors: E" totals
-	read -r p f <<<"$(grep -E '^\[(INFO|WARNING|ERROR)\] Tests run: [0-9]+, Failures: [0-9]+, Errors: [0-9]+, Skipped: [0-9]+$' "$LOGS/mvn.log" |
+# mvn_counts LOG: passed and failed from surefire/failsafe "Tests run: N, Failures: F, Errors: E" totals
+mvn_counts() {
+	grep -E '^\[(INFO|WARNING|ERROR)\] Tests run: [0-9]+, Failures: [0-9]+, Errors: [0-9]+, Skipped: [0-9]+$' "$1" |
 		sed -E 's/.*Tests run: ([0-9]+), Failures: ([0-9]+), Errors: ([0-9]+), Skipped: ([0-9]+)/\1 \2 \3 \4/' |
-		awk '{run+=$1; bad+=$2+$3; skip+=$4} END {print run-bad-skip, bad}')"
+		awk '{run+=$1; bad+=$2+$3; skip+=$4} END {print run-bad-skip, bad}'
+}
+
+if grep -q '<module>' pom.xml; then
+	echo "== Java modules: mvn verify (integration tests of the Docker cluster run below)"
+	mvn -B -ntp verify -DskipITs 2>&1 | tee "$LOGS/mvn.log"
+	st=${PIPESTATUS[0]}
+	read -r p f <<<"$(mvn_counts "$LOGS/mvn.log")"
 	record "java (mvn verify)" "${p:-0}" "${f:-0}" "$st"
+fi
+
+if [ -d it-tests ]; then
+	echo "== Docker cluster: images + integration tests (it-tests)"
+	# shellcheck source=docker-env.sh
+	. scripts/docker-env.sh
+	start=$(date +%s)
+	if docker_up; then
+		flock /tmp/datcp-kernel.lock mvn -B -ntp -pl it-tests verify 2>&1 | tee "$LOGS/it.log"
+		st=${PIPESTATUS[0]}
+		read -r p f <<<"$(mvn_counts "$LOGS/it.log")"
+	else
+		st=1 p=0 f=0
+	fi
+	docker_down
+	echo "docker cluster suite: $(($(date +%s) - start)) s"
+	record "docker cluster (IT)" "${p:-0}" "${f:-0}" "$st"
 fi
 
 echo

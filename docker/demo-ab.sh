@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The job A/B scenario (DATCP §4.4, Fig. 14) on the Docker cluster of docker/compose.yaml:
+# once with the system off (Hadoop's ShuffleHandler, cubic) and, when the node image carries
+# the DATCP shuffle plugin and agent, once on (plugin + agent + scheduler + datcp). Prints the
+# comparison table and keeps the results in bench/results/docker-ab/. Needs root.
+#   --skip-build   use the images as they are (default: mvn package + docker/build-images.sh)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+# shellcheck source=../scripts/docker-env.sh
+. scripts/docker-env.sh
+out=$root/bench/results/docker-ab
+data=$(mktemp -d /tmp/datcp-demo-data.XXXXXX)
+compose=(docker-compose -p datcp-demo -f docker/compose.yaml)
+rule=(DOCKER-USER -i dtcp-+ -m physdev --physdev-is-bridged -j ACCEPT)
+rule_added=""
+
+cleanup() {
+	DATCP_DATA=$data "${compose[@]}" down -t 20 >/dev/null 2>&1 || true
+	[ -n "$rule_added" ] && iptables -D "${rule[@]}" 2>/dev/null
+	rm -rf "$data"
+	docker_down
+}
+trap cleanup EXIT
+
+docker_up
+if [ "${1:-}" != --skip-build ]; then
+	mvn -B -q package -DskipTests -DskipITs
+	bash docker/build-images.sh
+fi
+
+# Frames bridged inside the cluster's internal networks (to and from the ToR) would be dropped
+# by Docker's isolation rules because their addresses are in other hosts' subnets.
+if ! iptables -C "${rule[@]}" 2>/dev/null; then
+	iptables -I "${rule[@]}"
+	rule_added=1
+fi
+
+# run MODE LABEL: start the cluster, run the scenario, stop the cluster
+run() {
+	local shuffle=$1 label=$2
+	echo "== A/B $label (DATCP_SHUFFLE=$shuffle)"
+	DATCP_DATA=$data DATCP_SHUFFLE=$shuffle "${compose[@]}" up -d >/dev/null
+	for _ in $(seq 180); do
+		n=$(docker exec datcp-demo-rm curl -fsS http://localhost:8088/ws/v1/cluster/metrics 2>/dev/null |
+			sed -nE 's/.*"activeNodes":([0-9]+).*/\1/p')
+		[ "${n:-0}" -ge 4 ] && break
+		sleep 1
+	done
+	[ "${n:-0}" -ge 4 ] || { echo "demo: the NodeManagers did not register" >&2; exit 1; }
+	docker exec datcp-demo-rm datcp-job io.datcp.it.jobs.AbScenario --label "$label" \
+		--work "/data/ab-$label" --out "/data/ab-$label.json" >/dev/null
+	mkdir -p "$out"
+	cp "$data/ab-$label.json" "$out/ab-$label.json"
+	DATCP_DATA=$data "${compose[@]}" down -t 20 >/dev/null
+}
+
+{
+	flock 9
+	run stock off
+	if docker run --rm --entrypoint sh datcp/hadoop:dev -c 'ls /opt/datcp/plugin/*.jar /opt/datcp/agent/*.jar' >/dev/null 2>&1; then
+		run datcp on
+	else
+		echo "demo: the node image has no DATCP plugin and agent: only the 'off' run was made"
+		rm -f "$out/ab-on.json"
+	fi
+} 9>/tmp/datcp-kernel.lock
+
+echo
+if [ -f "$out/ab-on.json" ]; then
+	python3 docker/ab-table.py "$out/ab-off.json" "$out/ab-on.json" | tee "$out/TABLE.md"
+else
+	python3 docker/ab-table.py "$out/ab-off.json" | tee "$out/TABLE.md"
+fi

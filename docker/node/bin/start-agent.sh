@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Starts the DATCP agent (host role) in the background for the NodeManager's shuffle plugin.
+# Writes its configuration from the environment (keys: agent/README.md):
+#   DATCP_SCHEDULER   host:port of the scheduler's gRPC API (empty: default policy only)
+#   DATCP_AGENT_EXTRA extra lines for the properties file
+# Its log goes to /tmp/datcp-agent.log; it listens on /run/datcp/agent.sock.
+set -euo pipefail
+jar=/opt/datcp/agent/datcp-agent.jar
+[ -f "$jar" ] || { echo "node: DATCP_SHUFFLE=datcp needs the agent ($jar) in the image" >&2; exit 2; }
+mkdir -p /etc/datcp /run/datcp /var/lib/datcp-agent
+cat >/etc/datcp/agent.properties <<PROPS
+agent.role=host
+agent.host=$(hostname)
+local.socketPath=/run/datcp/agent.sock
+local.socketMode=0666
+kernel.library=/opt/datcp/kmod/libdatcp.so
+scheduler.target=${DATCP_SCHEDULER:-}
+state.dir=/var/lib/datcp-agent
+${DATCP_AGENT_EXTRA:-}
+PROPS
+nohup java -Xmx256m -XX:TieredStopAtLevel=1 -jar "$jar" --config /etc/datcp/agent.properties \
+	>/tmp/datcp-agent.log 2>&1 &
+echo $! >/run/datcp/agent.pid

@@ -1,0 +1,195 @@
+package io.datcp.it.jobs;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import java.io.File;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.mapred.TIPStatus;
+import org.apache.hadoop.mapreduce.Job;
+import org.apache.hadoop.mapreduce.JobID;
+import org.apache.hadoop.mapreduce.MRJobConfig;
+import org.apache.hadoop.mapreduce.TaskCounter;
+import org.apache.hadoop.mapreduce.TaskReport;
+import org.apache.hadoop.mapreduce.TaskType;
+import org.apache.hadoop.mapreduce.jobhistory.JobHistoryParser;
+import org.apache.hadoop.mapreduce.jobhistory.JobHistoryParser.JobInfo;
+import org.apache.hadoop.mapreduce.jobhistory.JobHistoryParser.TaskAttemptInfo;
+import org.apache.hadoop.mapreduce.jobhistory.JobHistoryParser.TaskInfo;
+import org.apache.hadoop.util.GenericOptionsParser;
+
+/**
+ * The job A/B scenario of DATCP §4.4 (Fig. 14), scaled to 100 Mbit/s: two jobs whose reduces
+ * run on one NodeManager. Job A has 4 maps of which 2 are still running when the shuffle
+ * starts; job B has 2 maps, both done. Every map writes {@code --bytes} (10 MB) for its reduce.
+ * All six maps are released at one instant once every container runs (see {@link
+ * GeneratorJob}); A's last two maps then run {@code --slow-millis} (5 s) longer.
+ *
+ * <p>Placement without node labels: maps ask for 5 vcores and reduces for 3072 MB; the
+ * map nodes have 12 vcores and 3000 MB, the reduce node 4 vcores and 8192 MB (docker/README.md).
+ *
+ * <p>Prints (and writes to {@code --out}) one JSON document with, per job, the times from the
+ * job's own history file (map finish, reduce shuffle finish, job finish) and counters.
+ * Usage: {@code AbScenario [-D k=v]... --label L --work DIR [--bytes N] [--slow-millis MS]
+ * [--out FILE]}; -D settings apply to both jobs (e.g. the shuffle consumer plugin).
+ */
+public final class AbScenario {
+  private AbScenario() {}
+
+  public static void main(String[] args) throws Exception {
+    Configuration conf = new Configuration();
+    String[] rest = new GenericOptionsParser(conf, args).getRemainingArgs();
+    Map<String, String> opts = new LinkedHashMap<>();
+    for (int i = 0; i + 1 < rest.length; i += 2) {
+      opts.put(rest[i], rest[i + 1]);
+    }
+    if (!opts.containsKey("--label") || !opts.containsKey("--work") || rest.length % 2 != 0) {
+      System.err.println("usage: AbScenario [-D k=v]... --label L --work DIR [--bytes N]"
+          + " [--slow-millis MS] [--out FILE]");
+      System.exit(2);
+    }
+    Map<String, Object> result = run(conf, opts.get("--label"), new Path(opts.get("--work")),
+        Long.parseLong(opts.getOrDefault("--bytes", "10000000")),
+        Long.parseLong(opts.getOrDefault("--slow-millis", "5000")));
+    ObjectMapper json = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+    String text = json.writeValueAsString(result);
+    System.out.println(text);
+    if (opts.containsKey("--out")) {
+      json.writeValue(new File(opts.get("--out")), result);
+    }
+    boolean ok = "SUCCEEDED".equals(((Map<?, ?>) result.get("jobA")).get("state"))
+        && "SUCCEEDED".equals(((Map<?, ?>) result.get("jobB")).get("state"));
+    System.exit(ok ? 0 : 1);
+  }
+
+  static Map<String, Object> run(Configuration base, String label, Path work, long bytes,
+      long slowMillis) throws Exception {
+    FileSystem fs = work.getFileSystem(base);
+    fs.delete(work, true);
+    Path ready = new Path(work, "ready");
+    Path release = new Path(work, "release");
+    fs.mkdirs(ready);
+
+    Configuration conf = new Configuration(base);
+    conf.set(GeneratorJob.READY_DIR, ready.toString());
+    conf.set(GeneratorJob.RELEASE_FILE, release.toString());
+    conf.setInt(MRJobConfig.MAP_CPU_VCORES, 5);
+    conf.setInt(MRJobConfig.MAP_MEMORY_MB, 256);
+    conf.setInt(MRJobConfig.REDUCE_CPU_VCORES, 1);
+    conf.setInt(MRJobConfig.REDUCE_MEMORY_MB, 3072);
+    conf.setFloat(MRJobConfig.COMPLETED_MAPS_FOR_REDUCE_SLOWSTART, 0f);
+    conf.setBoolean(MRJobConfig.MAP_SPECULATIVE, false);
+    conf.setBoolean(MRJobConfig.REDUCE_SPECULATIVE, false);
+
+    Configuration confA = new Configuration(conf);
+    confA.setInt(GeneratorJob.SLOW_MAPS, 2);
+    confA.setLong(GeneratorJob.SLOW_MILLIS, slowMillis);
+    Job jobA = GeneratorJob.create(confA, "datcp-ab-A-" + label, 4, 1, bytes, new Path(work, "outA"));
+    Job jobB = GeneratorJob.create(conf, "datcp-ab-B-" + label, 2, 1, bytes, new Path(work, "outB"));
+    jobA.submit();
+    jobB.submit();
+    log("submitted " + jobA.getJobID() + " (A) and " + jobB.getJobID() + " (B)");
+
+    // every map waits at the barrier, both reduces run: release the maps together
+    long deadline = System.currentTimeMillis() + 180_000;
+    while (fs.listStatus(ready).length < 6 || !reducesRunning(jobA) || !reducesRunning(jobB)) {
+      if (System.currentTimeMillis() > deadline || jobA.isComplete() || jobB.isComplete()) {
+        throw new IllegalStateException("the six maps and two reduces did not all start: "
+            + fs.listStatus(ready).length + " maps at the barrier");
+      }
+      Thread.sleep(100);
+    }
+    Thread.sleep(3000); // the reduce JVMs start and begin polling for map completions
+    long releasedAt = System.currentTimeMillis();
+    fs.create(release, true).close();
+    log("released the maps");
+    boolean a = jobA.waitForCompletion(false);
+    boolean b = jobB.waitForCompletion(false);
+    log("job A " + (a ? "succeeded" : "failed") + ", job B " + (b ? "succeeded" : "failed"));
+
+    Map<String, Object> result = new LinkedHashMap<>();
+    result.put("label", label);
+    result.put("releasedAtMillis", releasedAt);
+    result.put("bytesPerMapPerReduce", bytes);
+    result.put("slowMillis", slowMillis);
+    result.put("jobA", describe(jobA, releasedAt, base));
+    result.put("jobB", describe(jobB, releasedAt, base));
+    return result;
+  }
+
+  private static boolean reducesRunning(Job job) throws Exception {
+    TaskReport[] reduces = job.getTaskReports(TaskType.REDUCE);
+    return reduces.length > 0 && reduces[0].getCurrentStatus() == TIPStatus.RUNNING;
+  }
+
+  /** Times relative to the release of the maps, from the job's history file. */
+  private static Map<String, Object> describe(Job job, long releasedAt, Configuration conf)
+      throws Exception {
+    JobInfo info = history(job.getJobID(), conf);
+    Map<String, Object> d = new LinkedHashMap<>();
+    d.put("jobId", job.getJobID().toString());
+    d.put("state", job.getJobState().toString());
+    long lastMap = 0;
+    List<Map<String, Object>> maps = new ArrayList<>();
+    List<Map<String, Object>> reduces = new ArrayList<>();
+    for (TaskInfo task : info.getAllTasks().values()) {
+      TaskAttemptInfo att = task.getAllTaskAttempts().get(task.getSuccessfulAttemptId());
+      if (att == null) {
+        continue;
+      }
+      Map<String, Object> t = new LinkedHashMap<>();
+      t.put("attempt", att.getAttemptId().toString());
+      t.put("host", att.getHostname());
+      t.put("startMillis", att.getStartTime() - releasedAt);
+      t.put("finishMillis", att.getFinishTime() - releasedAt);
+      if (task.getTaskType() == TaskType.MAP) {
+        lastMap = Math.max(lastMap, att.getFinishTime());
+        maps.add(t);
+      } else {
+        t.put("shuffleFinishMillis", att.getShuffleFinishTime() - releasedAt);
+        reduces.add(t);
+      }
+    }
+    long shuffleFinish = reduces.isEmpty() ? 0
+        : (long) reduces.stream().mapToLong(r -> (Long) r.get("shuffleFinishMillis")).max()
+            .getAsLong() + releasedAt;
+    d.put("lastMapFinishMillis", lastMap - releasedAt);
+    // shuffle time: from the last map's end (no byte can move earlier) to the end of the copy
+    d.put("shuffleMillis", shuffleFinish - lastMap);
+    d.put("completionMillis", info.getFinishTime() - releasedAt);
+    d.put("reduceShuffleBytes",
+        info.getTotalCounters().findCounter(TaskCounter.REDUCE_SHUFFLE_BYTES).getValue());
+    d.put("maps", maps);
+    d.put("reduces", reduces);
+    return d;
+  }
+
+  /** The job's .jhist in the staging area's intermediate done dir (it may lag the job). */
+  private static JobInfo history(JobID id, Configuration conf) throws Exception {
+    Path glob = new Path(conf.get(MRJobConfig.MR_AM_STAGING_DIR, "/tmp/hadoop-yarn/staging")
+        + "/history/done_intermediate/*/" + id + "*.jhist");
+    FileSystem fs = glob.getFileSystem(conf);
+    for (int i = 0; i < 200; i++) {
+      FileStatus[] found = fs.globStatus(glob);
+      if (found != null && found.length == 1) {
+        JobInfo info = new JobHistoryParser(fs, found[0].getPath()).parse();
+        if (info != null) {
+          return info;
+        }
+      }
+      Thread.sleep(100);
+    }
+    throw new IOException("no history file " + glob);
+  }
+
+  private static void log(String message) {
+    System.err.println("AbScenario: " + message);
+  }
+}

@@ -1,0 +1,275 @@
+package io.datcp.it.cluster;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.datcp.it.cluster.DatcpCluster.Mode;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.TreeMap;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.awaitility.Awaitility;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer.OrderAnnotation;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.TestMethodOrder;
+import org.testcontainers.DockerClientFactory;
+
+/**
+ * Real MapReduce jobs on the Docker cluster, first with the system off (Hadoop's
+ * ShuffleHandler, cubic, the ToR's RED/ECN ports), then on (the DATCP plugin, agent and
+ * scheduler) when the node image carries the plugin and the agent. One cluster per mode.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@TestMethodOrder(OrderAnnotation.class)
+class DockerClusterIT {
+  static final long MAP_OUTPUT_BYTES = 10_000_000; // DATCP §4.4's 100 MB scaled by 1/10
+  static final long LINK_BITS_PER_SECOND = 100_000_000;
+  static final ObjectMapper JSON = new ObjectMapper();
+
+  private Path data;
+  private DatcpCluster cluster;
+  private Map<String, Integer> expectedWords;
+  private Map<String, String> wordCountOff;
+  private JsonNode abOff;
+
+  @BeforeAll
+  void createInput() throws IOException {
+    data = Files.createTempDirectory("datcp-it-");
+    expectedWords = writeWordCountInput(data.resolve("wc-in"));
+  }
+
+  @AfterAll
+  void removeEverything() throws IOException {
+    if (cluster != null) {
+      cluster.stop();
+    }
+    try (Stream<Path> files = Files.walk(data)) {
+      files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+    }
+  }
+
+  private DatcpCluster cluster(Mode mode) {
+    if (cluster != null && cluster.mode() != mode) {
+      cluster.stop();
+      cluster = null;
+    }
+    if (cluster == null) {
+      cluster = new DatcpCluster(mode, 3, data);
+      cluster.start();
+    }
+    return cluster;
+  }
+
+  @Test
+  @Order(1)
+  void wordCountOffCountsEveryWordExactly() throws Exception {
+    wordCountOff = runWordCount(cluster(Mode.OFF), "wc-off");
+    Map<String, Integer> counted = new TreeMap<>();
+    wordCountOff.values().forEach(text -> text.lines().forEach(line -> {
+      String[] kv = line.split("\t");
+      counted.put(kv[0], Integer.parseInt(kv[1]));
+    }));
+    assertThat(counted).isEqualTo(expectedWords);
+  }
+
+  @Test
+  @Order(2)
+  void abScenarioOffShufflesThroughTheTorBottleneck() throws Exception {
+    DatcpCluster c = cluster(Mode.OFF);
+    abOff = runAb(c, "off");
+    for (String job : List.of("jobA", "jobB")) {
+      JsonNode j = abOff.get(job);
+      assertThat(j.get("state").asText()).as(job).isEqualTo("SUCCEEDED");
+      j.get("reduces").forEach(r -> assertThat(r.get("host").asText()).isEqualTo(DatcpCluster.REDUCER));
+      j.get("maps").forEach(m -> assertThat(m.get("host").asText()).isNotEqualTo(DatcpCluster.REDUCER));
+    }
+    long maps = 2;
+    assertThat(abOff.get("jobB").get("reduceShuffleBytes").asLong())
+        .isBetween(maps * MAP_OUTPUT_BYTES, maps * MAP_OUTPUT_BYTES * 101 / 100);
+    // job B's 20 MB cannot cross a 100 Mbit/s port in less than 1.6 s: the ToR is the bottleneck
+    long floorMillis = maps * MAP_OUTPUT_BYTES * 8 * 1000 / LINK_BITS_PER_SECOND;
+    assertThat(abOff.get("jobB").get("shuffleMillis").asLong()).isGreaterThanOrEqualTo(floorMillis);
+    // and the reducer's port saw every shuffled byte and queued beyond RED's minimum
+    JsonNode port = torPort(c, DatcpCluster.REDUCER);
+    assertThat(port.toString()).contains("\"bytes\"");
+    long bytes = 0;
+    for (JsonNode band : port.get("bands")) {
+      bytes += band.get("bytes").asLong();
+    }
+    assertThat(bytes).isGreaterThanOrEqualTo(6 * MAP_OUTPUT_BYTES);
+  }
+
+  @Test
+  @Order(3)
+  void abScenarioOnMeetsJobBsDeadlineWithoutDelayingJobA() throws Exception {
+    assumeTrue(imageHasDatcp(), "the node image has no DATCP shuffle plugin and agent"
+        + " (shuffle-plugin/target/datcp-shuffle-plugin.jar, agent/target/datcp-agent.jar)");
+    assumeTrue(abOff != null, "needs the off run");
+    JsonNode on = runAb(cluster(Mode.ON), "on");
+    long offB = abOff.get("jobB").get("shuffleMillis").asLong();
+    long onB = on.get("jobB").get("shuffleMillis").asLong();
+    long offA = abOff.get("jobA").get("completionMillis").asLong();
+    long onA = on.get("jobA").get("completionMillis").asLong();
+    assertThat(onB).as("job B shuffle on vs off").isLessThanOrEqualTo(offB * 3 / 4);
+    assertThat(onA).as("job A completion on vs off").isLessThanOrEqualTo(offA * 105 / 100);
+    JsonNode jobs = JSON.readTree(cluster.exec("scheduler", "curl", "-fsS",
+        "http://localhost:8080/api/v1/jobs").getStdout());
+    assertThat(jobs.toString()).contains(on.get("jobB").get("jobId").asText());
+  }
+
+  @Test
+  @Order(4)
+  void wordCountOnIsByteIdenticalToOff() throws Exception {
+    assumeTrue(imageHasDatcp(), "the node image has no DATCP shuffle plugin and agent");
+    assumeTrue(wordCountOff != null, "needs the off run");
+    assertThat(runWordCount(cluster(Mode.ON), "wc-on")).isEqualTo(wordCountOff);
+  }
+
+  @Test
+  @Order(5)
+  void killingTheSchedulerMidShuffleDoesNotFailTheJobs() throws Exception {
+    assumeTrue(imageHasDatcp(), "the node image has no DATCP shuffle plugin and agent");
+    DatcpCluster c = cluster(Mode.ON);
+    JsonNode result = abWhile(c, "kill-scheduler", () -> c.node("scheduler").getDockerClient()
+        .killContainerCmd(c.node("scheduler").getContainerId()).exec());
+    assertCompleteShuffle(result);
+  }
+
+  @Test
+  @Order(6)
+  void killingTheAgentsMidShuffleDoesNotFailTheJobs() throws Exception {
+    assumeTrue(imageHasDatcp(), "the node image has no DATCP shuffle plugin and agent");
+    DatcpCluster c = cluster(Mode.ON);
+    JsonNode result = abWhile(c, "kill-agent", () -> {
+      for (String nm : c.nodeManagers()) {
+        c.exec(nm, "sh", "-c", "kill -KILL $(cat /run/datcp/agent.pid)");
+      }
+    });
+    assertCompleteShuffle(result);
+  }
+
+  // ---- helpers
+
+  private interface Action {
+    void run() throws Exception;
+  }
+
+  /** Runs the A/B scenario and does {@code action} one second into its shuffle. */
+  private JsonNode abWhile(DatcpCluster c, String label, Action action) throws Exception {
+    CompletableFuture<JsonNode> run = CompletableFuture.supplyAsync(() -> {
+      try {
+        return runAb(c, label);
+      } catch (Exception e) {
+        throw new CompletionException(e);
+      }
+    });
+    Path release = data.resolve("ab-" + label).resolve("release");
+    Awaitility.await().atMost(Duration.ofMinutes(3)).pollInterval(Duration.ofMillis(50))
+        .until(() -> Files.exists(release) || run.isDone());
+    assertThat(run).as("the scenario ended before its maps were released").isNotDone();
+    Thread.sleep(1000);
+    action.run();
+    return run.get(5, TimeUnit.MINUTES);
+  }
+
+  private static void assertCompleteShuffle(JsonNode result) {
+    assertThat(result.get("jobA").get("state").asText()).isEqualTo("SUCCEEDED");
+    assertThat(result.get("jobB").get("state").asText()).isEqualTo("SUCCEEDED");
+    assertThat(result.get("jobA").get("reduceShuffleBytes").asLong())
+        .isBetween(4 * MAP_OUTPUT_BYTES, 4 * MAP_OUTPUT_BYTES * 101 / 100);
+    assertThat(result.get("jobB").get("reduceShuffleBytes").asLong())
+        .isBetween(2 * MAP_OUTPUT_BYTES, 2 * MAP_OUTPUT_BYTES * 101 / 100);
+  }
+
+  /** The job client's arguments for the cluster's mode (the reduce-side plugin when on). */
+  private static List<String> jobClient(DatcpCluster c, String mainClass) {
+    return c.mode() == Mode.ON
+        ? List.of("datcp-job", mainClass, "-D", DatcpCluster.CONSUMER_PLUGIN)
+        : List.of("datcp-job", mainClass);
+  }
+
+  private static String[] command(List<String> head, String... tail) {
+    return Stream.concat(head.stream(), Stream.of(tail)).toArray(String[]::new);
+  }
+
+  private JsonNode runAb(DatcpCluster c, String label) throws Exception {
+    c.exec("rm", command(jobClient(c, "io.datcp.it.jobs.AbScenario"), "--label", label,
+        "--work", "/data/ab-" + label, "--bytes", Long.toString(MAP_OUTPUT_BYTES),
+        "--slow-millis", "5000", "--out", "/data/ab-" + label + ".json"));
+    JsonNode result = JSON.readTree(data.resolve("ab-" + label + ".json").toFile());
+    Path keep = Path.of("target", "ab");
+    Files.createDirectories(keep);
+    Files.copy(data.resolve("ab-" + label + ".json"), keep.resolve("ab-" + label + ".json"),
+        java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+    return result;
+  }
+
+  /** part file name -> content of the job's output. */
+  private Map<String, String> runWordCount(DatcpCluster c, String out) throws Exception {
+    c.exec("rm", command(jobClient(c, "io.datcp.it.jobs.WordCount"), "/data/wc-in", "/data/" + out, "3"));
+    Map<String, String> parts = new TreeMap<>();
+    try (Stream<Path> files = Files.list(data.resolve(out))) {
+      for (Path p : files.filter(f -> f.getFileName().toString().startsWith("part-")).toList()) {
+        parts.put(p.getFileName().toString(), Files.readString(p));
+      }
+    }
+    assertThat(parts).hasSize(3);
+    return parts;
+  }
+
+  /** The ToR's counters of the port that leads to {@code host}. */
+  private static JsonNode torPort(DatcpCluster c, String host) throws Exception {
+    String route = c.exec("tor", "ip", "-o", "route", "get", c.ipOf(host)).getStdout();
+    String dev = route.replaceAll("(?s).* dev (\\S+).*", "$1");
+    return JSON.readTree(c.exec("tor", "/opt/datcp/kmod/datcpctl", "switch", "counters",
+        "--dev", dev, "--json").getStdout());
+  }
+
+  private static boolean imageHasDatcp() throws InterruptedException {
+    var docker = DockerClientFactory.instance().client();
+    var id = docker.createContainerCmd(DatcpCluster.HADOOP_IMAGE)
+        .withEntrypoint("sh", "-c", "ls /opt/datcp/plugin/*.jar /opt/datcp/agent/*.jar").exec().getId();
+    try {
+      docker.startContainerCmd(id).exec();
+      return docker.waitContainerCmd(id).start().awaitStatusCode() == 0;
+    } finally {
+      docker.removeContainerCmd(id).withForce(true).exec();
+    }
+  }
+
+  /** Three files of words drawn from a fixed vocabulary; returns the exact counts. */
+  private static Map<String, Integer> writeWordCountInput(Path dir) throws IOException {
+    Files.createDirectories(dir);
+    Random random = new Random(8);
+    Map<String, Integer> counts = new TreeMap<>();
+    for (int f = 0; f < 3; f++) {
+      StringBuilder text = new StringBuilder();
+      for (int line = 0; line < 40_000; line++) {
+        for (int w = 0; w < 12; w++) {
+          String word = "w" + random.nextInt(5000);
+          counts.merge(word, 1, Integer::sum);
+          text.append(w == 0 ? "" : " ").append(word);
+        }
+        text.append('\n');
+      }
+      Files.writeString(dir.resolve("part" + f + ".txt"), text, StandardCharsets.UTF_8);
+    }
+    return counts;
+  }
+}
