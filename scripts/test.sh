@@ -59,7 +59,7 @@ mvn_counts() {
 
 if grep -q '<module>' pom.xml; then
 	echo "== Java modules: mvn verify (integration tests of the Docker cluster run below)"
-	mvn -B -ntp verify -DskipITs 2>&1 | tee "$LOGS/mvn.log"
+	mvn -B -ntp verify -pl '!it-tests' 2>&1 | tee "$LOGS/mvn.log"
 	st=${PIPESTATUS[0]}
 	read -r p f <<<"$(mvn_counts "$LOGS/mvn.log")"
 	record "java (mvn verify)" "${p:-0}" "${f:-0}" "$st"

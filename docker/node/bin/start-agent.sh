@@ -3,11 +3,18 @@
 # Writes its configuration from the environment (keys: agent/README.md):
 #   DATCP_SCHEDULER   host:port of the scheduler's gRPC API (empty: default policy only)
 #   DATCP_AGENT_EXTRA extra lines for the properties file
+#   DATCP_TOKEN_DIR   where the scheduler put this host's node token (default
+#                     /data/node-tokens/HOST; waited for up to 60 s when DATCP_SCHEDULER is set)
 # Its log goes to /tmp/datcp-agent.log; it listens on /run/datcp/agent.sock.
 set -euo pipefail
 jar=/opt/datcp/agent/datcp-agent.jar
 [ -f "$jar" ] || { echo "node: DATCP_SHUFFLE=datcp needs the agent ($jar) in the image" >&2; exit 2; }
 mkdir -p /etc/datcp /run/datcp /var/lib/datcp-agent
+token=${DATCP_TOKEN_DIR:-/data/node-tokens}/$(hostname)
+if [ -n "${DATCP_SCHEDULER:-}" ]; then
+	for _ in $(seq 60); do [ -s "$token" ] && break; sleep 1; done
+	[ -s "$token" ] || echo "node: no node token at $token; the scheduler will refuse this agent" >&2
+fi
 cat >/etc/datcp/agent.properties <<PROPS
 agent.role=host
 agent.host=$(hostname)
@@ -15,6 +22,7 @@ local.socketPath=/run/datcp/agent.sock
 local.socketMode=0666
 kernel.library=/opt/datcp/kmod/libdatcp.so
 scheduler.target=${DATCP_SCHEDULER:-}
+scheduler.tokenFile=$([ -s "$token" ] && echo "$token")
 state.dir=/var/lib/datcp-agent
 ${DATCP_AGENT_EXTRA:-}
 PROPS

@@ -245,6 +245,8 @@ public final class DatcpCluster implements Startable {
 
   private GenericContainer<?> schedulerContainer() {
     return fabricHost(new GenericContainer<>(image(SCHEDULER_IMAGE)), "scheduler")
+        .withEnv("DATCP_NODES", String.join(" ", nodeManagers()))
+        .withCreateContainerCmdModifier(cmd -> bind(cmd, dataDir.toString(), "/data"))
         .waitingFor(Wait.forLogMessage(".*datcp scheduler ready.*", 1)
             .withStartupTimeout(Duration.ofMinutes(2)));
   }
