@@ -23,8 +23,8 @@ record() {
 	fi
 }
 
-# "N passed, N failed" closing line of the C suites
-plain_counts() { tail -n 5 "$1" | grep -Eo '^[0-9]+ passed, [0-9]+ failed' | tail -n 1 | awk '{print $1, $3}'; }
+# "N passed, N failed" closing line of the C suites (the unit suite ends with "unit tests: N passed, N failed")
+plain_counts() { tail -n 5 "$1" | grep -Eo '[0-9]+ passed, [0-9]+ failed' | tail -n 1 | awk '{print $1, $3}'; }
 
 echo "== kmod: build"
 make -C kmod all 2>&1 | tee "$LOGS/kmod-build.log"
