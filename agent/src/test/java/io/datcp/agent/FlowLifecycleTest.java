@@ -335,6 +335,88 @@ class FlowLifecycleTest {
     assertThat(orders.get(2).getAction()).isEqualTo(FlowAction.FLOW_ACTION_SUSPEND);
   }
 
+  @Test
+  void theKernelsOwnQuenchAndResumeReachThePlugin() throws Exception {
+    List<FlowOrder> orders = new CopyOnWriteArrayList<>();
+    client.async().orders(OrdersRequest.newBuilder().setSubscriberId("nm-1").build(),
+        new StreamObserver<>() {
+          @Override
+          public void onNext(FlowOrder o) {
+            orders.add(o);
+          }
+
+          @Override
+          public void onError(Throwable t) {}
+
+          @Override
+          public void onCompleted() {}
+        });
+    // 1 TiB in 20 s: more than loopback can carry, so Algorithm 2 quenches it (as in kmod's
+    // kernel_test.sh); loopback never marks ECN, so the kernel lifts the quench once the
+    // destination was quiet for resume_quiet_ms. The namespace's line rate is raised to 10
+    // Tbit/s so that the flow is not already overdue (given up) at the agent's 100 Mbit/s.
+    datcpctl("line-rate", "set", "--rate-mbit", "10000000");
+    long deadline = LocalAgentServiceTest.unixNanos(Instant.now().plusSeconds(20));
+    scheduler.answer = l -> FlowPolicy.newBuilder().setJobId(l.getJobId())
+        .setReduceId(l.getReduceId()).setDeadlineUnixNanos(deadline).setImportance(1)
+        .setFlow(l.getFlow()).build();
+    FlowRegistration r = loopbackFlow().toBuilder().setBytes(1L << 40).build();
+    FlowRegistered reg = client.blocking().registerFlow(r);
+    FlowTuple t = TestAgents.tuple(r);
+    await().atMost(Duration.ofSeconds(5))
+        .until(() -> agent.kernel().flowMeta(t).orElseThrow().deadlineNs() != 0);
+    Thread reader = new Thread(() -> {
+      try (InputStream in = receiver.getInputStream()) {
+        in.transferTo(OutputStream.nullOutputStream());
+      } catch (Exception e) {
+        // the test closes the connection
+      }
+    });
+    reader.start();
+    Thread writer = new Thread(() -> {
+      byte[] chunk = new byte[65536];
+      try {
+        OutputStream out = sender.getOutputStream();
+        while (!Thread.currentThread().isInterrupted()) {
+          out.write(chunk);
+        }
+      } catch (Exception e) {
+        // the test closes the connection
+      }
+    });
+    writer.start();
+    try {
+      await().atMost(Duration.ofSeconds(20)).until(() -> orders.stream()
+          .anyMatch(o -> o.getAction() == FlowAction.FLOW_ACTION_RESUME));
+      FlowOrder suspend = orders.get(0);
+      assertThat(suspend.getFlowId()).isEqualTo(reg.getFlowId());
+      assertThat(suspend.getAction()).isEqualTo(FlowAction.FLOW_ACTION_SUSPEND);
+      FlowOrder resume = orders.stream()
+          .filter(o -> o.getAction() == FlowAction.FLOW_ACTION_RESUME).findFirst().orElseThrow();
+      assertThat(resume.getFlowId()).isEqualTo(reg.getFlowId());
+      assertThat(resume.getReason()).startsWith("resumed by the kernel");
+      // quenching stays armed: the entry still carries the suspend mode
+      assertThat(agent.kernel().flowMeta(t).orElseThrow().quench())
+          .isEqualTo(FlowMeta.Quench.SUSPEND);
+    } finally {
+      writer.interrupt();
+      sender.close();
+      receiver.close();
+      writer.join(5_000);
+      reader.join(5_000);
+      datcpctl("line-rate", "del");
+    }
+  }
+
+  private static void datcpctl(String... args) throws Exception {
+    List<String> cmd = new java.util.ArrayList<>();
+    cmd.add(Path.of(KernelLock.library()).resolveSibling("datcpctl").toString());
+    cmd.addAll(List.of(args));
+    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+    String out = new String(p.getInputStream().readAllBytes());
+    assertThat(p.waitFor()).as("%s: %s", cmd, out).isZero();
+  }
+
   /** Reads the kernel with no agent running. */
   static final class DatcpKernelProbe {
     static java.util.Optional<FlowMeta> meta(FlowTuple t) {
