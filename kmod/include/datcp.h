@@ -11,6 +11,9 @@
  * until the next call on the same thread). Times are CLOCK_MONOTONIC
  * nanoseconds (see datcp_now_ns), sizes bytes, fixed point Q10 (1024 = 1.0).
  * All functions need root (CAP_BPF + CAP_NET_ADMIN + CAP_SYS_ADMIN).
+ * The flow functions keep the pinned flow and statistics maps open per
+ * process (thread-safe); after another process unloads and loads again,
+ * writes reach the new maps within 50 ms, lookups at once.
  */
 #ifndef DATCP_H
 #define DATCP_H

@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <dirent.h>
 #include <limits.h>
 #include <net/if.h>
@@ -121,6 +122,150 @@ static int open_pinned(const char *path)
 	if (fd < 0)
 		return fail(-errno, "%s is not pinned: is datcp loaded? (datcpctl load)", path);
 	return fd;
+}
+
+/* ---- cached descriptors of the flow maps ----
+ *
+ * Opening a pin (a path walk in bpffs, an fd to install and close) cost
+ * most of a flow registration, so the flow and statistics maps stay open
+ * per process. Users hold pin_lock for reading while they use the fds; a
+ * refresh takes it for writing. A cached fd can outlive its pin (another
+ * process unloads and loads again): the pin's map id is compared again
+ * PIN_RECHECK_NS after the last check, on any ENOENT, and this process's
+ * own load and unload drop the cache at once. */
+enum { CACHED_FLOWS, CACHED_STATS, CACHED_N };
+#define PIN_RECHECK_NS (50ULL * 1000 * 1000)
+
+struct cached_pin {
+	const char *path;
+	int fd;
+	__u32 id;
+	__u64 checked_ns;
+};
+
+static pthread_rwlock_t pin_lock = PTHREAD_RWLOCK_INITIALIZER;
+static struct cached_pin cached[CACHED_N] = {
+	[CACHED_FLOWS] = { PIN_FLOWS, -1, 0, 0 },
+	[CACHED_STATS] = { PIN_STATS, -1, 0, 0 },
+};
+
+static __u64 coarse_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (__u64)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static __u32 map_id(int fd)
+{
+	struct bpf_map_info info;
+	__u32 len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	return bpf_obj_get_info_by_fd(fd, &info, &len) ? 0 : info.id;
+}
+
+/* Re-open c's pin; keep the cached fd when the pin still names its map.
+ * Caller holds pin_lock for writing. */
+static int pin_refresh(struct cached_pin *c, __u64 now)
+{
+	int fd = bpf_obj_get(c->path);
+	__u32 id;
+
+	if (fd < 0) {
+		int err = -errno;
+
+		if (c->fd >= 0)
+			close(c->fd);
+		c->fd = -1;
+		return fail(err, "%s is not pinned: is datcp loaded? (datcpctl load)", c->path);
+	}
+	id = map_id(fd);
+	if (c->fd >= 0 && id && id == c->id) {
+		close(fd);
+	} else {
+		if (c->fd >= 0)
+			close(c->fd);
+		c->fd = fd;
+		c->id = id;
+	}
+	c->checked_ns = now;
+	return 0;
+}
+
+/* Descriptors of the flow maps (flows and/or stats may be NULL). On success
+ * pin_lock is held for reading: release it with pins_put(). force: check
+ * the pins now (after an ENOENT that may come from a replaced map). */
+static int pins_get(int *flows, int *stats, int force)
+{
+	int want[CACHED_N] = { flows != NULL, stats != NULL };
+	__u64 now = coarse_now_ns();
+	int i, stale = 0, err = 0;
+
+	pthread_rwlock_rdlock(&pin_lock);
+	for (i = 0; i < CACHED_N; i++)
+		if (want[i] && (force || cached[i].fd < 0 || now - cached[i].checked_ns > PIN_RECHECK_NS))
+			stale = 1;
+	if (stale) {
+		pthread_rwlock_unlock(&pin_lock);
+		pthread_rwlock_wrlock(&pin_lock);
+		for (i = 0; i < CACHED_N && !err; i++)
+			if (want[i] && (force || cached[i].fd < 0 ||
+					now - cached[i].checked_ns > PIN_RECHECK_NS))
+				err = pin_refresh(&cached[i], now);
+		pthread_rwlock_unlock(&pin_lock);
+		if (err)
+			return err;
+		pthread_rwlock_rdlock(&pin_lock);
+		for (i = 0; i < CACHED_N; i++)
+			if (want[i] && cached[i].fd < 0) { /* dropped meanwhile by a load/unload */
+				pthread_rwlock_unlock(&pin_lock);
+				return fail(-ENOENT, "%s is not pinned: is datcp loaded? (datcpctl load)",
+					    cached[i].path);
+			}
+	}
+	if (flows)
+		*flows = cached[CACHED_FLOWS].fd;
+	if (stats)
+		*stats = cached[CACHED_STATS].fd;
+	return 0;
+}
+
+static void pins_put(void)
+{
+	pthread_rwlock_unlock(&pin_lock);
+}
+
+/* Whether the cached flow map is no longer the pinned one (then retry). */
+static int pins_replaced(void)
+{
+	__u32 old;
+	int fd, changed;
+
+	pthread_rwlock_rdlock(&pin_lock);
+	old = cached[CACHED_FLOWS].id;
+	pthread_rwlock_unlock(&pin_lock);
+	if (pins_get(&fd, NULL, 1))
+		return 0;
+	changed = cached[CACHED_FLOWS].id != old;
+	pins_put();
+	return changed;
+}
+
+/* This process loads or unloads: the pins change. */
+static void pins_drop(void)
+{
+	int i;
+
+	pthread_rwlock_wrlock(&pin_lock);
+	for (i = 0; i < CACHED_N; i++) {
+		if (cached[i].fd >= 0)
+			close(cached[i].fd);
+		cached[i].fd = -1;
+		cached[i].id = 0;
+	}
+	pthread_rwlock_unlock(&pin_lock);
 }
 
 /* ---- network namespaces ---- */
@@ -242,6 +387,7 @@ static void unpin_all(void)
 {
 	size_t i;
 
+	pins_drop();
 	for (i = 0; i < sizeof(all_pins) / sizeof(all_pins[0]); i++)
 		unlink(all_pins[i]);
 	rmdir(DATCP_PIN_DIR);
@@ -511,6 +657,7 @@ int datcp_load(const struct datcp_load_opts *opts, int *reused)
 
 	if (err)
 		return err;
+	pins_drop();
 	if (reused)
 		*reused = 0;
 	if (cc_registered() && !access(PIN_CC_OPS, F_OK) && !access(PIN_FLOWS, F_OK) &&
@@ -750,11 +897,11 @@ int datcp_flow_set(const struct datcp_flow_key *key, const struct datcp_flow_met
 		return err;
 	if (!m.start_ns)
 		m.start_ns = now;
-	fd = open_pinned(PIN_FLOWS);
-	if (fd < 0)
-		return fd;
+	err = pins_get(&fd, NULL, 0);
+	if (err)
+		return err;
 	err = bpf_map_update_elem(fd, key, &m, BPF_ANY) ? -errno : 0;
-	close(fd);
+	pins_put();
 	if (err == -E2BIG)
 		return fail(err, "registering the flow: the flow map is full (%u entries)",
 			    count_keys(PIN_FLOWS, sizeof(struct datcp_flow_key)));
@@ -763,19 +910,28 @@ int datcp_flow_set(const struct datcp_flow_key *key, const struct datcp_flow_met
 	return 0;
 }
 
-int datcp_flow_resume(const struct datcp_flow_key *key)
+static int flow_resume(const struct datcp_flow_key *key, int force)
 {
 	struct datcp_flow_meta m;
-	int fd = open_pinned(PIN_FLOWS), err;
+	int fd, err = pins_get(&fd, NULL, force);
 
-	if (fd < 0)
-		return fd;
+	if (err)
+		return err;
 	err = bpf_map_lookup_elem(fd, key, &m) ? -errno : 0;
 	if (!err) {
 		m.resume++;
 		err = bpf_map_update_elem(fd, key, &m, BPF_EXIST) ? -errno : 0;
 	}
-	close(fd);
+	pins_put();
+	return err;
+}
+
+int datcp_flow_resume(const struct datcp_flow_key *key)
+{
+	int err = flow_resume(key, 0);
+
+	if (err == -ENOENT && pins_replaced())
+		err = flow_resume(key, 0);
 	if (err == -ENOENT)
 		return fail(err, "no such flow");
 	if (err)
@@ -783,23 +939,31 @@ int datcp_flow_resume(const struct datcp_flow_key *key)
 	return 0;
 }
 
+static void flow_get(const struct datcp_flow_key *key, struct datcp_flow_meta *m, int *hm,
+		     struct datcp_flow_stats *s, int *hs, int fd, int sfd)
+{
+	*hm = !bpf_map_lookup_elem(fd, key, m);
+	*hs = !bpf_map_lookup_elem(sfd, key, s);
+}
+
 int datcp_flow_get(const struct datcp_flow_key *key, struct datcp_flow_meta *meta, int *has_meta,
 		   struct datcp_flow_stats *stats, int *has_stats)
 {
 	struct datcp_flow_meta m;
 	struct datcp_flow_stats s;
-	int fd, hm = 0, hs = 0;
+	int fd, sfd, hm = 0, hs = 0, err = pins_get(&fd, &sfd, 0);
 
-	fd = open_pinned(PIN_FLOWS);
-	if (fd < 0)
-		return fd;
-	hm = !bpf_map_lookup_elem(fd, key, &m);
-	close(fd);
-	fd = open_pinned(PIN_STATS);
-	if (fd < 0)
-		return fd;
-	hs = !bpf_map_lookup_elem(fd, key, &s);
-	close(fd);
+	if (err)
+		return err;
+	flow_get(key, &m, &hm, &s, &hs, fd, sfd);
+	pins_put();
+	if (!hm && !hs && pins_replaced()) {
+		err = pins_get(&fd, &sfd, 0);
+		if (err)
+			return err;
+		flow_get(key, &m, &hm, &s, &hs, fd, sfd);
+		pins_put();
+	}
 	if (has_meta)
 		*has_meta = hm;
 	if (has_stats)
@@ -813,21 +977,27 @@ int datcp_flow_get(const struct datcp_flow_key *key, struct datcp_flow_meta *met
 	return 0;
 }
 
+static int flow_delete(const struct datcp_flow_key *key)
+{
+	int fd, sfd, found, err = pins_get(&fd, &sfd, 0);
+
+	if (err)
+		return err;
+	found = !bpf_map_delete_elem(fd, key);
+	found |= !bpf_map_delete_elem(sfd, key);
+	pins_put();
+	return found ? 0 : -ENOENT;
+}
+
 int datcp_flow_delete(const struct datcp_flow_key *key)
 {
-	int fd, found = 0;
+	int err = flow_delete(key);
 
-	fd = open_pinned(PIN_FLOWS);
-	if (fd < 0)
-		return fd;
-	found |= !bpf_map_delete_elem(fd, key);
-	close(fd);
-	fd = open_pinned(PIN_STATS);
-	if (fd < 0)
-		return fd;
-	found |= !bpf_map_delete_elem(fd, key);
-	close(fd);
-	return found ? 0 : fail(-ENOENT, "no such flow");
+	if (err == -ENOENT && pins_replaced())
+		err = flow_delete(key);
+	if (err == -ENOENT)
+		return fail(err, "no such flow");
+	return err;
 }
 
 int datcp_flow_foreach(datcp_flow_fn fn, void *ctx)

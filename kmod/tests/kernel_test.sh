@@ -346,6 +346,45 @@ check "with the ring full, a scan finds the quenched flow (quench, quench_ms) an
 
 $CTL line-rate del >/dev/null
 
+# --- libdatcp keeps the flow maps open per process: after another process
+# unloads and loads again, a long-lived user (the agent) writes into the new
+# maps, not the orphaned old ones (at once for lookups, which re-check the pin
+# on ENOENT; within 50 ms for writes) ---
+python3 - "$CTL" build/libdatcp.so <<'PY'
+import ctypes, struct, subprocess, sys, time
+ctl, lib = sys.argv[1], ctypes.CDLL(sys.argv[2])
+lib.datcp_last_error.restype = ctypes.c_char_p
+lib.datcp_now_ns.restype = ctypes.c_uint64
+def key(src, dst):
+    k = ctypes.create_string_buffer(36)
+    assert lib.datcp_flow_key_parse(k, src.encode(), dst.encode()) == 0
+    return k
+def meta(size, epoch):  # struct datcp_flow_meta, 40 bytes; mode datcp, size known
+    return ctypes.create_string_buffer(struct.pack("<QQQIIIBBBB", size, 0, 0, epoch, 1024, 0,
+                                                   1, 0, 1, 0), 40)
+def ctl_has(src, dst):
+    return subprocess.run([ctl, "flow", "get", "--src", src, "--dst", dst],
+                          capture_output=True).returncode == 0
+a, b = ("10.9.8.1:1000", "10.9.8.2:2000"), ("10.9.8.3:1000", "10.9.8.4:2000")
+ok = lib.datcp_flow_set(key(*a), meta(1000, 1)) == 0 and ctl_has(*a)   # fds cached now
+subprocess.run([ctl, "flow", "delete", "--src", a[0], "--dst", a[1]], check=True)
+subprocess.run([ctl, "unload"], check=True, capture_output=True)
+subprocess.run([ctl, "load", "--port", "5201"], check=True, capture_output=True)
+subprocess.run([ctl, "flow", "set", "--src", b[0], "--dst", b[1], "--size", "1000"], check=True)
+m = ctypes.create_string_buffer(40); hm = ctypes.c_int(); hs = ctypes.c_int()
+got = lib.datcp_flow_get(key(*b), m, ctypes.byref(hm), None, ctypes.byref(hs))
+print("lookup right after the reload:", got, hm.value, lib.datcp_last_error())
+ok &= got == 0 and hm.value == 1
+time.sleep(0.06)
+ok &= lib.datcp_flow_set(key(*a), meta(2000, 1)) == 0 and ctl_has(*a)
+ok &= lib.datcp_flow_resume(key(*a)) == 0
+ok &= lib.datcp_flow_delete(key(*a)) == 0 and not ctl_has(*a)
+ok &= lib.datcp_flow_delete(key(*b)) == 0 and not ctl_has(*b)
+ok &= lib.datcp_flow_delete(key(*b)) == -2  # missing entry: -ENOENT, nothing else
+sys.exit(0 if ok else 1)
+PY
+check "cached map fds follow an unload and reload by another process" test $? -eq 0
+
 # --- pins of another version or with other parameters: refused while in use,
 # replaced when nothing uses them ---
 rm -f $PIN/params   # what a loader of ABI version 1 leaves: no parameter pin

@@ -17,7 +17,7 @@ int main(void)
 	OFF(datcp_flow_meta, start_ns); OFF(datcp_flow_meta, epoch);
 	OFF(datcp_flow_meta, importance_q); OFF(datcp_flow_meta, phi_q);
 	OFF(datcp_flow_meta, mode); OFF(datcp_flow_meta, quench);
-	OFF(datcp_flow_meta, flags); OFF(datcp_flow_meta, pad);
+	OFF(datcp_flow_meta, flags); OFF(datcp_flow_meta, resume);
 	SIZE(datcp_flow_stats);
 	OFF(datcp_flow_stats, bytes_acked); OFF(datcp_flow_stats, r_avg_Bps);
 	OFF(datcp_flow_stats, r_desired_Bps); OFF(datcp_flow_stats, start_ns);
@@ -26,11 +26,13 @@ int main(void)
 	OFF(datcp_flow_stats, b_q); OFF(datcp_flow_stats, alpha_q); OFF(datcp_flow_stats, cwnd);
 	OFF(datcp_flow_stats, ece_count); OFF(datcp_flow_stats, windows);
 	OFF(datcp_flow_stats, mode); OFF(datcp_flow_stats, quench);
-	OFF(datcp_flow_stats, finished); OFF(datcp_flow_stats, met); OFF(datcp_flow_stats, pad);
+	OFF(datcp_flow_stats, finished); OFF(datcp_flow_stats, met); OFF(datcp_flow_stats, quench_ms);
 	SIZE(datcp_event);
 	OFF(datcp_event, key); OFF(datcp_event, fct_ns); OFF(datcp_event, type);
 	OFF(datcp_event, epoch); OFF(datcp_event, precedence_q); OFF(datcp_event, met);
 	OFF(datcp_event, action); OFF(datcp_event, pad);
+	OFF(datcp_event, bytes_acked); OFF(datcp_event, finished); OFF(datcp_event, reason);
+	OFF(datcp_event, pad2); OFF(datcp_event, pad3);
 	SIZE(datcp_port_config);
 	OFF(datcp_port_config, rate_bps); OFF(datcp_port_config, buffer_bytes);
 	OFF(datcp_port_config, mark_mode); OFF(datcp_port_config, red_min_bytes);
@@ -47,6 +49,7 @@ int main(void)
 	SIZE(datcp_load_opts);
 	OFF(datcp_load_opts, line_rate_bps); OFF(datcp_load_opts, cgroup_path);
 	OFF(datcp_load_opts, no_sockops); OFF(datcp_load_opts, ports); OFF(datcp_load_opts, n_ports);
+	OFF(datcp_load_opts, params);
 	SIZE(datcp_status);
 	OFF(datcp_status, cc_registered); OFF(datcp_status, pinned);
 	OFF(datcp_status, sockops_attached); OFF(datcp_status, flows);

@@ -230,14 +230,17 @@ class FlowLifecycleTest {
     assertThat(orders.get(1).getFlowId()).isEqualTo(rc.getFlowId());
     assertThat(orders.get(1).getAction()).isEqualTo(FlowAction.FLOW_ACTION_KILL);
 
-    // b yielded to a (c was killed): once a is over, b resumes and its quench order is cleared
+    // b yielded to a (c was killed): once a is over, b resumes through a resume order
+    // (datcp_flow_resume bumps the counter); its quench mode stays armed
+    FlowMeta quenched = agent.kernel().flowMeta(TestAgents.tuple(b)).orElseThrow();
     client.blocking().endFlow(FlowEnd.newBuilder().setFlowId(ra.getFlowId())
         .setReason(FlowEndReason.FLOW_END_REASON_ABORTED).build());
     await().atMost(Duration.ofSeconds(5)).until(() -> orders.size() == 3);
     assertThat(orders.get(2).getFlowId()).isEqualTo(rb.getFlowId());
     assertThat(orders.get(2).getAction()).isEqualTo(FlowAction.FLOW_ACTION_RESUME);
     FlowMeta mb = agent.kernel().flowMeta(TestAgents.tuple(b)).orElseThrow();
-    assertThat(mb.quench()).isEqualTo(FlowMeta.Quench.OFF);
+    assertThat(mb.resume()).isEqualTo((quenched.resume() + 1) & 0xff);
+    assertThat(mb.quench()).isEqualTo(quenched.quench()).isNotEqualTo(FlowMeta.Quench.OFF);
     assertThat(mb.epoch()).isEqualTo(1);
 
     client.blocking().endFlow(FlowEnd.newBuilder().setFlowId(rc.getFlowId())
@@ -255,6 +258,163 @@ class FlowLifecycleTest {
     assertThat(outcomes().stream().filter(o -> o.getFlow().getSourceAddress()
         .equals(b.getSourceAddress())).findFirst().orElseThrow().getQuench())
         .isEqualTo(QuenchOutcome.QUENCH_OUTCOME_SUSPENDED);
+  }
+
+  @Test
+  void aSocketClosedBeforeItsLastByteIsReportedMissedAndForgotten() throws Exception {
+    int flowsBefore = agent.kernel().flowCount();
+    FlowRegistration r = loopbackFlow();
+    FlowRegistered reg = client.blocking().registerFlow(r);
+    FlowTuple t = TestAgents.tuple(r);
+    assertThat(agent.kernel().flowCount()).isEqualTo(flowsBefore + 1);
+    // a part of the response, then the connection goes (a killed fetch, a dead reducer)
+    sender.getOutputStream().write(new byte[100_000]);
+    sender.getOutputStream().flush();
+    receiver.getInputStream().readNBytes(100_000);
+    sender.close();
+    receiver.close();
+
+    await().atMost(Duration.ofSeconds(10)).until(() -> outcomes().size() == 1);
+    FlowOutcome o = outcomes().get(0);
+    assertThat(o.getFlow().getEpoch()).isEqualTo(reg.getEpoch());
+    assertThat(o.getMet()).isFalse();
+    assertThat(o.getFinishUnixNanos()).isZero();
+    assertThat(agent.registry().liveFlows()).isZero();
+    assertThat(agent.kernel().flowMeta(t)).isEmpty();
+    assertThat(agent.kernel().flowCount()).isEqualTo(flowsBefore);
+    // the plugin's EndFlow after the close finds nothing left to do
+    assertThat(client.blocking().endFlow(FlowEnd.newBuilder().setFlowId(reg.getFlowId())
+        .setReason(FlowEndReason.FLOW_END_REASON_ABORTED).build()).getKnown()).isFalse();
+    assertThat(outcomes()).hasSize(1);
+  }
+
+  @Test
+  void aResumeByTheKernelBecomesAResumeOrderAndQuenchingStaysArmed() throws Exception {
+    List<FlowOrder> orders = new CopyOnWriteArrayList<>();
+    client.async().orders(OrdersRequest.newBuilder().setSubscriberId("nm-1").build(),
+        new StreamObserver<>() {
+          @Override
+          public void onNext(FlowOrder o) {
+            orders.add(o);
+          }
+
+          @Override
+          public void onError(Throwable t) {}
+
+          @Override
+          public void onCompleted() {}
+        });
+    long deadline = LocalAgentServiceTest.unixNanos(Instant.now().plusSeconds(30));
+    scheduler.answer = l -> FlowPolicy.newBuilder().setJobId(l.getJobId())
+        .setReduceId(l.getReduceId()).setDeadlineUnixNanos(deadline).setFlow(l.getFlow())
+        .build();
+    FlowRegistration a = TestAgents.registration("job_1700000000000_0103", 31, 43011).build();
+    FlowRegistered ra = client.blocking().registerFlow(a);
+    FlowTuple t = TestAgents.tuple(a);
+    await().atMost(Duration.ofSeconds(5))
+        .until(() -> agent.kernel().flowMeta(t).orElseThrow().deadlineNs() != 0);
+    FlowMeta before = agent.kernel().flowMeta(t).orElseThrow();
+
+    agent.registry().onKernelEvent(new KernelEvent(t, KernelEvent.Type.QUENCH, 1, 0, false,
+        2.0, FlowMeta.Quench.SUSPEND));
+    // as the kernel's quench timer sends it (it has bumped meta.resume itself)
+    agent.registry().onKernelEvent(new KernelEvent(t, KernelEvent.Type.RESUME, 1, 0, false, 0,
+        FlowMeta.Quench.OFF, 0, false, KernelEvent.ResumeReason.TIMEOUT));
+
+    await().atMost(Duration.ofSeconds(5)).until(() -> orders.size() == 2);
+    assertThat(orders.get(0).getAction()).isEqualTo(FlowAction.FLOW_ACTION_SUSPEND);
+    assertThat(orders.get(1).getFlowId()).isEqualTo(ra.getFlowId());
+    assertThat(orders.get(1).getAction()).isEqualTo(FlowAction.FLOW_ACTION_RESUME);
+    assertThat(orders.get(1).getReason()).contains("quench timeout");
+    // the agent neither rewrote nor bumped the registration: the kernel did the resume
+    assertThat(agent.kernel().flowMeta(t).orElseThrow()).isEqualTo(before);
+    // the flow can be quenched again, and that is relayed again
+    agent.registry().onKernelEvent(new KernelEvent(t, KernelEvent.Type.QUENCH, 1, 0, false,
+        2.0, FlowMeta.Quench.SUSPEND));
+    await().atMost(Duration.ofSeconds(5)).until(() -> orders.size() == 3);
+    assertThat(orders.get(2).getAction()).isEqualTo(FlowAction.FLOW_ACTION_SUSPEND);
+  }
+
+  @Test
+  void theKernelsOwnQuenchAndResumeReachThePlugin() throws Exception {
+    List<FlowOrder> orders = new CopyOnWriteArrayList<>();
+    client.async().orders(OrdersRequest.newBuilder().setSubscriberId("nm-1").build(),
+        new StreamObserver<>() {
+          @Override
+          public void onNext(FlowOrder o) {
+            orders.add(o);
+          }
+
+          @Override
+          public void onError(Throwable t) {}
+
+          @Override
+          public void onCompleted() {}
+        });
+    // 1 TiB in 20 s: more than loopback can carry, so Algorithm 2 quenches it (as in kmod's
+    // kernel_test.sh); loopback never marks ECN, so the kernel lifts the quench once the
+    // destination was quiet for resume_quiet_ms. The namespace's line rate is raised to 10
+    // Tbit/s so that the flow is not already overdue (given up) at the agent's 100 Mbit/s.
+    datcpctl("line-rate", "set", "--rate-mbit", "10000000");
+    long deadline = LocalAgentServiceTest.unixNanos(Instant.now().plusSeconds(20));
+    scheduler.answer = l -> FlowPolicy.newBuilder().setJobId(l.getJobId())
+        .setReduceId(l.getReduceId()).setDeadlineUnixNanos(deadline).setImportance(1)
+        .setFlow(l.getFlow()).build();
+    FlowRegistration r = loopbackFlow().toBuilder().setBytes(1L << 40).build();
+    FlowRegistered reg = client.blocking().registerFlow(r);
+    FlowTuple t = TestAgents.tuple(r);
+    await().atMost(Duration.ofSeconds(5))
+        .until(() -> agent.kernel().flowMeta(t).orElseThrow().deadlineNs() != 0);
+    Thread reader = new Thread(() -> {
+      try (InputStream in = receiver.getInputStream()) {
+        in.transferTo(OutputStream.nullOutputStream());
+      } catch (Exception e) {
+        // the test closes the connection
+      }
+    });
+    reader.start();
+    Thread writer = new Thread(() -> {
+      byte[] chunk = new byte[65536];
+      try {
+        OutputStream out = sender.getOutputStream();
+        while (!Thread.currentThread().isInterrupted()) {
+          out.write(chunk);
+        }
+      } catch (Exception e) {
+        // the test closes the connection
+      }
+    });
+    writer.start();
+    try {
+      await().atMost(Duration.ofSeconds(20)).until(() -> orders.stream()
+          .anyMatch(o -> o.getAction() == FlowAction.FLOW_ACTION_RESUME));
+      FlowOrder suspend = orders.get(0);
+      assertThat(suspend.getFlowId()).isEqualTo(reg.getFlowId());
+      assertThat(suspend.getAction()).isEqualTo(FlowAction.FLOW_ACTION_SUSPEND);
+      FlowOrder resume = orders.stream()
+          .filter(o -> o.getAction() == FlowAction.FLOW_ACTION_RESUME).findFirst().orElseThrow();
+      assertThat(resume.getFlowId()).isEqualTo(reg.getFlowId());
+      assertThat(resume.getReason()).startsWith("resumed by the kernel");
+      // quenching stays armed: the entry still carries the suspend mode
+      assertThat(agent.kernel().flowMeta(t).orElseThrow().quench())
+          .isEqualTo(FlowMeta.Quench.SUSPEND);
+    } finally {
+      writer.interrupt();
+      sender.close();
+      receiver.close();
+      writer.join(5_000);
+      reader.join(5_000);
+      datcpctl("line-rate", "del");
+    }
+  }
+
+  private static void datcpctl(String... args) throws Exception {
+    List<String> cmd = new java.util.ArrayList<>();
+    cmd.add(Path.of(KernelLock.library()).resolveSibling("datcpctl").toString());
+    cmd.addAll(List.of(args));
+    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+    String out = new String(p.getInputStream().readAllBytes());
+    assertThat(p.waitFor()).as("%s: %s", cmd, out).isZero();
   }
 
   /** Reads the kernel with no agent running. */

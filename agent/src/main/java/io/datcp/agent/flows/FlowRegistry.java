@@ -37,7 +37,8 @@ import java.util.regex.Pattern;
  * <p>A registration is answered from what is at hand (cached policy or the default) and written
  * into the kernel at once; the scheduler's answer, when it comes, replaces the kernel entry.
  * A flow is forgotten, and its kernel entry deleted, when the kernel reports its last byte
- * acknowledged, when the plugin aborts it, or after a timeout.
+ * acknowledged, when the plugin aborts it, or after a timeout. When the kernel reports the
+ * socket closed, the flow is forgotten without a delete: the kernel has removed the entry.
  */
 public final class FlowRegistry {
   private static final Logger LOG = Logger.getLogger(FlowRegistry.class.getName());
@@ -294,9 +295,45 @@ public final class FlowRegistry {
         resumeYielded(f);
       } else if (e.type() == KernelEvent.Type.QUENCH) {
         quench(f, e);
+      } else if (e.type() == KernelEvent.Type.RESUME) {
+        resumedByKernel(f, e);
+      } else if (e.type() == KernelEvent.Type.CLOSED) {
+        closed(f, e);
       }
     }
     drainResumes();
+  }
+
+  /**
+   * The socket closed (the response was killed, the connection dropped, or it closed after
+   * its last byte): the kernel has already deleted registration and statistics.
+   */
+  private void closed(Flow f, KernelEvent e) {
+    if (!f.finished) {
+      long finishUnix = e.finished() ? f.startUnixNanos + e.fctNs() : 0;
+      reportOutcome(f, finishUnix, e.finished() && e.met());
+      f.finished = true;
+    }
+    f.meta = null; // nothing left in the kernel to delete
+    forget(f);
+    resumeYielded(f);
+  }
+
+  /** The kernel lifted the flow's quench (destination quiet, or quench timeout). */
+  private void resumedByKernel(Flow f, KernelEvent e) {
+    if (f.killed || !f.live()) {
+      return;
+    }
+    if (f.suspended) {
+      f.suspended = false;
+      suspendedCount.decrementAndGet();
+      f.yieldedTo.clear();
+    }
+    f.resumed = true;
+    String why = e.resumeReason() == KernelEvent.ResumeReason.QUIET
+        ? "resumed by the kernel: no congestion towards the destination"
+        : "resumed by the kernel: quench timeout";
+    listener.order(f.id, FlowAction.FLOW_ACTION_RESUME, why);
   }
 
   /** DATCP Algorithm 2: the kernel found the flow cannot meet its deadline. */
@@ -350,8 +387,14 @@ public final class FlowRegistry {
       s.resumed = true;
       s.yieldedTo.clear();
       if (s.meta != null && c.current == s && s.live()) {
-        // clearing the quench order on the same epoch resumes the flow in the kernel
-        s.meta = write(s.tuple, s.meta.withQuench(FlowMeta.Quench.OFF));
+        // a resume order (not quench off): Algorithm 2 may quench the flow again
+        try {
+          kernel.resumeFlow(s.tuple);
+          kernelOutage.up();
+        } catch (KernelException e) {
+          kernelWriteFailures.increment();
+          kernelOutage.down(e.getMessage());
+        }
       }
       listener.order(s.id, FlowAction.FLOW_ACTION_RESUME, "resumed: " + why);
     }
@@ -389,11 +432,11 @@ public final class FlowRegistry {
       FlowPolicy p = translator.sanitize(raw, nowUnix);
       FlowMeta next = translator.meta(p, f.registration.getBytes(), f.epoch, f.startMonoNanos,
           nowMono, nowUnix);
-      if (f.resumed) {
-        next = next.withQuench(FlowMeta.Quench.OFF); // a resumed flow is not quenched again
-      }
+      // carry the kernel's resume counter: a changed counter would be read as a resume order
+      FlowMeta current = f.meta == null ? null : kernel.flowMeta(tuple).orElse(null);
+      next = next.withResume(current != null ? current.resume() : 0);
       f.policy = p;
-      if (!next.equals(f.meta)) {
+      if (f.meta == null || !next.equals(f.meta.withResume(next.resume()))) {
         f.meta = write(tuple, next);
         policyUpdates.increment();
       }

@@ -30,7 +30,7 @@ final class Abi {
 
   /** struct datcp_flow_meta. */
   @Structure.FieldOrder({"size_bytes", "deadline_ns", "start_ns", "epoch", "importance_q",
-      "phi_q", "mode", "quench", "flags", "pad"})
+      "phi_q", "mode", "quench", "flags", "resume"})
   public static class FlowMeta extends Structure {
     public long size_bytes;
     public long deadline_ns;
@@ -41,7 +41,8 @@ final class Abi {
     public byte mode;
     public byte quench;
     public byte flags;
-    public byte pad;
+    /** Resume order: bumped (mod 256) to lift a quench; the quench mode stays armed. */
+    public byte resume;
 
     public FlowMeta() {}
 
@@ -54,7 +55,7 @@ final class Abi {
   /** struct datcp_flow_stats. */
   @Structure.FieldOrder({"bytes_acked", "r_avg_Bps", "r_desired_Bps", "start_ns", "fct_ns",
       "epoch", "urgency_q", "precedence_q", "b_q", "alpha_q", "cwnd", "ece_count", "windows",
-      "mode", "quench", "finished", "met", "pad"})
+      "mode", "quench", "finished", "met", "quench_ms"})
   public static class FlowStats extends Structure {
     public long bytes_acked;
     public long r_avg_Bps;
@@ -73,7 +74,7 @@ final class Abi {
     public byte quench;
     public byte finished;
     public byte met;
-    public int pad;
+    public int quench_ms;
 
     public FlowStats() {}
 
@@ -85,7 +86,7 @@ final class Abi {
 
   /** struct datcp_event. */
   @Structure.FieldOrder({"key", "fct_ns", "type", "epoch", "precedence_q", "met", "action",
-      "pad"})
+      "pad", "bytes_acked", "finished", "reason", "pad2", "pad3"})
   public static class Event extends Structure {
     public FlowKey key;
     public long fct_ns;
@@ -95,6 +96,11 @@ final class Abi {
     public byte met;
     public byte action;
     public short pad;
+    public long bytes_acked;
+    public byte finished;
+    public byte reason;
+    public short pad2;
+    public int pad3;
 
     public Event() {}
 
@@ -141,13 +147,16 @@ final class Abi {
   }
 
   /** struct datcp_load_opts (datcp.h). */
-  @Structure.FieldOrder({"line_rate_bps", "cgroup_path", "no_sockops", "ports", "n_ports"})
+  @Structure.FieldOrder({"line_rate_bps", "cgroup_path", "no_sockops", "ports", "n_ports",
+      "params"})
   public static class LoadOpts extends Structure {
     public long line_rate_bps;
     public String cgroup_path;
     public int no_sockops;
     public Pointer ports;
     public long n_ports;
+    /** const struct datcp_params *: null = reuse the loaded parameters (or the defaults). */
+    public Pointer params;
   }
 
   /** struct datcp_status (datcp.h). */
@@ -174,4 +183,6 @@ final class Abi {
   /** enum datcp_event_type. */
   static final int EV_FINISHED = 1;
   static final int EV_QUENCH = 2;
+  static final int EV_CLOSED = 3;
+  static final int EV_RESUME = 4;
 }

@@ -13,7 +13,7 @@ import java.util.function.Consumer;
 /**
  * The kernel data path through libdatcp: loading (or re-attaching to) the pinned datcp
  * objects, the flow table, the event ring and the emulated switch ports. Thread-safe: libdatcp
- * opens the pinned maps per call and its error text is per thread; the structs handed to it
+ * caches the pinned map descriptors under a lock and its error text is per thread; the structs handed to it
  * are per thread too.
  */
 public final class DatcpKernel implements Kernel {
@@ -42,7 +42,8 @@ public final class DatcpKernel implements Kernel {
   public static Loaded load(String library, List<Integer> ports, long lineRateBps, String cgroup)
       throws KernelException {
     LibDatcp.bind(library);
-    Abi.LoadOpts opts = new Abi.LoadOpts();
+    Abi.LoadOpts opts = new Abi.LoadOpts(); // JNA zeroes it: params NULL = reuse / defaults
+    opts.params = null;
     opts.line_rate_bps = lineRateBps;
     opts.cgroup_path = cgroup.isEmpty() ? null : cgroup;
     Memory portMem = new Memory(2L * Math.max(1, ports.size()));
@@ -100,8 +101,13 @@ public final class DatcpKernel implements Kernel {
     m.mode = (byte) meta.mode().code;
     m.quench = (byte) meta.quench().code;
     m.flags = Abi.F_SIZE_KNOWN;
-    m.pad = 0;
+    m.resume = (byte) meta.resume();
     check(LibDatcp.datcp_flow_set(key(key), m));
+  }
+
+  @Override
+  public void resumeFlow(FlowTuple key) throws KernelException {
+    check(LibDatcp.datcp_flow_resume(key(key)));
   }
 
   @Override
@@ -247,17 +253,23 @@ public final class DatcpKernel implements Kernel {
 
   private static FlowMeta meta(Abi.FlowMeta m) {
     return new FlowMeta(m.size_bytes, m.deadline_ns, m.start_ns, m.epoch, m.importance_q / Q,
-        m.phi_q / Q, FlowMeta.Mode.of(m.mode), FlowMeta.Quench.of(m.quench));
+        m.phi_q / Q, FlowMeta.Mode.of(m.mode), FlowMeta.Quench.of(m.quench), m.resume & 0xff);
   }
 
-  private static KernelEvent event(Abi.Event e) {
-    KernelEvent.Type type = e.type == Abi.EV_FINISHED ? KernelEvent.Type.FINISHED
-        : e.type == Abi.EV_QUENCH ? KernelEvent.Type.QUENCH : KernelEvent.Type.UNKNOWN;
+  static KernelEvent event(Abi.Event e) {
+    KernelEvent.Type type = switch (e.type) {
+      case Abi.EV_FINISHED -> KernelEvent.Type.FINISHED;
+      case Abi.EV_QUENCH -> KernelEvent.Type.QUENCH;
+      case Abi.EV_CLOSED -> KernelEvent.Type.CLOSED;
+      case Abi.EV_RESUME -> KernelEvent.Type.RESUME;
+      default -> KernelEvent.Type.UNKNOWN;
+    };
     // enum datcp_quench_state: 1 suspended, 2 killed (same numbers as the quench modes)
     FlowMeta.Quench q = e.action == 2 ? FlowMeta.Quench.KILL
         : e.action == 1 ? FlowMeta.Quench.SUSPEND : FlowMeta.Quench.OFF;
     return new KernelEvent(tuple(e.key), type, e.epoch, e.fct_ns, e.met != 0,
-        e.precedence_q / Q, q);
+        e.precedence_q / Q, q, e.bytes_acked, e.finished != 0,
+        KernelEvent.ResumeReason.of(e.reason));
   }
 
   private static void check(int rc) throws KernelException {

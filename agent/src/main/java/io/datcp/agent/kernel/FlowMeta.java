@@ -13,9 +13,17 @@ package io.datcp.agent.kernel;
  * @param phi phi of Algorithm 1, in [0, 1]
  * @param mode congestion-control flavour
  * @param quench what Algorithm 2 does to the flow
+ * @param resume the resume order counter (mod 256): a change lifts a quench, the quench stays
+ *     armed; writers carry the kernel's current value so that a rewrite is not a resume
  */
 public record FlowMeta(long sizeBytes, long deadlineNs, long startNs, int epoch,
-    double importance, double phi, Mode mode, Quench quench) {
+    double importance, double phi, Mode mode, Quench quench, int resume) {
+
+  /** A registration with resume counter 0 (a new epoch). */
+  public FlowMeta(long sizeBytes, long deadlineNs, long startNs, int epoch, double importance,
+      double phi, Mode mode, Quench quench) {
+    this(sizeBytes, deadlineNs, startNs, epoch, importance, phi, mode, quench, 0);
+  }
 
   /** enum datcp_mode. */
   public enum Mode {
@@ -57,8 +65,9 @@ public record FlowMeta(long sizeBytes, long deadlineNs, long startNs, int epoch,
     }
   }
 
-  /** The same flow with another quench order (a resume clears it). */
-  public FlowMeta withQuench(Quench q) {
-    return new FlowMeta(sizeBytes, deadlineNs, startNs, epoch, importance, phi, mode, q);
+  /** The same registration carrying resume counter r. */
+  public FlowMeta withResume(int r) {
+    return new FlowMeta(sizeBytes, deadlineNs, startNs, epoch, importance, phi, mode, quench,
+        r & 0xff);
   }
 }

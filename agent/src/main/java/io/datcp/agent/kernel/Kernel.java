@@ -20,6 +20,12 @@ public interface Kernel {
   /** Registers or replaces the flow on key; a new epoch starts a new flow on the connection. */
   void setFlow(FlowTuple key, FlowMeta meta) throws KernelException;
 
+  /**
+   * Lifts the flow's quench (datcp_flow_resume: bumps the resume counter; the quench mode
+   * stays armed, so Algorithm 2 may quench it again).
+   */
+  void resumeFlow(FlowTuple key) throws KernelException;
+
   /** Deletes the flow's registration and statistics; false when there was none. */
   boolean deleteFlow(FlowTuple key);
 
@@ -62,6 +68,11 @@ public interface Kernel {
 
       @Override
       public void setFlow(FlowTuple key, FlowMeta meta) throws KernelException {
+        throw new KernelException(19, "kernel data path not in use: " + reason);
+      }
+
+      @Override
+      public void resumeFlow(FlowTuple key) throws KernelException {
         throw new KernelException(19, "kernel data path not in use: " + reason);
       }
 

@@ -56,6 +56,8 @@ final class LibDatcp {
 
   static native int datcp_flow_delete(Abi.FlowKey key);
 
+  static native int datcp_flow_resume(Abi.FlowKey key);
+
   static native int datcp_flow_foreach(FlowFn fn, Pointer ctx);
 
   static native int datcp_switch_configure(String netns, String ifname, Abi.PortConfig cfg);
