@@ -8,6 +8,7 @@ import com.github.dockerjava.api.model.ContainerNetwork;
 import com.github.dockerjava.api.model.Network.Ipam;
 import com.github.dockerjava.api.model.Volume;
 import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -45,6 +46,7 @@ public final class DatcpCluster implements Startable {
 
   static final String HADOOP_IMAGE = "datcp/hadoop:dev";
   static final String TOR_IMAGE = "datcp/tor:dev";
+  private static final Path DATCP_PINS = Path.of("/sys/fs/bpf/datcp");
   static final String SCHEDULER_IMAGE = "datcp/scheduler:dev";
   /** Accepts frames that stay on one of the cluster's bridges (see docker/README.md). */
   static final List<String> BRIDGED_RULE = List.of("DOCKER-USER", "-i", "dtcp-+", "-m",
@@ -70,6 +72,8 @@ public final class DatcpCluster implements Startable {
   private final Map<String, GenericContainer<?>> nodes = new LinkedHashMap<>();
   private GenericContainer<?> tor;
   private boolean ruleAdded;
+  /** Whether datcp was pinned before this cluster started (then it is not ours to unload). */
+  private boolean datcpLoadedBefore;
 
   /**
    * @param mapNodes NodeManagers nm1..nmN for maps; one more, {@link #REDUCER}, takes the
@@ -118,6 +122,7 @@ public final class DatcpCluster implements Startable {
 
   @Override
   public void start() {
+    datcpLoadedBefore = Files.exists(DATCP_PINS);
     try {
       addBridgedRule();
       removeStaleNetworks();
@@ -182,6 +187,21 @@ public final class DatcpCluster implements Startable {
     if (ruleAdded) {
       quietly(() -> iptables("-D"));
       ruleAdded = false;
+    }
+    if (!datcpLoadedBefore && Files.exists(DATCP_PINS)) {
+      // the nodes' agents and the ToR loaded datcp on the shared kernel; registrations of
+      // sockets that never ran datcp outlive the containers, so only --force removes it
+      quietly(this::unloadDatcp);
+    }
+  }
+
+  private void unloadDatcp() throws IOException, InterruptedException {
+    Path datcpctl = Path.of(System.getProperty("user.dir")).resolve("../kmod/build/datcpctl");
+    Process p = new ProcessBuilder(datcpctl.toString(), "unload", "--force")
+        .redirectErrorStream(true).start();
+    String out = new String(p.getInputStream().readAllBytes());
+    if (p.waitFor() != 0) {
+      throw new IOException("datcpctl unload --force failed: " + out);
     }
   }
 
