@@ -3,25 +3,25 @@ package io.datcp.agent.scheduler;
 import java.util.concurrent.ThreadLocalRandom;
 
 /** Exponential back-off with jitter between reconnects. */
-final class Backoff {
+public final class Backoff {
   private final long minMillis;
   private final long maxMillis;
   private long next;
 
-  Backoff(long minMillis, long maxMillis) {
+  public Backoff(long minMillis, long maxMillis) {
     this.minMillis = minMillis;
     this.maxMillis = maxMillis;
     this.next = minMillis;
   }
 
   /** The delay before the next try: doubles up to the maximum, +-20% jitter. */
-  long nextDelayMillis() {
+  public long nextDelayMillis() {
     long d = next;
     next = Math.min(maxMillis, next * 2);
     return Math.max(1, (long) (d * (0.8 + 0.4 * ThreadLocalRandom.current().nextDouble())));
   }
 
-  void reset() {
+  public void reset() {
     next = minMillis;
   }
 }

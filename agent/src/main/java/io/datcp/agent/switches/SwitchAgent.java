@@ -4,6 +4,7 @@ import io.datcp.agent.failopen.Outage;
 import io.datcp.agent.kernel.KernelException;
 import io.datcp.agent.kernel.PortCounters;
 import io.datcp.agent.kernel.PortSettings;
+import io.datcp.agent.scheduler.Backoff;
 import io.datcp.proto.v1.FlowPolicyServiceGrpc;
 import io.datcp.proto.v1.SwitchConfig;
 import io.datcp.proto.v1.SwitchConfigRequest;
@@ -62,7 +63,7 @@ public final class SwitchAgent implements AutoCloseable {
   /** Follows the scheduler's configuration stream, reconnecting with back-off. */
   public void watch(FlowPolicyServiceGrpc.FlowPolicyServiceStub stub, Outage outage,
       long minBackoffMs, long maxBackoffMs) {
-    long[] delay = {minBackoffMs};
+    Backoff backoff = new Backoff(minBackoffMs, maxBackoffMs);
     watcher = new Thread(() -> {
       while (!closed) {
         CountDownLatch done = new CountDownLatch(1);
@@ -76,7 +77,7 @@ public final class SwitchAgent implements AutoCloseable {
               @Override
               public void onNext(SwitchConfig cfg) {
                 outage.up();
-                delay[0] = minBackoffMs;
+                backoff.reset();
                 apply(cfg);
               }
 
@@ -95,11 +96,10 @@ public final class SwitchAgent implements AutoCloseable {
             });
         try {
           done.await();
-          Thread.sleep(delay[0]);
+          Thread.sleep(backoff.nextDelayMillis());
         } catch (InterruptedException e) {
           return;
         }
-        delay[0] = Math.min(maxBackoffMs, delay[0] * 2);
       }
     }, "datcp-switch-watch");
     watcher.setDaemon(true);
