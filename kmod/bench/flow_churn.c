@@ -13,7 +13,10 @@
  * statistics maps for its destination port; every half of the run it also
  * checks that a reused 4-tuple did not find a stale registration.
  *
- *   flow_churn N [--size BYTES] [--ports K] [--no-events]
+ *   flow_churn N [--size BYTES] [--ports K] [--no-events] [--here]
+ *
+ * --here: run in the caller's network namespace (with lo up) instead of a
+ * private one, e.g. to fill that namespace's event ring.
  *
  * Prints one JSON line; exits 1 when anything was left behind (a CLOSED
  * event lost to a full ring buffer is counted, not an error: the reader
@@ -128,7 +131,7 @@ int main(int argc, char **argv)
 	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(DPORT),
 				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	long n = argc > 1 ? atol(argv[1]) : 0, i, stale = 0, failed = 0;
-	int ports = 16, events = 1, ls, one = 1, a;
+	int ports = 16, events = 1, here = 0, ls, one = 1, a;
 	struct datcp_events *evs = NULL;
 	pthread_t rx, ev;
 	struct timespec t0, t1;
@@ -144,11 +147,13 @@ int main(int argc, char **argv)
 			ports = atoi(argv[++a]);
 		else if (!strcmp(argv[a], "--no-events"))
 			events = 0;
+		else if (!strcmp(argv[a], "--here"))
+			here = 1;
 		else
 			n = 0;
 	}
 	if (n <= 0 || ports <= 0 || flow_size == 0) {
-		fprintf(stderr, "usage: flow_churn N [--size BYTES] [--ports K] [--no-events]\n");
+		fprintf(stderr, "usage: flow_churn N [--size BYTES] [--ports K] [--no-events] [--here]\n");
 		return 2;
 	}
 	{
@@ -159,15 +164,19 @@ int main(int argc, char **argv)
 		if (datcp_params_get(&loaded))
 			die("datcp of this version");
 	}
-	if (unshare(CLONE_NEWNET))
-		die("unshare(CLONE_NEWNET)");
-	lo_up();
+	if (!here) {
+		if (unshare(CLONE_NEWNET))
+			die("unshare(CLONE_NEWNET)");
+		lo_up();
+	}
 	ls = socket(AF_INET, SOCK_STREAM, 0);
 	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (bind(ls, (struct sockaddr *)&dst, sizeof(dst)) || listen(ls, 64))
 		die("listen");
 	if (events) {
-		evs = datcp_events_open(on_event, NULL);
+		/* its namespace's own ring: no other reader on this kernel takes
+		 * its events */
+		evs = datcp_events_open_netns(on_event, NULL);
 		if (!evs)
 			die("events");
 		pthread_create(&ev, NULL, events_main, evs);

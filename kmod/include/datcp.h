@@ -59,6 +59,8 @@ struct datcp_status {
 	__u32 switch_ports;     /* configured switch ports */
 	__u16 ports[DATCP_MAX_PORTS];
 	size_t n_ports;
+	/* appended (ABI 3): */
+	__u32 netns_event_rings; /* network namespaces with their own event ring */
 };
 
 /* Last error message of this thread. */
@@ -141,12 +143,23 @@ DATCP_API int datcp_switch_read(const char *netns, const char *ifname,
 				struct datcp_port_config *cfg, struct datcp_port_state *st);
 DATCP_API int datcp_switch_reset(const char *netns, const char *ifname);
 
-/* Events of the congestion control. datcp_events_open() attaches to the
- * pinned ring buffer; datcp_events_poll() waits up to timeout_ms (-1:
- * forever) and calls fn for each event; it returns the number handled or a
- * negative errno (-EINTR when interrupted by a signal). */
+/* Events of the congestion control. Each goes to the event ring of the
+ * sending socket's network namespace when a reader registered one, else to
+ * the global ring. datcp_events_open_netns() creates a ring (of
+ * DATCP_EVENTS_RING_BYTES) and registers it for the caller's network
+ * namespace, replacing an earlier reader's (an agent that crashed; that one
+ * reads nothing more); it is the reader to use where several readers share
+ * a kernel (agents in containers): ring consumption is destructive.
+ * datcp_events_open() reads the global ring: the events of namespaces
+ * without a ring of their own. datcp_events_close() unregisters the ring if
+ * the namespace's entry still names it. A ring that is full drops the event
+ * (the flow's statistics keep its outcome), like the global ring.
+ * datcp_events_poll() waits up to timeout_ms (-1: forever) and calls fn for
+ * each event; it returns the number handled or a negative errno (-EINTR
+ * when interrupted by a signal). */
 struct datcp_events;
 typedef int (*datcp_event_fn)(const struct datcp_event *ev, void *ctx);
+DATCP_API struct datcp_events *datcp_events_open_netns(datcp_event_fn fn, void *ctx);
 DATCP_API struct datcp_events *datcp_events_open(datcp_event_fn fn, void *ctx);
 DATCP_API int datcp_events_poll(struct datcp_events *evs, int timeout_ms);
 DATCP_API void datcp_events_close(struct datcp_events *evs);

@@ -23,6 +23,8 @@
  * registration and the statistics, so a later connection on the same
  * 4-tuple starts unregistered. Statistics whose CLOSED event could not be
  * queued (ring full) stay in the LRU statistics map for a reader to find.
+ * Events go to the ring of the socket's network namespace when its reader
+ * registered one (datcp_netns_events), else to the global ring.
  *
  * Quench: a quenched flow holds cwnd 2; a timer per quenched flow lifts the
  * quench (DATCP_EV_RESUME) when the destination has been quiet, or after a
@@ -103,11 +105,27 @@ struct {
 	__type(value, struct datcp_flow_stats);
 } datcp_stats SEC(".maps");
 
+/* Events of sockets whose network namespace has no ring of its own. */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	/* ~13000 events: 2.6 s of 5000 flows/s (flow_churn) with a stalled reader */
-	__uint(max_entries, 1024 * 1024);
+	__uint(max_entries, DATCP_EVENTS_RING_BYTES);
 } datcp_events SEC(".maps");
+
+struct datcp_ns_ring {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, DATCP_EVENTS_RING_BYTES);
+};
+
+/* The event ring of a network namespace (inode), registered by its reader
+ * (datcp_events_open_netns): several agents on one kernel, one per
+ * container, each read only their own namespace's events; ring buffer
+ * consumption is destructive, so a shared ring handed each agent the others'. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH_OF_MAPS);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__array(values, struct datcp_ns_ring);
+} datcp_netns_events SEC(".maps");
 
 struct datcp_addr {
 	__u8 a[16];
@@ -135,6 +153,7 @@ struct {
 struct datcp_quenched {
 	struct bpf_timer timer;
 	__u64 quenched_ns;
+	__u64 netns_ino;      /* the socket's, for the RESUME event's ring */
 	__u32 epoch;
 	__u8 resume;          /* meta.resume at the quench */
 	__u8 pad[3];
@@ -231,9 +250,22 @@ static __always_inline void datcp_refresh_meta(struct datcp_sk *s, struct tcp_so
 	s->have_meta = 1;
 }
 
+/* A slot on the event ring of network namespace netns_ino, else on the
+ * global ring; NULL when that ring is full (no fallback to the other: its
+ * reader is another agent). The reserve sits in each branch on its own map,
+ * as the verifier wants a known map per call. */
+static __always_inline struct datcp_event *datcp_event_reserve(__u64 netns_ino)
+{
+	void *ring = bpf_map_lookup_elem(&datcp_netns_events, &netns_ino);
+
+	if (ring)
+		return bpf_ringbuf_reserve(ring, sizeof(struct datcp_event), 0);
+	return bpf_ringbuf_reserve(&datcp_events, sizeof(struct datcp_event), 0);
+}
+
 static __always_inline void datcp_emit(struct datcp_sk *s, __u32 type, __u32 action)
 {
-	struct datcp_event *e = bpf_ringbuf_reserve(&datcp_events, sizeof(*e), 0);
+	struct datcp_event *e = datcp_event_reserve(s->netns_ino);
 
 	if (!e)
 		return; /* ring full: statistics still carry the outcome */
@@ -306,7 +338,7 @@ static int datcp_quench_timer_cb(void *map, struct datcp_flow_key *key, struct d
 		st->quench = DATCP_QS_NONE;
 		st->quench_ms = 0;
 	}
-	e = bpf_ringbuf_reserve(&datcp_events, sizeof(*e), 0);
+	e = datcp_event_reserve(q->netns_ino);
 	if (e) {
 		__builtin_memset(e, 0, sizeof(*e));
 		e->key = *key;
@@ -321,8 +353,8 @@ static int datcp_quench_timer_cb(void *map, struct datcp_flow_key *key, struct d
 
 static __always_inline void datcp_arm_quench_timer(struct datcp_sk *s, __u64 now)
 {
-	struct datcp_quenched init = { .quenched_ns = now, .epoch = s->meta.epoch,
-				       .resume = s->meta.resume }, *q;
+	struct datcp_quenched init = { .quenched_ns = now, .netns_ino = s->netns_ino,
+				       .epoch = s->meta.epoch, .resume = s->meta.resume }, *q;
 
 	if (!datcp_params.resume_quiet_ms && !datcp_params.quench_timeout_ms)
 		return;
@@ -464,7 +496,7 @@ void BPF_PROG(datcp_release, struct sock *sk)
 	epoch = s->have_meta || !m ? s->meta.epoch : m->epoch;
 	bpf_map_delete_elem(&datcp_flows, &key);
 	bpf_map_delete_elem(&datcp_quench_timers, &key);
-	e = bpf_ringbuf_reserve(&datcp_events, sizeof(*e), 0);
+	e = datcp_event_reserve(s->netns_ino);
 	if (!e)
 		return; /* ring full: the LRU statistics keep the outcome */
 	__builtin_memset(e, 0, sizeof(*e));
@@ -593,7 +625,10 @@ static __always_inline int datcp_port_wanted(__u16 port)
 
 /* Put sockets on configured ports on datcp: the active side before its SYN
  * (so that NEEDS_ECN negotiates ECN), listeners so that accepted sockets
- * inherit it, and accepted sockets of listeners that predate the port. */
+ * inherit it, and accepted sockets of listeners that predate the port.
+ * A route's congctl replaces the active side's congestion control after
+ * CONNECT_CB (tcp_connect_init): such a socket still asks for ECN in its SYN
+ * (NEEDS_ECN) and is put back on datcp once established. */
 SEC("sockops")
 int datcp_sockops(struct bpf_sock_ops *ops)
 {
@@ -601,8 +636,13 @@ int datcp_sockops(struct bpf_sock_ops *ops)
 
 	switch (ops->op) {
 	case BPF_SOCK_OPS_TCP_CONNECT_CB:
+	case BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB:
 		if (datcp_port_wanted(rport) || datcp_port_wanted(lport))
 			bpf_setsockopt(ops, SOL_TCP, TCP_CONGESTION, (void *)datcp_name, sizeof(datcp_name));
+		break;
+	case BPF_SOCK_OPS_NEEDS_ECN:
+		if (datcp_port_wanted(rport) || datcp_port_wanted(lport))
+			ops->reply = 1;
 		break;
 	case BPF_SOCK_OPS_TCP_LISTEN_CB:
 	case BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB:

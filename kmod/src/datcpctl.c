@@ -52,7 +52,11 @@ static const char usage[] =
 	"        Table 1); every DSCP in band 1 of 0..2 (0 is served first)\n"
 	"  switch counters [--netns NS] --dev IF [--json]\n"
 	"  switch reset [--netns NS] --dev IF\n"
-	"  events [--json] [--count N] [--timeout-ms MS]\n";
+	"  events [--netns-ring] [--json] [--count N] [--timeout-ms MS]\n"
+	"        print events of the congestion control. Default: the global ring, which\n"
+	"        has the events of network namespaces without a ring of their own;\n"
+	"        --netns-ring: register a ring for this network namespace and read it (its\n"
+	"        events then no longer reach the global ring; replaces an earlier reader's)\n";
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int usage_error(const char *fmt, ...)
@@ -216,9 +220,10 @@ static int cmd_status(int argc, char **argv)
 		datcp_params_format(&prm, pbuf, sizeof(pbuf));
 	if (json) {
 		printf("{\"cc_registered\":%s,\"pinned\":%s,\"sockops_attached\":%s,\"flows\":%u,"
-		       "\"switch_ports\":%u,\"ports\":[",
+		       "\"switch_ports\":%u,\"netns_event_rings\":%u,\"ports\":[",
 		       st.cc_registered ? "true" : "false", st.pinned ? "true" : "false",
-		       st.sockops_attached ? "true" : "false", st.flows, st.switch_ports);
+		       st.sockops_attached ? "true" : "false", st.flows, st.switch_ports,
+		       st.netns_event_rings);
 		for (i = 0; i < st.n_ports; i++)
 			printf("%s%u", i ? "," : "", st.ports[i]);
 		printf("],\"params\":\"%s\"}\n", pbuf);
@@ -228,6 +233,7 @@ static int cmd_status(int argc, char **argv)
 		printf("sockops attached:         %s\n", st.sockops_attached ? "yes" : "no");
 		printf("registered flows:         %u\n", st.flows);
 		printf("switch ports:             %u\n", st.switch_ports);
+		printf("namespace event rings:    %u\n", st.netns_event_rings);
 		printf("datcp ports:             ");
 		for (i = 0; i < st.n_ports; i++)
 			printf(" %u", st.ports[i]);
@@ -755,8 +761,10 @@ static int cmd_events(int argc, char **argv)
 	static const struct option opts[] = { { "json", no_argument, 0, 'j' },
 					      { "count", required_argument, 0, 'c' },
 					      { "timeout-ms", required_argument, 0, 't' },
+					      { "netns-ring", no_argument, 0, 'n' },
 					      { 0 } };
 	struct events_ctx ec = { .remaining = -1 };
+	int own_ring = 0;
 	unsigned long long v, timeout_ms = 0;
 	struct datcp_events *evs;
 	__u64 until = 0;
@@ -776,13 +784,16 @@ static int cmd_events(int argc, char **argv)
 			if (parse_u64("--timeout-ms", optarg, 1UL << 30, &timeout_ms))
 				return EXIT_USAGE;
 			break;
+		case 'n':
+			own_ring = 1;
+			break;
 		default:
 			return EXIT_USAGE;
 		}
 	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
-	evs = datcp_events_open(print_event, &ec);
+	evs = own_ring ? datcp_events_open_netns(print_event, &ec) : datcp_events_open(print_event, &ec);
 	if (!evs)
 		return runtime_error(-errno);
 	if (timeout_ms)

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/wait.h>
@@ -48,16 +49,19 @@
 #define PIN_PORTS PIN("ports")
 #define PIN_SWITCH PIN("switch_ports")
 #define PIN_SOCKOPS PIN("sockops_link")
+#define PIN_SOCKOPS_PROG PIN("sockops_prog")
 #define PIN_PARAMS PIN("params")
 #define PIN_LINE_RATES PIN("line_rates")
 #define PIN_MARKS PIN("marks")
 #define PIN_QUENCH_TIMERS PIN("quench_timers")
+#define PIN_NETNS_EVENTS PIN("netns_events")
 
 extern char **environ;
 
-static const char *const all_pins[] = { PIN_SOCKOPS, PIN_CC_OPS, PIN_FLOWS,      PIN_STATS,
-					PIN_EVENTS,  PIN_PORTS,  PIN_SWITCH,     PIN_PARAMS,
-					PIN_LINE_RATES, PIN_MARKS, PIN_QUENCH_TIMERS };
+static const char *const all_pins[] = { PIN_SOCKOPS,	 PIN_SOCKOPS_PROG, PIN_CC_OPS, PIN_FLOWS,
+					PIN_STATS,	 PIN_EVENTS,	   PIN_PORTS,  PIN_SWITCH,
+					PIN_PARAMS,	 PIN_LINE_RATES,   PIN_MARKS,  PIN_QUENCH_TIMERS,
+					PIN_NETNS_EVENTS };
 
 static __thread char errbuf[512];
 
@@ -458,7 +462,7 @@ static __u32 count_keys(const char *pin, size_t key_size)
 	return n;
 }
 
-int datcp_unload(int force)
+static int unload_locked(int force)
 {
 	int err = check_environment();
 
@@ -499,11 +503,12 @@ static int find_cgroup2(char *out, size_t len)
 	return found ? 0 : -ENOENT;
 }
 
-static int attach_sockops(struct datcp_cc *skel, const char *cgroup_path)
+/* Attaches the sockops program (a descriptor of the loaded or the pinned one) at
+ * the cgroup; the pinned link keeps it attached after the loader exits. */
+static int attach_sockops(int prog_fd, const char *cgroup_path)
 {
 	char path[PATH_MAX];
-	struct bpf_link *link;
-	int cg, err;
+	int cg, link, err;
 
 	if (cgroup_path)
 		snprintf(path, sizeof(path), "%s", cgroup_path);
@@ -513,15 +518,33 @@ static int attach_sockops(struct datcp_cc *skel, const char *cgroup_path)
 	cg = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (cg < 0)
 		return fail(-errno, "cgroup '%s': %s", path, strerror(errno));
-	link = bpf_program__attach_cgroup(skel->progs.datcp_sockops, cg);
+	link = bpf_link_create(prog_fd, cg, BPF_CGROUP_SOCK_OPS, NULL);
+	err = link < 0 ? -errno : 0;
 	close(cg);
-	if (!link)
-		return fail(-errno, "attaching sockops to cgroup '%s': %s", path, strerror(errno));
-	err = bpf_link__pin(link, PIN_SOCKOPS);
-	bpf_link__destroy(link); /* the pin keeps it attached */
+	if (err)
+		return fail(err, "attaching sockops to cgroup '%s': %s", path, strerror(-err));
+	err = bpf_obj_pin(link, PIN_SOCKOPS) ? -errno : 0;
+	close(link);
+	if (err == -EEXIST) /* another loader attached it meanwhile: ours detaches */
+		return 0;
 	if (err)
 		return fail(err, "pinning the sockops link: %s", strerror(-err));
 	return 0;
+}
+
+/* A loader that wants sockops where an earlier one loaded without it (the
+ * Docker ToR loads --no-sockops before the hosts' agents) attaches the pinned
+ * program. */
+static int attach_pinned_sockops(const char *cgroup_path)
+{
+	int prog = bpf_obj_get(PIN_SOCKOPS_PROG), err;
+
+	if (prog < 0)
+		return fail(-errno, "datcp is loaded without sockops and %s is missing: "
+				    "unload it (datcpctl unload) and load again", PIN_SOCKOPS_PROG);
+	err = attach_sockops(prog, cgroup_path);
+	close(prog);
+	return err;
 }
 
 static int create_switch_map(void)
@@ -588,6 +611,7 @@ static int load_fresh(const struct datcp_load_opts *opts)
 	bpf_map__set_pin_path(skel->maps.datcp_flows, PIN_FLOWS);
 	bpf_map__set_pin_path(skel->maps.datcp_stats, PIN_STATS);
 	bpf_map__set_pin_path(skel->maps.datcp_events, PIN_EVENTS);
+	bpf_map__set_pin_path(skel->maps.datcp_netns_events, PIN_NETNS_EVENTS);
 	bpf_map__set_pin_path(skel->maps.datcp_ports, PIN_PORTS);
 	err = datcp_cc__load(skel);
 	if (err) {
@@ -608,8 +632,14 @@ static int load_fresh(const struct datcp_load_opts *opts)
 		err = fail(err, "pinning the struct_ops map: %s", strerror(-err));
 		goto out;
 	}
+	err = bpf_program__pin(skel->progs.datcp_sockops, PIN_SOCKOPS_PROG);
+	if (err) {
+		err = fail(err, "pinning the sockops program: %s", strerror(-err));
+		goto out;
+	}
 	if (!(opts && opts->no_sockops)) {
-		err = attach_sockops(skel, opts ? opts->cgroup_path : NULL);
+		err = attach_sockops(bpf_program__fd(skel->progs.datcp_sockops),
+				     opts ? opts->cgroup_path : NULL);
 		if (err)
 			goto out;
 	}
@@ -649,7 +679,7 @@ static int params_match(const struct datcp_params *loaded, const struct datcp_lo
 	return !memcmp(&want, loaded, sizeof(want));
 }
 
-int datcp_load(const struct datcp_load_opts *opts, int *reused)
+static int load_locked(const struct datcp_load_opts *opts, int *reused)
 {
 	struct datcp_cc__rodata ro;
 	int err = check_environment();
@@ -689,22 +719,64 @@ int datcp_load(const struct datcp_load_opts *opts, int *reused)
 		/* leftovers of a half-done load, a crashed loader, or unused pins
 		 * of another version or other parameters */
 		if (!access(DATCP_PIN_DIR, F_OK) || cc_registered())
-			datcp_unload(1);
+			unload_locked(1);
 		err = load_fresh(opts);
 		if (err) {
 			memcpy(saved, errbuf, sizeof(saved));
-			datcp_unload(1);
+			unload_locked(1);
 			memcpy(errbuf, saved, sizeof(saved));
 			return err;
 		}
 	}
 ports:
+	if (!(opts && opts->no_sockops) && access(PIN_SOCKOPS, F_OK)) {
+		err = attach_pinned_sockops(opts ? opts->cgroup_path : NULL);
+		if (err)
+			return err;
+	}
 	for (i = 0; opts && i < opts->n_ports; i++) {
 		err = datcp_port_add(opts->ports[i]);
 		if (err)
 			return err;
 	}
 	return 0;
+}
+
+/* Loads and unloads of every process on this kernel (agents in containers
+ * start together) take turns: one loader's clean-up of what looks half done
+ * must not tear down another's load in progress. The lock is on the bpffs
+ * root, which every container that shares the pins mounts. */
+static int pins_lock(void)
+{
+	int fd = open("/sys/fs/bpf", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd >= 0 && flock(fd, LOCK_EX)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void pins_unlock(int fd)
+{
+	if (fd >= 0)
+		close(fd); /* releases the flock */
+}
+
+int datcp_load(const struct datcp_load_opts *opts, int *reused)
+{
+	int lk = pins_lock(), err = load_locked(opts, reused);
+
+	pins_unlock(lk);
+	return err;
+}
+
+int datcp_unload(int force)
+{
+	int lk = pins_lock(), err = unload_locked(force);
+
+	pins_unlock(lk);
+	return err;
 }
 
 int datcp_params_get(struct datcp_params *out)
@@ -735,6 +807,7 @@ int datcp_get_status(struct datcp_status *st)
 	st->sockops_attached = !access(PIN_SOCKOPS, F_OK);
 	st->flows = count_keys(PIN_FLOWS, sizeof(struct datcp_flow_key));
 	st->switch_ports = count_keys(PIN_SWITCH, sizeof(struct datcp_port_key));
+	st->netns_event_rings = count_keys(PIN_NETNS_EVENTS, sizeof(__u64));
 	fd = bpf_obj_get(PIN_PORTS);
 	if (fd >= 0) {
 		while (!bpf_map_get_next_key(fd, prev, &next) && st->n_ports < DATCP_MAX_PORTS) {
@@ -1419,6 +1492,8 @@ struct datcp_events {
 	struct ring_buffer *rb;
 	datcp_event_fn fn;
 	void *ctx;
+	__u64 netns_ino; /* own ring: registered for this namespace */
+	__u32 ring_id;   /* own ring: its map id; 0 = the global ring */
 };
 
 static int on_ringbuf(void *ctx, void *data, size_t size)
@@ -1430,6 +1505,27 @@ static int on_ringbuf(void *ctx, void *data, size_t size)
 	return evs->fn((const struct datcp_event *)data, evs->ctx);
 }
 
+/* A reader of ring buffer map fd; the caller may close fd afterwards (the
+ * reader keeps its own mapping). */
+static struct datcp_events *events_new(int fd, datcp_event_fn fn, void *ctx)
+{
+	struct datcp_events *evs = calloc(1, sizeof(*evs));
+
+	if (!evs) {
+		fail(-ENOMEM, "out of memory");
+		return NULL;
+	}
+	evs->fn = fn;
+	evs->ctx = ctx;
+	evs->rb = ring_buffer__new(fd, on_ringbuf, evs, NULL);
+	if (!evs->rb) {
+		fail(-errno, "opening the event ring buffer: %s", strerror(errno));
+		free(evs);
+		return NULL;
+	}
+	return evs;
+}
+
 struct datcp_events *datcp_events_open(datcp_event_fn fn, void *ctx)
 {
 	struct datcp_events *evs;
@@ -1437,19 +1533,54 @@ struct datcp_events *datcp_events_open(datcp_event_fn fn, void *ctx)
 
 	if (fd < 0)
 		return NULL;
-	evs = calloc(1, sizeof(*evs));
-	if (!evs) {
-		close(fd);
-		fail(-ENOMEM, "out of memory");
+	evs = events_new(fd, fn, ctx);
+	close(fd);
+	return evs;
+}
+
+struct datcp_events *datcp_events_open_netns(datcp_event_fn fn, void *ctx)
+{
+	struct datcp_events *evs;
+	struct stat ns;
+	int outer, ring, err;
+
+	if (stat("/proc/self/ns/net", &ns)) {
+		fail(-errno, "cannot read this process's network namespace (/proc/self/ns/net): %s",
+		     strerror(errno));
 		return NULL;
 	}
-	evs->fn = fn;
-	evs->ctx = ctx;
-	evs->rb = ring_buffer__new(fd, on_ringbuf, evs, NULL);
-	close(fd); /* the ring buffer keeps its own mapping */
-	if (!evs->rb) {
-		fail(-errno, "opening the event ring buffer: %s", strerror(errno));
-		free(evs);
+	outer = bpf_obj_get(PIN_NETNS_EVENTS);
+	if (outer < 0) {
+		fail(-errno, "%s is not pinned: is datcp of this version loaded? (datcpctl load)",
+		     PIN_NETNS_EVENTS);
+		return NULL;
+	}
+	ring = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "datcp_ns_events", 0, 0, DATCP_EVENTS_RING_BYTES,
+			      NULL);
+	if (ring < 0) {
+		fail(-errno, "creating an event ring buffer: %s", strerror(errno));
+		close(outer);
+		return NULL;
+	}
+	evs = events_new(ring, fn, ctx);
+	err = 0;
+	if (evs) {
+		evs->ring_id = map_id(ring);
+		evs->netns_ino = (__u64)ns.st_ino;
+		/* registered once its reader is ready; replaces the ring of an
+		 * earlier reader (an agent that crashed) */
+		if (!evs->ring_id)
+			err = -ENOENT;
+		else if (bpf_map_update_elem(outer, &evs->netns_ino, &ring, BPF_ANY))
+			err = -errno;
+	}
+	close(ring);
+	close(outer);
+	if (err) {
+		evs->ring_id = 0;
+		datcp_events_close(evs);
+		fail(err, "registering the event ring of network namespace %llu: %s",
+		     (unsigned long long)ns.st_ino, strerror(-err));
 		return NULL;
 	}
 	return evs;
@@ -1464,10 +1595,25 @@ int datcp_events_poll(struct datcp_events *evs, int timeout_ms)
 	return n;
 }
 
+/* An own ring is unregistered only while the namespace's entry still names
+ * it: a newer reader (a restarted agent) may have replaced it. Between the
+ * lookup and the delete a replacement could slip in (microseconds); its
+ * events would then go to the global ring until it registers again. */
 void datcp_events_close(struct datcp_events *evs)
 {
+	__u32 id;
+	int outer;
+
 	if (!evs)
 		return;
+	if (evs->ring_id) {
+		outer = bpf_obj_get(PIN_NETNS_EVENTS);
+		if (outer >= 0) {
+			if (!bpf_map_lookup_elem(outer, &evs->netns_ino, &id) && id == evs->ring_id)
+				bpf_map_delete_elem(outer, &evs->netns_ino);
+			close(outer);
+		}
+	}
 	ring_buffer__free(evs->rb);
 	free(evs);
 }

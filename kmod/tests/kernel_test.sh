@@ -15,9 +15,16 @@ bad()  { fail=$((fail + 1)); echo "FAIL - $1"; }
 check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
 cc_listed() { grep -qw datcp /proc/sys/net/ipv4/tcp_available_congestion_control; }
 
+NS_A=datcp-kt-a-$$ NS_B=datcp-kt-b-$$ NS_Q=datcp-kt-q-$$
+nss=()
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
 	wait 2>/dev/null
+	ip netns del $NS_A 2>/dev/null
+	ip netns del $NS_B 2>/dev/null
+	ip netns del $NS_Q 2>/dev/null
+	for n in "${nss[@]}"; do ip netns del "$n" 2>/dev/null; done
+	rm -f /tmp/datcp-kt-ev-*.$$
 	$CTL unload --force >/dev/null 2>&1
 }
 trap cleanup EXIT
@@ -29,7 +36,7 @@ $CTL unload --force >/dev/null 2>&1
 out=$($CTL load --port 5201 2>&1)
 check "load succeeds ($out)" test $? -eq 0
 check "datcp is an available congestion control after load" cc_listed
-check "maps and links are pinned under $PIN" test -e $PIN/flows -a -e $PIN/cc_ops -a -e $PIN/sockops_link -a -e $PIN/switch_ports
+check "maps and links are pinned under $PIN" test -e $PIN/flows -a -e $PIN/cc_ops -a -e $PIN/sockops_link -a -e $PIN/switch_ports -a -e $PIN/netns_events
 out=$($CTL load 2>&1)
 check "second load reuses what is pinned" grep -q "reused" <<<"$out"
 check "status reports the configured port" grep -q '"ports":\[5201\]' <<<"$($CTL status --json)"
@@ -149,6 +156,113 @@ out=$(build/flow_churn 3000 2>&1); rc=$?
 check "3000 short flows leave no registration or statistics behind ($out)" test $rc -eq 0
 check "each of them reported its close (a CLOSED event, finished)" grep -q '"closed_events":3000,"closed_finished":3000,' <<<"$out"
 
+# --- per-namespace event rings: agents in containers (one network namespace
+# each) on one kernel read only their own namespace's events; they used to
+# share one ring and take each other's (consumption is destructive) ---
+ip netns add $NS_A && ip netns add $NS_B && ip -n $NS_A link set lo up && ip -n $NS_B link set lo up
+# (nsenter, not ip netns exec: that remounts /sys and so hides bpffs; the
+# readers are started by it directly, so that $! is the reader)
+in_ns() { local ns=$1; shift; nsenter --net=/var/run/netns/$ns "$@"; }
+# inner map id of the ring registered for namespace $1, empty when none
+ring_of() {
+	bpftool -j map dump pinned $PIN/netns_events 2>/dev/null | python3 -c '
+import json, sys
+ino, dump = int(sys.argv[1]), sys.stdin.read()
+entries = json.loads(dump) if dump.strip() else []
+for e in entries if isinstance(entries, list) else []:  # {"error": ...}: not pinned
+    le = lambda v: int.from_bytes(bytes(int(b, 16) for b in v), "little") if isinstance(v, list) else v
+    if le(e["key"]) == ino:
+        print(le(e.get("inner_map_id", e.get("value"))))' "$(stat -c %i /var/run/netns/$1)"
+}
+wait_ring() {  # NS [ID_NOT]: until a ring (other than ID_NOT) is registered
+	local i
+	for i in $(seq 50); do
+		local r; r=$(ring_of "$1")
+		[ -n "$r" ] && [ "$r" != "${2:-}" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+# a sender and a receiver on loopback in namespace NS; the flow registered
+# from inside it; SPORT tells the flows of the namespaces apart
+ns_flow() {  # NS SPORT
+in_ns "$1" python3 - "$CTL" "$2" <<'PY'
+import socket, subprocess, sys, threading
+ctl, sport, size = sys.argv[1], int(sys.argv[2]), 2000000
+srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.settimeout(20); srv.bind(("127.0.0.1", 5310)); srv.listen(1)
+def receive():
+    c, _ = srv.accept()
+    while c.recv(1 << 20):
+        pass
+    c.close()
+t = threading.Thread(target=receive, daemon=True); t.start()
+cli = socket.socket(); cli.settimeout(20)
+cli.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+cli.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"datcp")
+cli.bind(("127.0.0.1", sport)); cli.connect(("127.0.0.1", 5310))
+subprocess.run([ctl, "flow", "set", "--src", f"127.0.0.1:{sport}", "--dst", "127.0.0.1:5310",
+                "--size", str(size), "--deadline-ms", "5000"], check=True)
+cli.sendall(b"x" * size); cli.close(); t.join(20)
+PY
+}
+# lines of events file $1 that are not the finished and closed events of SPORT $2
+only_own() {  # FILE SPORT
+	local f=$1 own='"src":"127.0.0.1:'$2'"'
+	grep -q "\"event\":\"finished\",$own" "$f" && grep -q "\"event\":\"closed\",$own" "$f" &&
+		! grep -q '"src":"127.0.0.1:4110[0-9]"' <(grep -v "$own" "$f") &&
+		test "$(grep -c "$own" "$f")" -eq 2
+}
+ev=/tmp/datcp-kt-ev
+$CTL events --json >$ev-g.$$ & gpid=$!; pids+=($gpid)
+nsenter --net=/var/run/netns/$NS_A $CTL events --netns-ring --json >$ev-a.$$ & apid=$!; pids+=($apid)
+nsenter --net=/var/run/netns/$NS_B $CTL events --netns-ring --json >$ev-b.$$ & bpid=$!; pids+=($bpid)
+wait_ring $NS_A && wait_ring $NS_B
+check "a reader of its namespace's ring registers it (namespaces $NS_A, $NS_B)" test -n "$(ring_of $NS_A)" -a -n "$(ring_of $NS_B)"
+check "status counts the namespaces' rings" grep -q '"netns_event_rings":2,' <<<"$($CTL status --json)"
+ns_flow $NS_A 41101 & fa=$!
+ns_flow $NS_B 41102; wait $fa
+sleep 0.5
+kill $apid $bpid; wait $apid $bpid 2>/dev/null
+check "namespace A's reader sees exactly A's finished and closed events ($(tr '\n' ' ' <$ev-a.$$))" only_own $ev-a.$$ 41101
+check "namespace B's reader sees exactly B's finished and closed events ($(tr '\n' ' ' <$ev-b.$$))" only_own $ev-b.$$ 41102
+check "the global reader sees neither namespace's events" bash -c "! grep -q '\"src\":\"127.0.0.1:4110[12]\"' $ev-g.$$"
+check "a closed reader's ring is unregistered" test -z "$(ring_of $NS_A)" -a -z "$(ring_of $NS_B)"
+# a restarted agent replaces its namespace's ring; the old one's close must not
+# remove the new registration
+nsenter --net=/var/run/netns/$NS_A $CTL events --netns-ring --json >$ev-a1.$$ & a1pid=$!; pids+=($a1pid)
+wait_ring $NS_A; first=$(ring_of $NS_A)
+nsenter --net=/var/run/netns/$NS_A $CTL events --netns-ring --json >$ev-a2.$$ & a2pid=$!; pids+=($a2pid)
+wait_ring $NS_A "$first"; second=$(ring_of $NS_A)
+kill $a1pid; wait $a1pid 2>/dev/null
+check "a second reader in a namespace replaces the ring ($first -> $second), the first one's close keeps it" test -n "$first" -a -n "$second" -a "$first" != "$second" -a "$(ring_of $NS_A)" = "$second"
+ns_flow $NS_A 41103
+sleep 0.5
+kill $a2pid; wait $a2pid 2>/dev/null
+check "the replacing reader gets the namespace's events ($(tr '\n' ' ' <$ev-a2.$$))" only_own $ev-a2.$$ 41103
+check "the replaced reader gets none of them" bash -c "! grep -q 41103 $ev-a1.$$"
+check "the last reader's close unregisters the ring" test -z "$(ring_of $NS_A)"
+# without a ring of its own, a namespace's events go to the global ring
+ns_flow $NS_A 41104
+sleep 0.5
+kill $gpid; wait $gpid 2>/dev/null
+check "the global reader sees the events of a namespace without a ring" only_own $ev-g.$$ 41104
+# a namespace ring that nobody reads fills up: its events are dropped as on the
+# global ring (the statistics of flows whose CLOSED was lost stay for a scan),
+# not spilled into the global ring
+nsenter --net=/var/run/netns/$NS_A $CTL events --netns-ring >/dev/null & spid=$!; pids+=($spid)
+wait_ring $NS_A; kill -STOP $spid
+$CTL events --json >$ev-g2.$$ & g2pid=$!; pids+=($g2pid)
+sleep 0.3
+out=$(in_ns $NS_A build/flow_churn 8000 --no-events --here 2>&1)  # 16000 events > 1 MB ring
+sleep 0.3
+kill $g2pid; wait $g2pid 2>/dev/null
+left=$(grep -o '"left_stats":[0-9]*' <<<"$out" | cut -d: -f2)
+check "a full namespace ring drops events, the flows' statistics stay ($out)" test "${left:-0}" -gt 0
+check "nothing of a namespace with a ring spills into the global ring" bash -c "! grep -q ':5400\"' $ev-g2.$$"
+kill -CONT $spid; kill $spid; wait $spid 2>/dev/null
+ip netns del $NS_A; ip netns del $NS_B
+
 # --- DSCP from the precedence class, set by the congestion control itself: a
 # flow that lags a deadline it can still make rises to the high class (its
 # urgency grows); an overdue flow gives up (U_min, PD2TCP's early inversion)
@@ -223,10 +337,13 @@ check "PD2TCP's line rate is the namespace's: priority $p_fast at 10 Tbit/s, $p_
 # armed and is quenched again; then, with no resume order, the kernel lifts
 # the quench itself once the destination is quiet (no ECN echo for 200 ms;
 # loopback never marks) and tells the agent; quenching stays armed ---
-python3 - "$CTL" <<'PY'
+quench_cycle() {  # [NS]: in namespace NS, reading its own ring
+local run=() ring=()
+[ -n "${1:-}" ] && run=(nsenter --net=/var/run/netns/$1) ring=(--netns-ring)
+"${run[@]}" python3 - "$CTL" "${ring[@]}" <<'PY'
 import json, queue, socket, subprocess, sys, threading, time
 ctl, src, dst = sys.argv[1], "127.0.0.1:43006", "127.0.0.1:5306"
-evs = subprocess.Popen([ctl, "events", "--json"], stdout=subprocess.PIPE, text=True)
+evs = subprocess.Popen([ctl, "events", "--json", *sys.argv[2:]], stdout=subprocess.PIPE, text=True)
 q = queue.Queue()
 def read_events():
     for line in evs.stdout:
@@ -279,7 +396,43 @@ ok &= e2 is not None and r is not None and r.get("reason") == "quiet" and e3 is 
 stop.set(); cli.close(); evs.terminate()
 sys.exit(0 if ok else 1)
 PY
+}
+quench_cycle
 check "quench, agent resume, quench again, kernel resume when quiet, quench again" test $? -eq 0
+# the same in a namespace with its own ring: QUENCH and the kernel's RESUME
+# (sent from the quench timer, which keeps the socket's namespace) reach it
+ip netns add $NS_Q && ip -n $NS_Q link set lo up && $CTL line-rate set --netns $NS_Q --rate-mbit 10000000 >/dev/null
+quench_cycle $NS_Q
+check "in a namespace with its own ring, its reader gets the quench and resume events" test $? -eq 0
+$CTL line-rate del --netns $NS_Q >/dev/null; ip netns del $NS_Q
+
+# --- loaders racing on one kernel (the Docker cluster's agents start together): every one
+# succeeds and the result is one whole datcp, not pins torn down by another's clean-up ---
+$CTL unload --force >/dev/null 2>&1
+fails=0
+for round in 1 2 3; do
+	$CTL unload --force >/dev/null 2>&1
+	lpids=()
+	for i in 1 2 3 4 5 6; do
+		if [ $i = 1 ]; then $CTL load --no-sockops >/tmp/datcp-kt-load.$$.$i 2>&1 & else
+			$CTL load --port 5201 >/tmp/datcp-kt-load.$$.$i 2>&1 & fi
+		lpids+=($!)
+	done
+	for p in "${lpids[@]}"; do wait "$p" || fails=$((fails + 1)); done
+	st=$($CTL status --json)
+	grep -q '"cc_registered":true,"pinned":true,"sockops_attached":true' <<<"$st" || fails=$((fails + 1))
+done
+check "six concurrent loads, three times: all succeed, datcp whole ($fails failures; $(cat /tmp/datcp-kt-load.$$.* | grep -v "loaded\|reused" | head -c 300))" test $fails -eq 0
+rm -f /tmp/datcp-kt-load.$$.*
+
+# --- a loader that wants sockops attaches it when an earlier loader did without
+# (the Docker ToR loads with --no-sockops, then the hosts' agents load with it) ---
+$CTL unload --force >/dev/null 2>&1
+$CTL load --no-sockops >/dev/null 2>&1
+check "load --no-sockops pins no sockops link" test ! -e $PIN/sockops_link
+out=$($CTL load --port 5201 2>&1)
+check "a later load reuses datcp and attaches sockops ($out)" test -e $PIN/sockops_link -a -n "$(grep -o reused <<<"$out")"
+check "status says sockops is attached" grep -q '"sockops_attached":true' <<<"$($CTL status --json)"
 
 # --- sockops: a socket to a configured port is put on datcp without asking ---
 python3 - <<'PY'
@@ -302,6 +455,28 @@ cc = cli.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).rstrip(b"\0")
 sys.exit(0 if cc != "datcp" else 1)
 PY
 check "other ports keep the default congestion control" test $? -eq 0
+
+# --- a route's congctl (applied by the kernel after sockops' CONNECT_CB) neither keeps a
+# shuffle connection off datcp nor off ECN: two namespaces, a veth, routes with congctl cubic ---
+ns1=datcp-kt-r1-$$ ns2=datcp-kt-r2-$$
+ip netns add $ns1 && ip netns add $ns2 && nss+=($ns1 $ns2)
+ip link add kt$$a netns $ns1 type veth peer name kt$$b netns $ns2
+ip -n $ns1 addr add 10.199.0.1/24 dev kt$$a && ip -n $ns1 link set kt$$a up
+ip -n $ns2 addr add 10.199.0.2/24 dev kt$$b && ip -n $ns2 link set kt$$b up
+ip -n $ns1 route replace 10.199.0.0/24 dev kt$$a congctl cubic
+ip -n $ns2 route replace 10.199.0.0/24 dev kt$$b congctl cubic
+ip netns exec $ns2 python3 -c '
+import socket, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("10.199.0.2", 5201)); s.listen(1); c, _ = s.accept(); time.sleep(2)' & pids+=($!)
+sleep 0.5
+out=$(ip netns exec $ns1 python3 -c '
+import socket, time
+c = socket.create_connection(("10.199.0.2", 5201)); time.sleep(0.2)
+cc = c.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).rstrip(b"\0").decode()
+ecn = c.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 8)[5] & 8  # tcpi_options & TCPI_OPT_ECN
+print(cc, "ecn" if ecn else "no-ecn")' 2>&1)
+check "under a route's congctl cubic the connecting side runs datcp with ECN ($out)" test "$out" = "datcp ecn"
 
 # --- a quench whose event is lost (ring buffer full, nobody reading) neither
 # hides nor pins the flow: its statistics show the quench and when it began,

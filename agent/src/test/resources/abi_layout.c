@@ -54,5 +54,7 @@ int main(void)
 	OFF(datcp_status, cc_registered); OFF(datcp_status, pinned);
 	OFF(datcp_status, sockops_attached); OFF(datcp_status, flows);
 	OFF(datcp_status, switch_ports); OFF(datcp_status, ports); OFF(datcp_status, n_ports);
+	OFF(datcp_status, netns_event_rings);
+	printf("DATCP_ABI_VERSION %u\n", DATCP_ABI_VERSION);
 	return 0;
 }

@@ -161,7 +161,7 @@ final class Abi {
 
   /** struct datcp_status (datcp.h). */
   @Structure.FieldOrder({"cc_registered", "pinned", "sockops_attached", "flows", "switch_ports",
-      "ports", "n_ports"})
+      "ports", "n_ports", "netns_event_rings"})
   public static class Status extends Structure {
     public int cc_registered;
     public int pinned;
@@ -170,8 +170,11 @@ final class Abi {
     public int switch_ports;
     public short[] ports = new short[MAX_PORTS];
     public long n_ports;
+    public int netns_event_rings;
   }
 
+  /** DATCP_ABI_VERSION these mirrors follow. */
+  static final int ABI_VERSION = 3;
   /** DATCP_BANDS. */
   static final int BANDS = 3;
   /** DATCP_MAX_PORTS. */

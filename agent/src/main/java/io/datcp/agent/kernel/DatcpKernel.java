@@ -12,7 +12,8 @@ import java.util.function.Consumer;
 
 /**
  * The kernel data path through libdatcp: loading (or re-attaching to) the pinned datcp
- * objects, the flow table, the event ring and the emulated switch ports. Thread-safe: libdatcp
+ * objects, the flow table, the event ring of the agent's network namespace and the emulated
+ * switch ports. Thread-safe: libdatcp
  * caches the pinned map descriptors under a lock and its error text is per thread; the structs handed to it
  * are per thread too.
  */
@@ -166,7 +167,9 @@ public final class DatcpKernel implements Kernel {
       sink.accept(event(new Abi.Event(ev)));
       return 0;
     };
-    Pointer handle = LibDatcp.datcp_events_open(fn, null);
+    // The ring of this agent's network namespace: agents in containers on one kernel would
+    // take each other's events from the shared global ring (consumption is destructive).
+    Pointer handle = LibDatcp.datcp_events_open_netns(fn, null);
     if (handle == null) {
       throw new KernelException(0, LibDatcp.datcp_last_error());
     }

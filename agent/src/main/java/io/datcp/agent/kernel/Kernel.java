@@ -41,7 +41,10 @@ public interface Kernel {
   /** Number of registered flows. */
   int flowCount() throws KernelException;
 
-  /** Attaches to the event ring; events go to sink on the thread that polls. */
+  /**
+   * Opens the event ring of this process's network namespace (replacing an earlier agent's
+   * there); events go to sink on the thread that polls.
+   */
   Events openEvents(Consumer<KernelEvent> sink) throws KernelException;
 
   /** An open event ring. Not thread-safe: one thread polls. */

@@ -67,7 +67,7 @@ final class LibDatcp {
 
   static native int datcp_switch_reset(String netns, String ifname);
 
-  static native Pointer datcp_events_open(EventFn fn, Pointer ctx);
+  static native Pointer datcp_events_open_netns(EventFn fn, Pointer ctx);
 
   static native int datcp_events_poll(Pointer events, int timeoutMs);
 

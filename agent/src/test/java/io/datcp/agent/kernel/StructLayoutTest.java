@@ -48,6 +48,12 @@ class StructLayoutTest {
     check("datcp_status", new Abi.Status());
   }
 
+  @Test
+  void theMirrorsFollowTheHeadersAbiVersion() {
+    assertThat((long) Abi.ABI_VERSION).as("DATCP_ABI_VERSION of kmod/include/datcp_abi.h")
+        .isEqualTo(C.get("DATCP_ABI_VERSION"));
+  }
+
   private static void check(String name, Structure s) throws Exception {
     assertThat((long) s.size()).as("sizeof(struct %s)", name).isEqualTo(C.get(name));
     Method offset = Structure.class.getDeclaredMethod("fieldOffset", String.class);
