@@ -6,12 +6,15 @@ import io.datcp.proto.v1.FlowEnded;
 import io.datcp.proto.v1.FlowOrder;
 import io.datcp.proto.v1.FlowRegistered;
 import io.datcp.proto.v1.FlowRegistration;
+import io.datcp.proto.v1.FlowRegistrationAnswer;
+import io.datcp.proto.v1.FlowRegistrationItem;
 import io.datcp.proto.v1.LocalAgentServiceGrpc;
 import io.datcp.proto.v1.OrdersRequest;
 import io.datcp.proto.v1.ReportAck;
 import io.datcp.proto.v1.ShuffleEvent;
 import io.datcp.proto.v1.ShuffleReport;
 import io.grpc.Server;
+import io.grpc.Status;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
 import io.grpc.netty.shaded.io.netty.channel.epoll.EpollEventLoopGroup;
@@ -29,6 +32,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 
@@ -53,6 +57,13 @@ public final class FakeAgent implements AutoCloseable {
   private volatile Function<FlowRegistration, FlowAction> ordersBeforeReply = r -> null;
   /** How long RegisterFlow takes to answer (a slow agent), milliseconds. */
   public volatile long replyDelayMs;
+  /** False: RegisterFlows answers UNIMPLEMENTED (an agent that predates the stream). */
+  public volatile boolean streams = true;
+  /** Registrations that came over RegisterFlows streams, and the streams opened. */
+  public final AtomicInteger streamedRegistrations = new AtomicInteger();
+  public final AtomicInteger streamsOpened = new AtomicInteger();
+  private final List<StreamObserver<FlowRegistrationAnswer>> openStreams =
+      new CopyOnWriteArrayList<>();
 
   public FakeAgent(Path dir) throws IOException {
     Files.createDirectories(dir);
@@ -80,6 +91,16 @@ public final class FakeAgent implements AutoCloseable {
     }
   }
 
+  /** Ends every open RegisterFlows stream with UNAVAILABLE (as an agent going away would). */
+  public void breakStreams() {
+    for (StreamObserver<FlowRegistrationAnswer> s : openStreams) {
+      openStreams.remove(s);
+      synchronized (s) {
+        s.onError(Status.UNAVAILABLE.withDescription("test broke the stream").asRuntimeException());
+      }
+    }
+  }
+
   public int subscribers() {
     return subscribers.size();
   }
@@ -91,6 +112,9 @@ public final class FakeAgent implements AutoCloseable {
     events.clear();
     ordersBeforeReply = r -> null;
     replyDelayMs = 0;
+    streams = true;
+    streamedRegistrations.set(0);
+    streamsOpened.set(0);
   }
 
   public List<ShuffleEvent> events(ShuffleEvent.EventCase kind) {
@@ -106,6 +130,11 @@ public final class FakeAgent implements AutoCloseable {
   private final class Service extends LocalAgentServiceGrpc.LocalAgentServiceImplBase {
     @Override
     public void registerFlow(FlowRegistration request, StreamObserver<FlowRegistered> reply) {
+      reply.onNext(register(request));
+      reply.onCompleted();
+    }
+
+    private FlowRegistered register(FlowRegistration request) {
       long id = nextFlowId.getAndIncrement();
       flows.add(new Flow(id, request, System.nanoTime()));
       FlowAction early = ordersBeforeReply.apply(request);
@@ -114,8 +143,60 @@ public final class FakeAgent implements AutoCloseable {
         sleep(300); // a generous head start, so the order arrives first even on a busy machine
       }
       sleep(replyDelayMs);
-      reply.onNext(FlowRegistered.newBuilder().setFlowId(id).setEpoch(1).setInKernel(true).build());
-      reply.onCompleted();
+      return FlowRegistered.newBuilder().setFlowId(id).setEpoch(1).setInKernel(true).build();
+    }
+
+    /** As the agent: one answer per item with its sequence; job "job_bad" is refused. */
+    @Override
+    public StreamObserver<FlowRegistrationItem> registerFlows(
+        StreamObserver<FlowRegistrationAnswer> answers) {
+      if (!streams) {
+        answers.onError(Status.UNIMPLEMENTED.asRuntimeException());
+        return new StreamObserver<>() {
+          @Override
+          public void onNext(FlowRegistrationItem item) { }
+
+          @Override
+          public void onError(Throwable t) { }
+
+          @Override
+          public void onCompleted() { }
+        };
+      }
+      streamsOpened.incrementAndGet();
+      openStreams.add(answers);
+      return new StreamObserver<>() {
+        @Override
+        public void onNext(FlowRegistrationItem item) {
+          streamedRegistrations.incrementAndGet();
+          FlowRegistrationAnswer.Builder a = FlowRegistrationAnswer.newBuilder()
+              .setSequence(item.getSequence());
+          if (item.getRegistration().getJobId().equals("job_bad")) {
+            a.getErrorBuilder().setCode(Status.Code.INVALID_ARGUMENT.value())
+                .setMessage("job_id: 'job_bad' is not a job id");
+          } else {
+            a.setRegistered(register(item.getRegistration()));
+          }
+          synchronized (answers) {
+            if (openStreams.contains(answers)) {
+              answers.onNext(a.build());
+            }
+          }
+        }
+
+        @Override
+        public void onError(Throwable t) {
+          openStreams.remove(answers);
+        }
+
+        @Override
+        public void onCompleted() {
+          openStreams.remove(answers);
+          synchronized (answers) {
+            answers.onCompleted();
+          }
+        }
+      };
     }
 
     @Override

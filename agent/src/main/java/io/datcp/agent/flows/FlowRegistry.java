@@ -171,7 +171,8 @@ public final class FlowRegistry {
     }
     drainResumes();
     registered.increment();
-    policies.lookup(lookupOf(flow), this::applyPolicy);
+    Flow registeredFlow = flow;
+    policies.lookup(() -> lookupOf(registeredFlow), this::applyPolicy);
     FlowRegistered.Builder out = FlowRegistered.newBuilder().setFlowId(flow.id)
         .setEpoch(flow.epoch).setPolicy(policy.toBuilder().setFlow(flow.key(hostName)))
         .setInKernel(flow.meta != null);

@@ -3,6 +3,7 @@ package io.datcp.agent.flows;
 import io.datcp.proto.v1.FlowPolicy;
 import io.datcp.proto.v1.PolicyLookup;
 import java.util.function.Consumer;
+import java.util.function.Supplier;
 
 /** Where flow policies come from: a cache and asynchronous lookups (the scheduler). */
 public interface PolicySource {
@@ -10,10 +11,11 @@ public interface PolicySource {
   FlowPolicy cached(String jobId, int reduceId);
 
   /**
-   * Asks for the flow's policy without blocking; the answer, if any, goes to onAnswer on
+   * Asks for the flow's policy without blocking: lookup is built and sent on another thread
+   * (the registration path only hands it over), and the answer, if any, goes to onAnswer on
    * another thread. Skipped (no answer) while the scheduler is away or too many are pending.
    */
-  void lookup(PolicyLookup lookup, Consumer<FlowPolicy> onAnswer);
+  void lookup(Supplier<PolicyLookup> lookup, Consumer<FlowPolicy> onAnswer);
 
   /** No scheduler: every flow keeps the default policy. */
   PolicySource NONE = new PolicySource() {
@@ -23,6 +25,6 @@ public interface PolicySource {
     }
 
     @Override
-    public void lookup(PolicyLookup lookup, Consumer<FlowPolicy> onAnswer) {}
+    public void lookup(Supplier<PolicyLookup> lookup, Consumer<FlowPolicy> onAnswer) {}
   };
 }

@@ -12,6 +12,9 @@ import io.datcp.proto.v1.QuenchMode;
  * wrong scheduler must not make a flow worse than plain TCP.
  */
 final class PolicyTranslator {
+  /** How far after now a deadline already past is written: the write itself takes time. */
+  static final long OVERDUE_GRACE_NANOS = 50_000_000L;
+
   private final FlowMode defaultMode;
   private final QuenchMode defaultQuench;
   private final double defaultImportance;
@@ -70,8 +73,10 @@ final class PolicyTranslator {
   FlowMeta meta(FlowPolicy p, long size, int epoch, long startMono, long nowMono, long nowUnix) {
     long deadline = 0;
     if (p.getDeadlineUnixNanos() != 0) {
-      // wall clock -> CLOCK_MONOTONIC; a deadline already past stays "now" (maximal urgency)
-      deadline = Math.max(nowMono + (p.getDeadlineUnixNanos() - nowUnix), 1);
+      // wall clock -> CLOCK_MONOTONIC; the kernel refuses a deadline already past, so such a
+      // one lands just after now and the kernel's overdue give-up takes the flow
+      deadline = Math.max(nowMono + (p.getDeadlineUnixNanos() - nowUnix),
+          nowMono + OVERDUE_GRACE_NANOS);
     }
     return new FlowMeta(size, deadline, startMono, epoch, p.getImportance(), p.getPhi(),
         mode(p.getMode()), quench(p.getQuenchMode()));

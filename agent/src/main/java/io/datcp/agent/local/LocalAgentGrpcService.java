@@ -7,34 +7,50 @@ import io.datcp.proto.v1.FlowEnded;
 import io.datcp.proto.v1.FlowOrder;
 import io.datcp.proto.v1.FlowRegistered;
 import io.datcp.proto.v1.FlowRegistration;
+import io.datcp.proto.v1.FlowRegistrationAnswer;
+import io.datcp.proto.v1.FlowRegistrationItem;
 import io.datcp.proto.v1.LocalAgentServiceGrpc;
 import io.datcp.proto.v1.OrdersRequest;
+import io.datcp.proto.v1.RegistrationError;
 import io.datcp.proto.v1.ReportAck;
 import io.datcp.proto.v1.ShuffleEvent;
 import io.datcp.proto.v1.ShuffleReport;
 import io.grpc.Status;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 
 /** LocalAgentService: a thin adapter over {@link FlowRegistry} and the order hub. */
 final class LocalAgentGrpcService extends LocalAgentServiceGrpc.LocalAgentServiceImplBase {
   /** Most events in one Forward call (the scheduler's batch bound). */
   static final int MAX_FORWARD_EVENTS = 1000;
+  /**
+   * Items of one RegisterFlows stream read ahead of the answers the caller has taken: enough
+   * to keep the event loop busy, few enough that a caller who stops reading holds little.
+   */
+  static final int STREAM_READ_AHEAD = 64;
+  /** Reads are requested again in groups of this many handled items (a call per item costs). */
+  static final int STREAM_REQUEST_BATCH = 16;
 
   private final FlowRegistry registry;
   private final OrderHub orders;
   private final Function<List<ShuffleEvent>, Integer> forward;
+  private final AtomicInteger openStreams = new AtomicInteger();
 
   /**
    * @param forward queues events for the scheduler, returns how many were queued
    */
   LocalAgentGrpcService(FlowRegistry registry, OrderHub orders,
-      Function<List<ShuffleEvent>, Integer> forward) {
+      Function<List<ShuffleEvent>, Integer> forward, MeterRegistry meters) {
     this.registry = registry;
     this.orders = orders;
     this.forward = forward;
+    Gauge.builder("datcp.agent.registration.streams", openStreams, AtomicInteger::get)
+        .description("RegisterFlows streams open").register(meters);
   }
 
   @Override
@@ -48,6 +64,86 @@ final class LocalAgentGrpcService extends LocalAgentServiceGrpc.LocalAgentServic
     }
     out.onNext(answer);
     out.onCompleted();
+  }
+
+  @Override
+  public StreamObserver<FlowRegistrationItem> registerFlows(
+      StreamObserver<FlowRegistrationAnswer> out) {
+    return new RegistrationStream((ServerCallStreamObserver<FlowRegistrationAnswer>) out);
+  }
+
+  /**
+   * One RegisterFlows stream. Every callback runs on the socket's event loop (direct executor,
+   * serialised per call), so its state needs no lock. Reads are requested by hand: an item is
+   * read only while the caller takes answers, so a caller who stops reading stalls its own
+   * stream (HTTP/2 flow control) instead of filling the agent's memory.
+   */
+  private final class RegistrationStream implements StreamObserver<FlowRegistrationItem> {
+    private final ServerCallStreamObserver<FlowRegistrationAnswer> out;
+    /** Items handled and not requested again yet (all of them while answers cannot be sent). */
+    private int owed;
+    private boolean closed;
+
+    RegistrationStream(ServerCallStreamObserver<FlowRegistrationAnswer> out) {
+      this.out = out;
+      openStreams.incrementAndGet();
+      out.disableAutoRequest();
+      out.setOnReadyHandler(this::ready);
+      out.setOnCancelHandler(this::close); // also: answers after a cancel are dropped quietly
+      out.request(STREAM_READ_AHEAD);
+    }
+
+    private void ready() {
+      if (owed > 0 && !closed) {
+        int n = owed;
+        owed = 0;
+        out.request(n);
+      }
+    }
+
+    @Override
+    public void onNext(FlowRegistrationItem item) {
+      FlowRegistrationAnswer.Builder answer = FlowRegistrationAnswer.newBuilder()
+          .setSequence(item.getSequence());
+      if (!item.hasRegistration()) {
+        answer.setError(RegistrationError.newBuilder().setCode(Status.Code.INVALID_ARGUMENT
+            .value()).setMessage("registration: missing"));
+      } else {
+        try {
+          answer.setRegistered(registry.register(item.getRegistration()));
+        } catch (Rejected e) {
+          answer.setError(RegistrationError.newBuilder().setCode(status(e).getCode().value())
+              .setMessage(e.getMessage()));
+        }
+      }
+      out.onNext(answer.build());
+      if (++owed >= STREAM_REQUEST_BATCH && out.isReady()) {
+        int n = owed;
+        owed = 0;
+        out.request(n);
+      }
+    }
+
+    @Override
+    public void onError(Throwable t) {
+      close(); // cancelled by the caller or the connection broke: accepted items stay
+    }
+
+    @Override
+    public void onCompleted() {
+      if (close()) {
+        out.onCompleted();
+      }
+    }
+
+    private synchronized boolean close() {
+      if (closed) {
+        return false;
+      }
+      closed = true;
+      openStreams.decrementAndGet();
+      return true;
+    }
   }
 
   @Override

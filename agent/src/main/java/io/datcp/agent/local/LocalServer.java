@@ -93,7 +93,8 @@ public final class LocalServer implements AutoCloseable {
         .workerEventLoopGroup(workers)
         .directExecutor()
         .maxInboundMessageSize(MAX_MESSAGE_BYTES)
-        .addService(new LocalAgentGrpcService(registry, orders.hub, forward))
+        .addService(new LocalAgentGrpcService(registry, orders.hub, forward,
+            orders.hub.meters()))
         .build();
     try {
       server.start();

@@ -50,6 +50,10 @@ final class OrderHub {
     }
   }
 
+  MeterRegistry meters() {
+    return meters;
+  }
+
   int subscribers() {
     return subscribers.size();
   }

@@ -15,7 +15,6 @@ import io.datcp.proto.v1.ShuffleReport;
 import io.datcp.proto.v1.ShuffleReportServiceGrpc;
 import io.datcp.proto.v1.WatchRequest;
 import io.grpc.CallCredentials;
-import io.grpc.Context;
 import io.grpc.ManagedChannel;
 import io.grpc.Metadata;
 import io.grpc.Status;
@@ -37,10 +36,14 @@ import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executor;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
+import java.util.function.Supplier;
 import java.util.logging.Logger;
 
 /**
@@ -79,6 +82,12 @@ public final class SchedulerClient implements PolicySource, AutoCloseable {
   private final ConcurrentHashMap<FlowKey, Long> latestUpdate = new ConcurrentHashMap<>();
   private final AtomicLong lastProbeNanos = new AtomicLong(System.nanoTime());
   private Thread watcher;
+  /** Builds and starts policy lookups off the registration path (bounded by lookupSlots). */
+  private final ExecutorService lookupThread = Executors.newSingleThreadExecutor(r -> {
+    Thread t = new Thread(r, "datcp-policy-lookup");
+    t.setDaemon(true);
+    return t;
+  });
   private volatile ClientCallStreamObserver<WatchRequest> watchCall;
 
   /**
@@ -180,15 +189,20 @@ public final class SchedulerClient implements PolicySource, AutoCloseable {
   }
 
   @Override
-  public void lookup(PolicyLookup lookup, Consumer<FlowPolicy> onAnswer) {
+  public void lookup(Supplier<PolicyLookup> lookup, Consumer<FlowPolicy> onAnswer) {
     if (outage.isDown() && !probeDue() || !lookupSlots.tryAcquire()) {
       // while the scheduler is away, one lookup a second probes; the rest keep the default
       lookupsSkipped.increment();
       return;
     }
-    // forked: the RegisterFlow call's context ends (is cancelled) when it answers, and would
-    // cancel the lookup with it
-    Context.current().fork().run(() -> lookupAsync(lookup, onAnswer));
+    // built and started on the lookup thread: a gRPC call's start and serialisation cost more
+    // than the registration itself, and that thread's context is not the caller's (which
+    // ends, cancelled, when RegisterFlow answers)
+    try {
+      lookupThread.execute(() -> lookupAsync(lookup.get(), onAnswer));
+    } catch (RejectedExecutionException e) {
+      lookupSlots.release(); // closing
+    }
   }
 
   private void lookupAsync(PolicyLookup lookup, Consumer<FlowPolicy> onAnswer) {
@@ -339,6 +353,7 @@ public final class SchedulerClient implements PolicySource, AutoCloseable {
     if (watcher != null) {
       watcher.interrupt();
     }
+    lookupThread.shutdownNow();
     outcomes.close();
     forwarded.close();
     channel.shutdownNow();

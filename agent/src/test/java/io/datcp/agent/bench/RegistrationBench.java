@@ -8,9 +8,15 @@ import io.datcp.proto.v1.FlowEnd;
 import io.datcp.proto.v1.FlowEndReason;
 import io.datcp.proto.v1.FlowRegistered;
 import io.datcp.proto.v1.FlowRegistration;
+import io.datcp.proto.v1.FlowRegistrationAnswer;
+import io.datcp.proto.v1.FlowRegistrationItem;
 import io.datcp.proto.v1.LocalAgentServiceGrpc;
+import io.grpc.stub.ClientCallStreamObserver;
+import io.grpc.stub.ClientResponseObserver;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -21,11 +27,15 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * RegisterFlow throughput and latency against a running agent, as the shuffle plugin calls it:
- * gRPC over the agent's Unix socket, each answer sent after the kernel entry is written. Flows
- * go round-robin over kept-alive connections (each registration is the connection's next
- * response, a new epoch). Prints registrations/s and latency percentiles per concurrency.
- * Not a test; see agent/bench/run-bench.sh.
+ * Registration throughput and latency against a running agent, as the shuffle plugin calls it:
+ * gRPC over the agent's Unix socket, each answer sent after the kernel entry is written, so the
+ * latency from the call to the answer bounds the one from the call to the kernel map entry.
+ * Two ways side by side: "unary" (one RegisterFlow call per flow, a future per call, as the
+ * plugin did before) and "stream" (items on one long-lived RegisterFlows stream, answers matched
+ * by sequence, handled on the transport thread, as the plugin's AgentClient does now). Flows go
+ * round-robin over kept-alive connections (each registration is the connection's next response,
+ * a new epoch). Prints registrations/s and latency percentiles per way and concurrency, then the
+ * ratios stream / unary. Not a test; see agent/bench/run-bench.sh.
  */
 @Command(name = "registration-bench", mixinStandardHelpOptions = true)
 public final class RegistrationBench implements Runnable {
@@ -41,9 +51,13 @@ public final class RegistrationBench implements Runnable {
   @Option(names = "--connections", defaultValue = "1000", description = "distinct 4-tuples")
   private int connections;
 
-  @Option(names = "--in-flight", split = ",", defaultValue = "1,16,64",
+  @Option(names = "--in-flight", split = ",", defaultValue = "1,8,64",
       description = "calls outstanding at once (1 = one call after the other)")
   private int[] inFlight;
+
+  @Option(names = "--modes", split = ",", defaultValue = "unary,stream",
+      description = "unary (RegisterFlow per flow) and/or stream (RegisterFlows)")
+  private String[] modes;
 
   @Option(names = "--agent-pid", defaultValue = "0",
       description = "agent process: also print its CPU time per registration")
@@ -53,25 +67,54 @@ public final class RegistrationBench implements Runnable {
     System.exit(new CommandLine(new RegistrationBench()).execute(args));
   }
 
+  /** One row: registrations/s, p50, p99, max (microseconds), agent CPU per registration. */
+  private record Row(double rate, double p50, double p99, double max, double cpu,
+      double sys) { }
+
   @Override
   public void run() {
     try (AgentClient client = new AgentClient(socket)) {
       LocalAgentServiceGrpc.LocalAgentServiceFutureStub stub = client.future();
       long[] lastId = new long[connections];
-      runOnce(stub, warmup, 64, lastId);
-      System.out.printf("%-10s %10s %12s %10s %10s %10s %14s%n", "in-flight", "flows",
-          "flows/s", "p50 us", "p99 us", "max us", "agent cpu us");
+      for (String mode : modes) {
+        runOnce(client, mode, warmup, 64, lastId);
+      }
+      System.out.printf("%-7s %-10s %9s %10s %9s %9s %10s %13s %9s %6s%n", "mode",
+          "in-flight", "flows", "flows/s", "p50 us", "p99 us", "max us", "agent cpu us",
+          "of it sys", "load1");
+      Map<String, Row> rows = new LinkedHashMap<>();
       for (int k : inFlight) {
-        long cpu0 = agentCpuMicros();
-        long[] lat = runOnce(stub, flows, k, lastId);
-        long cpu = agentCpuMicros() - cpu0;
-        double secs = lat[lat.length - 1] / 1e9;
-        long[] sorted = Arrays.copyOf(lat, lat.length - 1);
-        Arrays.sort(sorted);
-        System.out.printf("%-10d %10d %12.0f %10.1f %10.1f %10.1f %14.1f%n", k, flows,
-            flows / secs, sorted[sorted.length / 2] / 1e3,
-            sorted[(int) (sorted.length * 0.99)] / 1e3, sorted[sorted.length - 1] / 1e3,
-            agentPid == 0 ? Double.NaN : (double) cpu / flows);
+        for (String mode : modes) {
+          long[] cpu0 = agentUserSystemMicros();
+          long[] lat = runOnce(client, mode, flows, k, lastId);
+          long[] cpu1 = agentUserSystemMicros();
+          long cpu = cpu1[0] + cpu1[1] - cpu0[0] - cpu0[1];
+          long sys = cpu1[1] - cpu0[1];
+          double secs = lat[lat.length - 1] / 1e9;
+          long[] sorted = Arrays.copyOf(lat, lat.length - 1);
+          Arrays.sort(sorted);
+          Row r = new Row(flows / secs, sorted[sorted.length / 2] / 1e3,
+              sorted[(int) (sorted.length * 0.99)] / 1e3, sorted[sorted.length - 1] / 1e3,
+              agentPid == 0 ? Double.NaN : (double) cpu / flows,
+              agentPid == 0 ? Double.NaN : (double) sys / flows);
+          rows.put(mode + "/" + k, r);
+          System.out.printf("%-7s %-10d %9d %10.0f %9.1f %9.1f %10.1f %13.1f %9.1f %6s%n", mode,
+              k, flows, r.rate, r.p50, r.p99, r.max, r.cpu, r.sys, load1());
+        }
+      }
+      if (rows.keySet().stream().anyMatch(m -> m.startsWith("unary/"))
+          && rows.keySet().stream().anyMatch(m -> m.startsWith("stream/"))) {
+        System.out.println();
+        System.out.printf("%-10s %16s %16s %16s %16s%n", "in-flight", "flows/s ratio",
+            "p50 ratio", "p99 ratio", "cpu/reg ratio");
+        for (int k : inFlight) {
+          Row u = rows.get("unary/" + k);
+          Row st = rows.get("stream/" + k);
+          System.out.printf("%-10d %15.2fx %15.2fx %15.2fx %15.2fx%n", k, st.rate / u.rate,
+              st.p50 / u.p50, st.p99 / u.p99, st.cpu / u.cpu);
+        }
+        System.out.println("(stream / unary; flows/s above 1 and latency below 1 favour the "
+            + "stream)");
       }
       // leave nothing behind: end every connection's last flow (deletes its kernel entry)
       LocalAgentServiceGrpc.LocalAgentServiceBlockingStub b = client.blocking();
@@ -86,23 +129,51 @@ public final class RegistrationBench implements Runnable {
     }
   }
 
+  private static String load1() {
+    try {
+      return java.nio.file.Files.readString(Path.of("/proc/loadavg")).split(" ")[0];
+    } catch (java.io.IOException e) {
+      return "?";
+    }
+  }
+
   /** The agent's user + system CPU time (/proc/PID/stat, clock ticks of 10 ms), microseconds. */
   private long agentCpuMicros() {
+    long[] us = agentUserSystemMicros();
+    return us[0] + us[1];
+  }
+
+  /** The agent's user and system CPU time, microseconds. */
+  private long[] agentUserSystemMicros() {
     if (agentPid == 0) {
-      return 0;
+      return new long[2];
     }
     try {
       String stat = java.nio.file.Files.readString(Path.of("/proc/" + agentPid + "/stat"));
       String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-      return (Long.parseLong(f[11]) + Long.parseLong(f[12])) * 10_000L;
+      return new long[] {Long.parseLong(f[11]) * 10_000L, Long.parseLong(f[12]) * 10_000L};
     } catch (java.io.IOException e) {
-      return 0;
+      return new long[2];
     }
   }
 
   /** Latencies in nanoseconds, then the run's wall time as the last element. */
-  private long[] runOnce(LocalAgentServiceGrpc.LocalAgentServiceFutureStub stub, int n,
-      int window, long[] lastId) throws InterruptedException {
+  private long[] runOnce(AgentClient client, String mode, int n, int window, long[] lastId)
+      throws InterruptedException {
+    FlowRegistration[] regs = registrations();
+    long[] lat;
+    if (mode.equals("stream")) {
+      lat = runStream(client.async(), regs, n, window, lastId);
+    } else if (mode.equals("unary")) {
+      lat = runUnary(client.future(), regs, n, window, lastId);
+    } else {
+      throw new CommandLine.ParameterException(new CommandLine(this),
+          "--modes: '" + mode + "' is not unary or stream");
+    }
+    return lat;
+  }
+
+  private FlowRegistration[] registrations() {
     FlowRegistration base = FlowRegistration.newBuilder().setJobId("job_1700000000000_0001")
         .setReduceId(0).addMapIds(1).setBytes(1_000_000).setSourcePort(13562)
         .setDestinationAddress("192.0.2.250").setDestinationHost("reducer").build();
@@ -111,6 +182,12 @@ public final class RegistrationBench implements Runnable {
       regs[c] = base.toBuilder().setSourceAddress("192.0.2." + (1 + c / 250))
           .setDestinationPort(30000 + c % 250).build();
     }
+    return regs;
+  }
+
+  /** Latencies in nanoseconds, then the run's wall time as the last element. */
+  private long[] runUnary(LocalAgentServiceGrpc.LocalAgentServiceFutureStub stub,
+      FlowRegistration[] regs, int n, int window, long[] lastId) throws InterruptedException {
     long[] lat = new long[n + 1];
     AtomicLongArray ids = new AtomicLongArray(connections);
     Semaphore slots = new Semaphore(window);
@@ -151,6 +228,71 @@ public final class RegistrationBench implements Runnable {
     }
     if (failures.get() > 0) {
       System.err.printf("%d of %d registrations failed%n", failures.get(), n);
+    }
+    return lat;
+  }
+
+  /** As runUnary, over one RegisterFlows stream: item i carries sequence i. */
+  private long[] runStream(LocalAgentServiceGrpc.LocalAgentServiceStub stub,
+      FlowRegistration[] regs, int n, int window, long[] lastId) throws InterruptedException {
+    long[] lat = new long[n + 1];
+    long[] starts = new long[n];
+    AtomicLongArray ids = new AtomicLongArray(connections);
+    Semaphore slots = new Semaphore(window);
+    CountDownLatch done = new CountDownLatch(n);
+    AtomicInteger failures = new AtomicInteger();
+    CountDownLatch closed = new CountDownLatch(1);
+    ClientCallStreamObserver<FlowRegistrationItem>[] call = new ClientCallStreamObserver[1];
+    stub.withExecutor(MoreExecutors.directExecutor()).registerFlows(
+        new ClientResponseObserver<FlowRegistrationItem, FlowRegistrationAnswer>() {
+          @Override
+          public void beforeStart(ClientCallStreamObserver<FlowRegistrationItem> r) {
+            call[0] = r;
+          }
+
+          @Override
+          public void onNext(FlowRegistrationAnswer a) {
+            int idx = (int) a.getSequence();
+            lat[idx] = System.nanoTime() - starts[idx];
+            if (a.hasRegistered()) {
+              ids.set(idx % connections, a.getRegistered().getFlowId());
+            } else if (failures.getAndIncrement() == 0) {
+              System.err.println("registration refused: " + a.getError());
+            }
+            slots.release();
+            done.countDown();
+          }
+
+          @Override
+          public void onError(Throwable t) {
+            System.err.println("registration stream failed: " + t);
+            for (long i = done.getCount(); i > 0; i--) {
+              done.countDown();
+            }
+            closed.countDown();
+          }
+
+          @Override
+          public void onCompleted() {
+            closed.countDown();
+          }
+        });
+    FlowRegistrationItem.Builder item = FlowRegistrationItem.newBuilder();
+    long t0 = System.nanoTime();
+    for (int i = 0; i < n; i++) {
+      slots.acquire();
+      starts[i] = System.nanoTime();
+      call[0].onNext(item.setSequence(i).setRegistration(regs[i % connections]).build());
+    }
+    done.await();
+    lat[n] = System.nanoTime() - t0;
+    call[0].onCompleted();
+    closed.await(10, java.util.concurrent.TimeUnit.SECONDS);
+    for (int c = 0; c < connections; c++) {
+      lastId[c] = ids.get(c);
+    }
+    if (failures.get() > 0) {
+      System.err.printf("%d of %d registrations refused%n", failures.get(), n);
     }
     return lat;
   }

@@ -3,6 +3,7 @@ package io.datcp.agent.testing;
 import io.datcp.proto.v1.LocalAgentServiceGrpc;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
+import io.netty.channel.ChannelOption;
 import io.netty.channel.epoll.EpollDomainSocketChannel;
 import io.netty.channel.epoll.EpollEventLoopGroup;
 import io.netty.channel.unix.DomainSocketAddress;
@@ -17,6 +18,8 @@ public final class AgentClient implements AutoCloseable {
   public AgentClient(Path socket) {
     channel = NettyChannelBuilder.forAddress(new DomainSocketAddress(socket.toString()))
         .channelType(EpollDomainSocketChannel.class).eventLoopGroup(group).usePlaintext()
+        // gRPC sets SO_KEEPALIVE, which a domain socket lacks (Netty warns per connection)
+        .withOption(ChannelOption.SO_KEEPALIVE, null)
         .build();
   }
 

@@ -4,16 +4,20 @@ import com.google.common.util.concurrent.FutureCallback;
 import com.google.common.util.concurrent.Futures;
 import com.google.common.util.concurrent.ListenableFuture;
 import com.google.common.util.concurrent.MoreExecutors;
+import com.google.common.util.concurrent.SettableFuture;
 import io.datcp.proto.v1.FlowEnd;
 import io.datcp.proto.v1.FlowEnded;
 import io.datcp.proto.v1.FlowOrder;
 import io.datcp.proto.v1.FlowRegistered;
 import io.datcp.proto.v1.FlowRegistration;
+import io.datcp.proto.v1.FlowRegistrationAnswer;
+import io.datcp.proto.v1.FlowRegistrationItem;
 import io.datcp.proto.v1.LocalAgentServiceGrpc;
 import io.datcp.proto.v1.OrdersRequest;
 import io.datcp.proto.v1.ReportAck;
 import io.datcp.proto.v1.ShuffleReport;
 import io.grpc.ManagedChannel;
+import io.grpc.Status;
 import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
 import io.grpc.netty.shaded.io.netty.channel.ChannelOption;
 import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
@@ -24,18 +28,30 @@ import io.grpc.netty.shaded.io.netty.util.concurrent.DefaultThreadFactory;
 import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.ClientResponseObserver;
 import java.io.Closeable;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * gRPC client of the host's agent (LocalAgentService) over its Unix domain socket. Every call is
  * bounded by the rpc timeout and fails fast while the agent is absent; callers treat a failure as
  * "plain Hadoop shuffle" and this class logs one line per outage.
+ *
+ * <p>Registrations go over one long-lived RegisterFlows stream (a unary call per flow costs the
+ * agent an HTTP/2 stream each). While that stream is broken, for {@link #STREAM_RETRY_MS} after
+ * each break, registrations use RegisterFlow; an agent without RegisterFlows gets RegisterFlow
+ * for good.
  */
 public final class AgentClient implements Closeable {
+  private static final Logger LOG = LoggerFactory.getLogger(AgentClient.class);
   private static final long MAX_RESUBSCRIBE_DELAY_MS = 10_000;
+  /** After a registration stream breaks, registrations use RegisterFlow this long. */
+  static final long STREAM_RETRY_MS = 1_000;
 
   private final AgentConfig config;
   private final EventLoopGroup eventLoop;
@@ -43,6 +59,12 @@ public final class AgentClient implements Closeable {
   private final ScheduledExecutorService timer;
   private final OutageLog outage;
   private volatile boolean closed;
+  /** Guards the registration stream's state and serialises its sends. */
+  private final Object streamLock = new Object();
+  private RegistrationStream stream;
+  private long nextSequence;
+  private long streamRetryAtNanos;
+  private boolean streamUnsupported;
 
   public AgentClient(AgentConfig config, String who) {
     this.config = config;
@@ -62,6 +84,9 @@ public final class AgentClient implements Closeable {
       t.setDaemon(true);
       return t;
     });
+    long sweepMs = Math.max(10, Math.min(1_000, config.rpcTimeout().toMillis() / 2));
+    timer.scheduleWithFixedDelay(this::expireRegistrations, sweepMs, sweepMs,
+        TimeUnit.MILLISECONDS);
   }
 
   public AgentConfig config() {
@@ -73,13 +98,161 @@ public final class AgentClient implements Closeable {
     return outage.isDown();
   }
 
-  /** Registers a flow; the future fails (never hangs) when the agent is absent or slow. */
+  /**
+   * Registers a flow; the future fails (never hangs: at most the rpc timeout) when the agent is
+   * absent, slow or refuses it (the status RegisterFlow would end with).
+   */
   public ListenableFuture<FlowRegistered> registerFlow(FlowRegistration registration) {
+    ListenableFuture<FlowRegistered> streamed = registerOnStream(registration);
+    return streamed != null ? streamed : registerUnary(registration);
+  }
+
+  private ListenableFuture<FlowRegistered> registerUnary(FlowRegistration registration) {
     ListenableFuture<FlowRegistered> reply = LocalAgentServiceGrpc.newFutureStub(channel)
         .withDeadlineAfter(config.rpcTimeout().toMillis(), TimeUnit.MILLISECONDS)
         .registerFlow(registration);
     watch(reply);
     return reply;
+  }
+
+  /** Sends the registration on the stream (opened if needed); null = use RegisterFlow. */
+  private ListenableFuture<FlowRegistered> registerOnStream(FlowRegistration registration) {
+    synchronized (streamLock) {
+      if (closed || streamUnsupported
+          || stream == null && System.nanoTime() - streamRetryAtNanos < 0) {
+        return null;
+      }
+      if (stream == null) {
+        stream = new RegistrationStream();
+        if (stream.done) { // failed at once (no agent): its onError has set the retry pause
+          stream = null;
+          return null;
+        }
+      }
+      long sequence = ++nextSequence;
+      Pending p = new Pending(registration, SettableFuture.create(), System.nanoTime());
+      stream.pending.put(sequence, p);
+      stream.requests.onNext(FlowRegistrationItem.newBuilder().setSequence(sequence)
+          .setRegistration(registration).build());
+      return p.future;
+    }
+  }
+
+  /** A registration sent on the stream and not answered yet. */
+  private record Pending(FlowRegistration registration, SettableFuture<FlowRegistered> future,
+      long sentNanos) { }
+
+  /**
+   * One RegisterFlows call. Answers are handled on the transport thread (they only complete
+   * futures), without a hop through gRPC's executor.
+   */
+  private final class RegistrationStream
+      implements ClientResponseObserver<FlowRegistrationItem, FlowRegistrationAnswer> {
+    final Map<Long, Pending> pending = new ConcurrentHashMap<>();
+    ClientCallStreamObserver<FlowRegistrationItem> requests;
+    /** Closed: set before the stream is dropped, even when that happens inside its start. */
+    volatile boolean done;
+
+    RegistrationStream() {
+      LocalAgentServiceGrpc.newStub(channel).withExecutor(MoreExecutors.directExecutor())
+          .registerFlows(this); // sets requests in beforeStart
+    }
+
+    @Override
+    public void beforeStart(ClientCallStreamObserver<FlowRegistrationItem> requestStream) {
+      requests = requestStream;
+    }
+
+    @Override
+    public void onNext(FlowRegistrationAnswer answer) {
+      Pending p = pending.remove(answer.getSequence());
+      if (p == null) {
+        return; // expired meanwhile
+      }
+      outage.succeeded();
+      if (answer.hasRegistered()) {
+        p.future.set(answer.getRegistered());
+      } else {
+        p.future.setException(Status.fromCodeValue(answer.getError().getCode())
+            .withDescription(answer.getError().getMessage()).asRuntimeException());
+      }
+    }
+
+    @Override
+    public void onError(Throwable t) {
+      Status status = Status.fromThrowable(t);
+      done = true;
+      synchronized (streamLock) {
+        // null: this stream failed inside its own start, before it was stored
+        if (stream == this || stream == null) {
+          stream = null;
+          if (status.getCode() == Status.Code.UNIMPLEMENTED) {
+            streamUnsupported = true;
+          } else {
+            streamRetryAtNanos = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(
+                STREAM_RETRY_MS);
+          }
+        }
+      }
+      // no more sends on this stream from here on
+      if (status.getCode() == Status.Code.UNIMPLEMENTED) {
+        LOG.info("DATCP agent at {} has no RegisterFlows stream; registering with RegisterFlow",
+            config.socketPath());
+        // the agent handled none of them: each goes again as a RegisterFlow call
+        for (Long sequence : pending.keySet()) {
+          Pending p = pending.remove(sequence);
+          if (p != null) {
+            p.future.setFuture(registerUnary(p.registration));
+          }
+        }
+        return;
+      }
+      if (!closed) {
+        outage.failed(t);
+      }
+      failAll(status.asRuntimeException());
+    }
+
+    @Override
+    public void onCompleted() {
+      onError(Status.UNAVAILABLE.withDescription("registration stream ended by the agent")
+          .asRuntimeException());
+    }
+
+    void failAll(Throwable why) {
+      for (Long sequence : pending.keySet()) {
+        Pending p = pending.remove(sequence);
+        if (p != null) {
+          p.future.setException(why);
+        }
+      }
+    }
+  }
+
+  /**
+   * Registrations unanswered after the rpc timeout fail; the stream that holds them is cancelled
+   * (a stuck stream is replaced by a new one after STREAM_RETRY_MS, RegisterFlow meanwhile).
+   */
+  private void expireRegistrations() {
+    long limit = System.nanoTime() - config.rpcTimeout().toNanos();
+    RegistrationStream overdue = null;
+    synchronized (streamLock) { // the call's sends and cancel are not thread-safe
+      if (stream == null) {
+        return;
+      }
+      for (Pending p : stream.pending.values()) {
+        if (p.sentNanos - limit < 0) {
+          overdue = stream;
+          overdue.requests.cancel("registration answers overdue (" + AgentConfig.RPC_TIMEOUT_MS
+              + ")", null);
+          break;
+        }
+      }
+    }
+    if (overdue != null) { // onError fails them too; this makes sure, whatever the call did
+      overdue.failAll(Status.DEADLINE_EXCEEDED.withDescription("no answer within "
+          + AgentConfig.RPC_TIMEOUT_MS).asRuntimeException());
+    }
   }
 
   /** Tells the agent a flow's response ended; fire and forget. */
@@ -165,6 +338,17 @@ public final class AgentClient implements Closeable {
   @Override
   public void close() {
     closed = true;
+    RegistrationStream s;
+    synchronized (streamLock) {
+      s = stream;
+      stream = null;
+      if (s != null) {
+        s.requests.cancel("client closed", null);
+      }
+    }
+    if (s != null) {
+      s.failAll(Status.CANCELLED.withDescription("client closed").asRuntimeException());
+    }
     timer.shutdownNow();
     channel.shutdownNow();
     try {
