@@ -3,8 +3,10 @@
 # default) against its gRPC port, prints reports/s, lookups/s and latency percentiles, stops it.
 # Build first: mvn -q package -pl proto,scheduler -am -DskipTests   (from the repository root)
 # Extra arguments go to the benchmark, e.g. --hosts 10000 --workers 64 --seconds 30.
-# OLD_JAR=path/to/an/older/scheduler.jar runs the same benchmark against it first (started
-# without a config file), so old and new numbers come from one run. SCHEDULER_JAVA_OPTS adds
+# OLD_JAR=path/to/an/older/scheduler.jar runs the same benchmark against it first, so old and
+# new numbers come from one run; it gets the same development config (OLD_DEV_CONFIG=0: no
+# config file, for jars older than those keys, 7577081 and before); NEW_FIRST=1 runs the new one
+# first (load on a shared machine drifts: alternate the order). SCHEDULER_JAVA_OPTS adds
 # JVM options to the scheduler(s), e.g. "-XX:+UseZGC".
 # The simulated hosts send no node tokens, so the scheduler runs with auth.nodes.required=false
 # and jobs.attributesFrom=reports (development mode); with tokens each call costs one SHA-256
@@ -18,13 +20,14 @@ grpc_port="${GRPC_PORT:-19090}"
 http_port="${HTTP_PORT:-18080}"
 pid=""
 data=""
+results="$(mktemp -d)"
+trap 'cleanup; rm -rf "$results"' EXIT
 cleanup() {
   if [[ -n "$pid" ]]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
   if [[ -n "$data" ]]; then rm -rf "$data"; fi
   pid=""
   data=""
 }
-trap cleanup EXIT
 
 # run LABEL JAR [--config FILE]: one scheduler, one benchmark run against it.
 run() {
@@ -47,11 +50,53 @@ run() {
   done
   echo "== $label scheduler ($server_jar)"
   java -Xmx1g -cp "$jar:$classes" io.datcp.scheduler.bench.LoadBenchmark \
-    --target "127.0.0.1:$grpc_port" --server-pid "$pid" "$@"
+    --target "127.0.0.1:$grpc_port" --server-pid "$pid" "$@" | grep -v ' INFO ' \
+    | tee "$results/$label"
   cleanup
 }
 
-if [[ -n "${OLD_JAR:-}" ]]; then
-  run old "$OLD_JAR" "$@"
+# field FILE LINE-PREFIX N: the Nth whitespace-separated field after the prefix.
+field() {
+  awk -v p="$2" -v n="$3" 'index($0, p) == 1 { sub(p, ""); split($0, f, " "); print f[n] }' "$1"
+}
+
+# Old and new side by side, with new/old ratios.
+compare() {
+  local o="$results/old" n="$results/new"
+  printf '\n%-28s %12s %12s %10s\n' "" old new new/old
+  local row name prefix col
+  for row in "all requests/s|all requests|1" "all requests p50 ms|all requests|4" \
+      "all requests p99 ms|all requests|7" "policy lookups p99 ms|policy lookups|7" \
+      "shuffle reports p99 ms|shuffle reports|7" \
+      "server CPU ms/1000 req|server CPU|1" "benchmark CPU ms/1000 req|benchmark CPU|1"; do
+    IFS='|' read -r name prefix col <<< "$row"
+    local a b
+    a="$(field "$o" "$prefix" "$col")"
+    b="$(field "$n" "$prefix" "$col")"
+    awk -v name="$name" -v a="$a" -v b="$b" \
+      'BEGIN { printf "%-28s %12s %12s %9.2fx\n", name, a, b, (a > 0 ? b / a : 0) }'
+  done
+  printf '%-28s %s | %s\n' "load average (1/5/15 min)" \
+    "$(field "$o" "load average" 1) $(field "$o" "load average" 2) $(field "$o" "load average" 3)" \
+    "$(field "$n" "load average" 1) $(field "$n" "load average" 2) $(field "$n" "load average" 3)"
+}
+
+run_old() {
+  if [[ "${OLD_DEV_CONFIG:-1}" == 0 ]]; then
+    run old "$OLD_JAR" "$@"
+  else
+    run old "$OLD_JAR" --dev-config "$@"
+  fi
+}
+
+if [[ -z "${OLD_JAR:-}" ]]; then
+  run new "$jar" --dev-config "$@"
+elif [[ "${NEW_FIRST:-0}" == 1 ]]; then
+  run new "$jar" --dev-config "$@"
+  run_old "$@"
+  compare
+else
+  run_old "$@"
+  run new "$jar" --dev-config "$@"
+  compare
 fi
-run new "$jar" --dev-config "$@"

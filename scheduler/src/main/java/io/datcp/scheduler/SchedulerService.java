@@ -42,6 +42,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
@@ -50,8 +51,13 @@ import java.util.function.Consumer;
  * plugins' reports, plans per-host deadlines, answers agents' policy lookups, pushes policy
  * updates, records flow outcomes, and fronts the operator's policy rules.
  *
- * <p>Job model, plans and update interest are guarded by one lock: every operation on them is
- * short (a plan covers the few jobs sharing one reducer's downlink).
+ * <p>Concurrency: there is no global lock. Everything about one job (its state, the agents'
+ * interest in its flows, its published demands) changes only under that job's lock, striped by
+ * job id ({@link Stripes}); a call naming several jobs takes their stripes in index order. A
+ * reducer host's plan is computed under that host's lock from the demands its jobs published
+ * (each a consistent snapshot of one job), so reports for jobs on different hosts never wait for
+ * each other. Lock order: job stripes, then one host stripe; never a job stripe under a host
+ * stripe. Updates are collected per call and delivered after its locks are released.
  */
 public final class SchedulerService {
   /** A re-plan is pushed to agents only when a deadline moves by more than this, nanoseconds. */
@@ -71,16 +77,28 @@ public final class SchedulerService {
   /** What a report batch did. */
   public record Ack(int accepted, boolean duplicate) {}
 
-  private final Object lock = new Object();
+  /** Lock stripes; a power of two well above the cores, so unrelated calls rarely collide. */
+  private static final int STRIPES = 256;
+
+  private final Stripes jobLocks = new Stripes(STRIPES);
+  private final Stripes hostLocks = new Stripes(STRIPES);
   private final JobRegistry registry;
   private final BatchDedup dedup;
   private final YarnApps yarn;
   private final SwitchBook switches;
   private final long idleTimeoutNanos;
-  private final Map<String, Map<String, Deadline>> hostPlans = new HashMap<>();
+  /** Reducer host -> job -> deadline; written under the host's lock, read anywhere. */
+  private final Map<String, Map<String, Deadline>> hostPlans = new ConcurrentHashMap<>();
+  /**
+   * Job -> reducer host -> its demand on that host's downlink, republished under the job's lock
+   * after every change, so a host's plan never reads another job's state while it changes.
+   */
+  private final Map<String, Map<String, Demand>> demands = new ConcurrentHashMap<>();
   private final PolicyUpdateHub hub = new PolicyUpdateHub();
   private final DeadlinePlanner planner;
   private final double usableBitsPerSecond;
+  private final double firstJobImportance;
+  private final boolean waitingJobsYield;
   private final PolicyBook policies;
   private final FlowLog flowLog;
   private final HostRateLimiter limiter;
@@ -124,6 +142,8 @@ public final class SchedulerService {
     double utilisation = conf.get(SchedulerConf.TARGET_UTILISATION);
     this.planner = new DeadlinePlanner(downlink, utilisation);
     this.usableBitsPerSecond = downlink * utilisation;
+    this.firstJobImportance = conf.get(SchedulerConf.FIRST_JOB_IMPORTANCE);
+    this.waitingJobsYield = conf.get(SchedulerConf.WAITING_JOBS_YIELD);
 
     eventsAccepted = Counter.builder("datcp.report.events").description("Events applied")
         .register(meters);
@@ -176,9 +196,11 @@ public final class SchedulerService {
       throw e;
     }
     long now = nowUnixNanos();
-    List<PolicyUpdateHub.Outbound> updates;
+    PolicyUpdateHub.Outbox out = new PolicyUpdateHub.Outbox();
     List<String> askYarn = new ArrayList<>();
-    synchronized (lock) {
+    Set<String> jobIds = new HashSet<>();
+    events.forEach(e -> jobIds.add(e.jobId()));
+    try (Stripes.Held held = jobLocks.hold(jobIds)) {
       if (caller.authenticated()) {
         Set<String> started = new HashSet<>();
         try {
@@ -192,13 +214,15 @@ public final class SchedulerService {
         return new Ack(0, true);
       }
       Set<String> touched = new HashSet<>();
+      Set<Job> changed = new HashSet<>();
       for (JobEvent e : events) {
         Job job = registry.apply(e, touched, now);
         if (job == null) {
           continue;
         }
+        changed.add(job);
         if (job.finished()) {
-          hub.jobFinished(job.id(), now);
+          hub.jobFinished(out, job.id(), now);
         } else if (e instanceof JobEvent.FetchFinished f) {
           hub.notInterested(f.sourceHost(), f.jobId(),
               PolicyUpdateHub.fetched(f.reduceId(), f.sourceHost(), f.mapIds()));
@@ -209,11 +233,11 @@ public final class SchedulerService {
           askYarn.add(job.id());
         }
       }
+      changed.forEach(j -> publishDemands(j, touched));
       registry.drainEvicted().forEach(flowLog::forget);
-      replan(touched, now);
-      updates = hub.drain();
+      replan(touched, now, out);
     }
-    hub.deliver(updates);
+    hub.deliver(out);
     eventsAccepted.increment(events.size());
     askYarn.forEach(id -> yarn.attributes(id).thenAccept(
         conf -> conf.ifPresent(c -> attributesFromYarn(id, c))));
@@ -228,18 +252,22 @@ public final class SchedulerService {
   /** Drops running jobs idle for longer than jobs.idleTimeoutSeconds; returns how many. */
   public int expireIdleJobs() {
     long now = nowUnixNanos();
-    List<PolicyUpdateHub.Outbound> updates;
-    int n;
-    synchronized (lock) {
-      Set<String> touched = new HashSet<>();
-      List<Job> expired = registry.expireIdle(now, idleTimeoutNanos, touched);
-      expired.forEach(j -> hub.jobFinished(j.id(), now));
-      registry.drainEvicted().forEach(flowLog::forget);
-      replan(touched, now);
-      updates = hub.drain();
-      n = expired.size();
+    int n = 0;
+    for (Job job : List.copyOf(registry.runningJobs())) {
+      PolicyUpdateHub.Outbox out = new PolicyUpdateHub.Outbox();
+      try (Stripes.Held held = jobLocks.hold(job.id())) {
+        Set<String> touched = new HashSet<>();
+        if (!registry.expireIfIdle(job, now, idleTimeoutNanos, touched)) {
+          continue;
+        }
+        n++;
+        hub.jobFinished(out, job.id(), now);
+        publishDemands(job, Set.of());
+        registry.drainEvicted().forEach(flowLog::forget);
+        replan(touched, now, out);
+      }
+      hub.deliver(out);
     }
-    hub.deliver(updates);
     jobsTimedOut.increment(n);
     return n;
   }
@@ -285,25 +313,27 @@ public final class SchedulerService {
   public Runnable watch(String agentHost, boolean resync, PolicyUpdateHub.Sink sink) {
     require(agentHost != null && !agentHost.isEmpty() && agentHost.length() <= 255, "agentHost",
         "must be a host name of 1-255 characters");
-    long now = nowUnixNanos();
-    List<PolicyUpdateHub.Outbound> updates;
-    Runnable stop;
-    synchronized (lock) {
-      // Registered and snapshotted under the lock: no live update can overtake the snapshot.
-      stop = hub.watch(agentHost, sink);
-      if (resync) {
-        for (PolicyUpdateHub.Interest i : hub.interestOf(agentHost)) {
+    PolicyUpdateHub.Outbox out = new PolicyUpdateHub.Outbox();
+    // Registered first with its gate closed: live updates decided from now on wait behind the
+    // snapshot's end, and each flow's snapshot entry is taken under its job's lock, after
+    // every update decided before it, so no live update overtakes the snapshot.
+    PolicyUpdateHub.Gate gate = hub.watch(agentHost, sink, resync);
+    if (resync) {
+      for (PolicyUpdateHub.Interest i : hub.interestOf(agentHost)) {
+        try (Stripes.Held held = jobLocks.hold(i.jobId())) {
           Job job = registry.running(i.jobId());
-          if (job != null) {
-            sink.send(PolicyUpdate.of(now, currentPolicy(job, i.flow(), i.bytes(), now)));
+          Long bytes = hub.interestIn(agentHost, i.jobId(), i.flow());
+          if (job != null && bytes != null) {
+            long now = nowUnixNanos();
+            gate.sendDirect(PolicyUpdate.of(now, currentPolicy(job, i.flow(), bytes, now, out)));
           }
         }
-        sink.send(new PolicyUpdate(now, null, false, true));
       }
-      updates = hub.drain();
+      gate.sendDirect(new PolicyUpdate(nowUnixNanos(), null, false, true));
+      gate.open();
     }
-    hub.deliver(updates);
-    return stop;
+    hub.deliver(out);
+    return gate::stop;
   }
 
   /** Counts an update stream closed because its agent read too slowly. */
@@ -328,7 +358,9 @@ public final class SchedulerService {
       throw e;
     }
     int applied = 0;
-    synchronized (lock) {
+    Set<String> jobIds = new HashSet<>();
+    outcomes.forEach(o -> jobIds.add(o.jobId()));
+    try (Stripes.Held held = jobLocks.hold(jobIds)) {
       if (!firstTime(caller, reporterId, batchId)) {
         return new Ack(0, true);
       }
@@ -410,22 +442,27 @@ public final class SchedulerService {
   /** Running jobs first (newest first), then finished ones (most recently finished first). */
   public List<JobView> jobs() {
     long now = nowUnixNanos();
-    synchronized (lock) {
-      List<JobView> out = new ArrayList<>();
-      registry.runningJobs().stream()
-          .sorted(Comparator.comparingLong(Job::startUnixNanos).reversed())
-          .forEach(j -> out.add(view(j, now)));
-      List<Job> done = new ArrayList<>(registry.finishedJobs());
-      for (int i = done.size() - 1; i >= 0; i--) {
-        out.add(view(done.get(i), now));
+    List<JobView> out = new ArrayList<>();
+    Set<String> listed = new HashSet<>();
+    registry.runningJobs().stream()
+        .sorted(Comparator.comparingLong(Job::startUnixNanos).reversed())
+        .forEach(j -> {
+          listed.add(j.id());
+          out.add(lockedView(j, now));
+        });
+    // A job that finished meanwhile is in both; it is listed once.
+    List<Job> done = registry.finishedJobs();
+    for (int i = done.size() - 1; i >= 0; i--) {
+      if (listed.add(done.get(i).id())) {
+        out.add(lockedView(done.get(i), now));
       }
-      return out;
     }
+    return out;
   }
 
   public Optional<JobView> job(String jobId) {
     long now = nowUnixNanos();
-    synchronized (lock) {
+    try (Stripes.Held held = jobLocks.hold(jobId)) {
       Job j = registry.find(jobId);
       return j == null ? Optional.empty() : Optional.of(view(j, now));
     }
@@ -447,9 +484,7 @@ public final class SchedulerService {
   }
 
   public int runningJobCount() {
-    synchronized (lock) {
-      return registry.runningJobs().size();
-    }
+    return registry.runningCount();
   }
 
   public long nowUnixNanos() {
@@ -487,27 +522,26 @@ public final class SchedulerService {
 
   private void attributesFromYarn(String jobId, JobConf conf) {
     long now = nowUnixNanos();
-    List<PolicyUpdateHub.Outbound> updates;
-    synchronized (lock) {
+    PolicyUpdateHub.Outbox out = new PolicyUpdateHub.Outbox();
+    try (Stripes.Held held = jobLocks.hold(jobId)) {
       Job job = registry.find(jobId);
       if (job == null) {
         return;
       }
       job.attributes(conf);
       if (!job.finished()) {
-        pushJobEverywhere(job, now);
+        pushJobEverywhere(job, now, out);
       }
-      updates = hub.drain();
     }
-    hub.deliver(updates);
+    hub.deliver(out);
   }
 
   private FlowPolicy explain(String agentHost, String jobId, PolicyUpdateHub.FlowRef flow,
       long bytes) {
     long now = nowUnixNanos();
     FlowPolicy answer;
-    List<PolicyUpdateHub.Outbound> updates;
-    synchronized (lock) {
+    PolicyUpdateHub.Outbox out = new PolicyUpdateHub.Outbox();
+    try (Stripes.Held held = jobLocks.hold(jobId)) {
       Job job = registry.running(jobId);
       if (job == null) {
         answer = noDeadline(jobId, flow, policies.defaults(),
@@ -516,18 +550,23 @@ public final class SchedulerService {
         Job.Reduce reduce = job.reduce(flow.reduceId());
         if (reduce != null && reduce.shuffling()) {
           hub.interested(agentHost, jobId, flow, bytes);
-          JobRegistry.sawLookup(job, bytes);
+          if (JobRegistry.sawLookup(job, bytes)) {
+            publishDemands(job, null);
+          }
         }
-        answer = currentPolicy(job, flow, bytes, now);
+        answer = currentPolicy(job, flow, bytes, now, out);
       }
-      updates = hub.drain();
     }
-    hub.deliver(updates);
+    hub.deliver(out);
     return answer;
   }
 
-  /** The policy a flow of a running job gets now; re-plans its host when the plan is stale. */
-  private FlowPolicy currentPolicy(Job job, PolicyUpdateHub.FlowRef flow, long bytes, long now) {
+  /**
+   * The policy a flow of a running job gets now; re-plans its host when the plan is stale.
+   * Caller holds the job's lock.
+   */
+  private FlowPolicy currentPolicy(Job job, PolicyUpdateHub.FlowRef flow, long bytes, long now,
+      PolicyUpdateHub.Outbox out) {
     PolicyDecision decision = JobRegistry.decision(job, policies);
     Job.Reduce reduce = job.reduce(flow.reduceId());
     if (reduce == null || !reduce.shuffling()) {
@@ -537,8 +576,12 @@ public final class SchedulerService {
     Deadline d = planned(reduce.host(), job.id());
     if (d == null || d.unixNanos() <= now) {
       // The plan went stale (bytes were fetched without a report yet): plan afresh from now.
-      replan(Set.of(reduce.host()), now);
+      replan(Set.of(reduce.host()), now, out);
       d = planned(reduce.host(), job.id());
+    }
+    if (d == null) {
+      return noDeadline(job.id(), flow, decision, "no bytes of this job known on "
+          + reduce.host() + " yet: no deadline until partition sizes are reported");
     }
     return policyFor(job.id(), flow, d, bytes, now, decision);
   }
@@ -565,8 +608,24 @@ public final class SchedulerService {
     long relative = Math.max(1, deadline - now);
     // §3.1: R_desired = V_total / T_deadline.
     long desired = (long) Math.ceil(bytes * 8.0 * 1e9 / relative);
+    double importance = decision.importance();
+    double phi = decision.phi();
+    if (d.first() && firstJobImportance > importance) {
+      // Algorithm 1: P = phi * I + (1 - phi) * U; phi 1 holds the first job's flows at P = I
+      // from their first window, where urgency alone climbs too late for a 2 s deadline
+      importance = firstJobImportance;
+      phi = 1;
+      reason = reason + "; first in the order: importance " + DeadlinePlanner.decimal(importance, 1)
+          + ", phi 1";
+    } else if (d.waiting() && waitingJobsYield) {
+      // §4.4: rushing a job that waits for maps buys nothing; phi 1 keeps its precedence at its
+      // importance, where urgency would climb against the shuffle-bound jobs' flows
+      phi = 1;
+      reason = reason + "; waiting for maps: phi 1 (precedence = importance "
+          + DeadlinePlanner.decimal(importance, 1) + ")";
+    }
     return new FlowPolicy(jobId, flow.reduceId(), deadline, relative, desired,
-        decision.importance(), decision.phi(), decision.mode(), decision.quenchMode(), reason,
+        importance, phi, decision.mode(), decision.quenchMode(), reason,
         decision.rule(), flow.key());
   }
 
@@ -577,22 +636,27 @@ public final class SchedulerService {
         flow.key());
   }
 
-  /** Re-plans {@code hosts} and pushes deadlines that moved materially to interested agents. */
-  private void replan(Set<String> hosts, long now) {
+  /**
+   * Re-plans {@code hosts}, one host lock at a time, from the demands their jobs published, and
+   * queues deadlines that moved materially for interested agents.
+   */
+  private void replan(Set<String> hosts, long now, PolicyUpdateHub.Outbox out) {
     for (String host : hosts) {
-      Map<String, Deadline> old = hostPlans.getOrDefault(host, Map.of());
-      Map<String, Deadline> plan = planner.plan(host, demands(host), now);
-      if (plan.isEmpty()) {
-        hostPlans.remove(host);
-      } else {
-        hostPlans.put(host, plan);
-      }
-      plan.forEach((jobId, d) -> {
-        Deadline before = old.get(jobId);
-        if (before == null || movedMaterially(before.unixNanos(), d.unixNanos(), now)) {
-          pushJob(registry.running(jobId), host, d, now);
+      try (Stripes.Held held = hostLocks.hold(host)) {
+        Map<String, Deadline> old = hostPlans.getOrDefault(host, Map.of());
+        Map<String, Deadline> plan = planner.plan(host, demandsOn(host), now, old);
+        if (plan.isEmpty()) {
+          hostPlans.remove(host);
+        } else {
+          hostPlans.put(host, plan);
         }
-      });
+        plan.forEach((jobId, d) -> {
+          Deadline before = old.get(jobId);
+          if (before == null || movedMaterially(before.unixNanos(), d.unixNanos(), now)) {
+            pushJob(registry.running(jobId), host, d, now, out);
+          }
+        });
+      }
     }
   }
 
@@ -602,32 +666,68 @@ public final class SchedulerService {
         && shift > MIN_UPDATE_SHIFT_SHARE * Math.max(0, before - now);
   }
 
-  private List<Demand> demands(String host) {
-    List<Demand> demands = new ArrayList<>();
+  /** The published demands of the jobs shuffling on {@code host}. */
+  private List<Demand> demandsOn(String host) {
+    List<Demand> on = new ArrayList<>();
     for (Job job : registry.shufflingOn(host)) {
-      long remaining = 0;
-      for (Job.Reduce r : job.shufflingOn(host)) {
-        remaining += job.remainingBytes(r);
+      Demand d = demands.getOrDefault(job.id(), Map.of()).get(host);
+      if (d != null) {
+        on.add(d);
       }
-      int mapsLeft = Math.max(0, job.totalMaps() - job.mapsDone());
-      long median = job.medianMapRunTimeNanos();
-      long waves = 0;
-      long lastMapFinish = 0;
-      if (mapsLeft > 0 && median >= 0) {
-        // §2.2: remaining maps run in waves over the slots the job holds; each wave takes about
-        // the median map length, starting when the last map finished and freed a slot.
-        int fromContainers = job.mapSlotsFromContainers();
-        int slots = job.mapsRunning() > 0 ? job.mapsRunning()
-            : fromContainers > 0 ? fromContainers : mapsLeft;
-        waves = (mapsLeft + slots - 1) / slots;
-        lastMapFinish = job.lastMapCompletionUnixNanos() + waves * median;
-      }
-      demands.add(new Demand(job.id(), remaining, mapsLeft, lastMapFinish, waves, median));
     }
-    return demands;
+    return on;
   }
 
-  private void pushJob(Job job, String host, Deadline d, long now) {
+  /**
+   * Republishes {@code job}'s demand on the hosts it shuffles on (none once it finished):
+   * computed afresh on {@code changed} hosts (null: all), kept on the others, unless its map
+   * slots come from container counts, which every reduce start or shuffle end moves. Caller
+   * holds the job's lock.
+   */
+  private void publishDemands(Job job, Set<String> changed) {
+    if (job.finished()) {
+      demands.remove(job.id());
+      return;
+    }
+    boolean all = changed == null || job.mapSlotsFromContainers() >= 0;
+    Map<String, Demand> before = demands.getOrDefault(job.id(), Map.of());
+    Map<String, Demand> byHost = new HashMap<>();
+    for (Job.Reduce r : job.reduces()) {
+      if (r.shuffling()) {
+        byHost.computeIfAbsent(r.host(), h -> all || changed.contains(h) || !before.containsKey(h)
+            ? demand(job, h) : before.get(h));
+      }
+    }
+    demands.put(job.id(), Map.copyOf(byHost));
+  }
+
+  private static Demand demand(Job job, String host) {
+    long remaining = 0;
+    for (Job.Reduce r : job.shufflingOn(host)) {
+      remaining += job.remainingBytes(r);
+    }
+    int mapsLeft = Math.max(0, job.totalMaps() - job.mapsDone());
+    long median = job.medianMapRunTimeNanos();
+    long waves = 0;
+    long lastMapFinish = 0;
+    if (mapsLeft > 0 && median >= 0) {
+      // §2.2: remaining maps run in waves over the slots the job holds; each wave takes about
+      // the median map length, starting when the last map finished and freed a slot.
+      int fromContainers = job.mapSlotsFromContainers();
+      int slots = job.mapsRunning() > 0 ? job.mapsRunning()
+          : fromContainers > 0 ? fromContainers : mapsLeft;
+      waves = (mapsLeft + slots - 1) / slots;
+      lastMapFinish = job.lastMapCompletionUnixNanos() + waves * median;
+    }
+    return new Demand(job.id(), remaining, mapsLeft, lastMapFinish, waves, median);
+  }
+
+  /**
+   * Queues {@code job}'s new deadline on {@code host} for every agent following one of its flows
+   * there. Runs under the host's lock, without the job's: it reads only what is safe to read
+   * concurrently (interest, reduce hosts, the policy decision).
+   */
+  private void pushJob(Job job, String host, Deadline d, long now, PolicyUpdateHub.Outbox out) {
     if (job == null) {
       return;
     }
@@ -635,7 +735,7 @@ public final class SchedulerService {
     hub.interestIn(job.id()).forEach((agent, flows) -> flows.forEach((flow, bytes) -> {
       Job.Reduce r = job.reduce(flow.reduceId());
       if (r != null && r.host().equals(host)) {
-        hub.queue(agent, PolicyUpdate.of(now, policyFor(job.id(), flow, d, bytes, now,
+        hub.queue(out, agent, PolicyUpdate.of(now, policyFor(job.id(), flow, d, bytes, now,
             decision)));
         updatesSent.increment();
       }
@@ -645,18 +745,19 @@ public final class SchedulerService {
   /** Importance, phi, mode or quench may have changed for any job: re-send interested flows. */
   private void pushPolicyChange() {
     long now = nowUnixNanos();
-    List<PolicyUpdateHub.Outbound> updates;
-    synchronized (lock) {
-      for (Job job : registry.runningJobs()) {
-        pushJobEverywhere(job, now);
+    for (Job job : List.copyOf(registry.runningJobs())) {
+      PolicyUpdateHub.Outbox out = new PolicyUpdateHub.Outbox();
+      try (Stripes.Held held = jobLocks.hold(job.id())) {
+        if (!job.finished()) {
+          pushJobEverywhere(job, now, out);
+        }
       }
-      updates = hub.drain();
+      hub.deliver(out);
     }
-    hub.deliver(updates);
   }
 
-  /** Re-sends a job's current policies to every agent interested in it. */
-  private void pushJobEverywhere(Job job, long now) {
+  /** Re-sends a job's current policies to every agent interested in it; holds its lock. */
+  private void pushJobEverywhere(Job job, long now, PolicyUpdateHub.Outbox out) {
     Set<String> hosts = new HashSet<>();
     for (Job.Reduce r : job.reduces()) {
       if (r.shuffling()) {
@@ -666,7 +767,7 @@ public final class SchedulerService {
     for (String host : hosts) {
       Deadline d = planned(host, job.id());
       if (d != null) {
-        pushJob(job, host, d, now);
+        pushJob(job, host, d, now, out);
       }
     }
   }
@@ -676,6 +777,12 @@ public final class SchedulerService {
       return "running";
     }
     return j.timedOut() ? "timed out" : j.succeeded() ? "succeeded" : "failed";
+  }
+
+  private JobView lockedView(Job j, long now) {
+    try (Stripes.Held held = jobLocks.hold(j.id())) {
+      return view(j, now);
+    }
   }
 
   private JobView view(Job j, long now) {

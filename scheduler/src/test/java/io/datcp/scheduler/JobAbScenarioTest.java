@@ -62,12 +62,19 @@ class JobAbScenarioTest {
     assertThat(seconds(a)).isCloseTo(5.0, within(0.01));
     assertThat(b.reason()).contains("maps all done", "rank 1 of 1");
     assertThat(a.reason()).contains("waiting for 2 maps", "median map 5.00 s");
-    // §4.4: all flows have no importance and are suspended in flow quenching.
+    // §4.4: flows are suspended in flow quenching; A's flows have no importance, while B's,
+    // first in the order, are held at precedence 10 (phi 1) from their first window
     assertThat(List.of(a, b)).allSatisfy(p -> {
-      assertThat(p.importance()).isZero();
       assertThat(p.mode()).isEqualTo(FlowMode.DATCP);
       assertThat(p.quenchMode()).isEqualTo(QuenchMode.SUSPEND);
     });
+    // A waits for maps: phi 1 holds its precedence at its importance (0), however late it looks
+    assertThat(a.importance()).isZero();
+    assertThat(a.phi()).isEqualTo(1.0);
+    assertThat(a.reason()).contains("waiting for maps: phi 1");
+    assertThat(b.importance()).isEqualTo(10.0);
+    assertThat(b.phi()).isEqualTo(1.0);
+    assertThat(b.reason()).contains("first in the order: importance 10.0, phi 1");
     // Two B flows at 40 Mbit/s fill the 80 Mbit/s usable; A's two need 16 Mbit/s each.
     assertThat(b.desiredRateBitsPerSecond()).isCloseTo(40_000_000L, within(1000L));
     assertThat(a.desiredRateBitsPerSecond()).isCloseTo(16_000_000L, within(1000L));
@@ -134,5 +141,23 @@ class JobAbScenarioTest {
       assertThat(r.remainingBytes()).isEqualTo(20 * MB);
       assertThat(r.deadlineReason()).contains("waiting for 2 maps");
     });
+  }
+
+  @Test
+  void withFirstJobImportanceZeroAllFlowsHaveNoImportanceAsInThePaper() throws Exception {
+    java.nio.file.Files.createDirectories(dir.resolve("paper"));
+    SchedulerService paper = TestServices.create(dir.resolve("paper"), clock,
+        TestServices.dev(java.util.Map.of("planner.firstJobImportance", "0")));
+    long t0 = clock.nanos();
+    JobConf conf = new JobConf("default", "alice", "wordcount", JobPriority.NORMAL);
+    paper.report(NODE, List.of(
+        new JobEvent.ReduceStarted(t0, "jobB", 0, NODE, 2, 1, conf, 0),
+        new JobEvent.MapCompleted(t0, "jobB", 0, 0, "m3", TASK, 10 * MB, 0),
+        new JobEvent.MapCompleted(t0, "jobB", 0, 1, "m4", TASK, 10 * MB, 0)));
+
+    FlowPolicy b = paper.lookup("m3", "jobB", 0, 10 * MB);
+    assertThat(b.importance()).isZero();
+    assertThat(b.phi()).isZero();
+    assertThat(seconds(b)).isCloseTo(2.0, within(0.01));
   }
 }

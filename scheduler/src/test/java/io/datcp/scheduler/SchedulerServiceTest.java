@@ -40,7 +40,9 @@ class SchedulerServiceTest {
 
   @Test
   void anOperatorRuleChangePushesTheNewImportanceToAgentsWithFlowsInFlight() {
-    SchedulerService s = startedJob(TestServices.dev());
+    // rules alone set importance here (the job would otherwise be first in its host's order)
+    SchedulerService s = startedJob(TestServices.dev(
+        java.util.Map.of("planner.firstJobImportance", "0")));
     List<PolicyUpdate> updates = new CopyOnWriteArrayList<>();
     s.watch("m1", false, updates::add);
     assertThat(s.lookup("m1", "etl_1", 0, 10 * MB).importance()).isZero();

@@ -95,6 +95,21 @@ public final class SchedulerConf {
       "Share of the downlink the planner counts on for shuffle goodput; the rest absorbs"
           + " headers, ECN back-off and other traffic."));
 
+  public static final Key<Double> FIRST_JOB_IMPORTANCE = register(new Key<>(
+      "planner.firstJobImportance", 10.0, Double::parseDouble, v -> v >= 0 && v <= 10,
+      "a number in [0, 10]",
+      "Importance (with phi 1) of the flows of the first job in a reducer host's"
+          + " smallest-remaining-shuffle-first order, so that DATCP gives them the link from"
+          + " their first window rather than once their urgency has climbed; a rule's higher"
+          + " importance wins; 0 leaves importance to the rules (the paper's 4.4 set-up)."));
+
+  public static final Key<Boolean> WAITING_JOBS_YIELD = register(new Key<>(
+      "planner.waitingJobsYield", true, SchedulerConf::bool, v -> true,
+      "true or false",
+      "Whether the flows of a job still waiting for maps get phi 1, so their precedence is"
+          + " their importance (0 by default: the lowest) however late they look: rushing them"
+          + " buys nothing (4.4) and their urgency would take the link from shuffle-bound jobs."));
+
   public static final Key<Double> REPORT_RATE_PER_HOST = register(new Key<>(
       "reports.ratePerHost", 500.0, Double::parseDouble, v -> v > 0,
       "a positive number (report batches per second)",

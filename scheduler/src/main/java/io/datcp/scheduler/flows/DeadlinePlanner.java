@@ -1,11 +1,15 @@
 package io.datcp.scheduler.flows;
 
+import java.math.BigDecimal;
+import java.math.RoundingMode;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
+import java.util.function.Supplier;
 
 /**
  * Turns the jobs shuffling into one reducer host into a deadline per job for their flows on that
@@ -48,50 +52,130 @@ public final class DeadlinePlanner {
   public record Demand(String jobId, long remainingBytes, int mapsLeft, long lastMapFinishUnixNanos,
       long waves, long medianMapNanos) {}
 
-  /** A job's deadline on one host, nanoseconds since the Unix epoch, and why. */
-  public record Deadline(long unixNanos, String reason) {}
+  /**
+   * A job's deadline on one host, nanoseconds since the Unix epoch, and why. The reason is text
+   * for people (answers, dashboard); hosts are re-planned on nearly every report and most plans
+   * are never read, so it is rendered on first use only.
+   */
+  public static final class Deadline {
+    private final long unixNanos;
+    private final Supplier<String> explain;
+    /** The shuffle-bound jobs ordered before this one; null when it waits for maps. */
+    private final Set<String> ahead;
+    /** The job's remaining bytes the deadline was planned for. */
+    private final long ownBytes;
+    /** Rendered reason; racy memoisation is fine, any thread renders the same text. */
+    private String reason;
+
+    Deadline(long unixNanos, Supplier<String> explain) {
+      this(unixNanos, explain, null, 0);
+    }
+
+    Deadline(long unixNanos, Supplier<String> explain, Set<String> ahead, long ownBytes) {
+      this.unixNanos = unixNanos;
+      this.explain = explain;
+      this.ahead = ahead;
+      this.ownBytes = ownBytes;
+    }
+
+    public long unixNanos() {
+      return unixNanos;
+    }
+
+    /** Whether the job still waits for maps. */
+    public boolean waiting() {
+      return ahead == null;
+    }
+
+    /** Whether this is the first shuffle-bound job in the host's order. */
+    public boolean first() {
+      return ahead != null && ahead.isEmpty();
+    }
+
+    public String reason() {
+      String r = reason;
+      if (r == null) {
+        r = explain.get();
+        reason = r;
+      }
+      return r;
+    }
+  }
 
   /** Deadlines for every job in {@code demands} sharing {@code host}'s downlink. */
   public Map<String, Deadline> plan(String host, List<Demand> demands, long nowUnixNanos) {
+    return plan(host, demands, nowUnixNanos, Map.of());
+  }
+
+  /**
+   * As {@link #plan(String, List, long)}, given the host's previous plan: a shuffle-bound job
+   * keeps its deadline while no job got ahead of it and no bytes of its own were discovered, and
+   * moves only earlier when one ahead left. Re-planning from "now" at every report would slide
+   * the deadline of a job that falls behind later and later, so its flows would never look late
+   * and DATCP would never hurry them (§4.4 sets the deadlines once).
+   */
+  public Map<String, Deadline> plan(String host, List<Demand> demands, long nowUnixNanos,
+      Map<String, Deadline> previous) {
     Map<String, Deadline> out = new LinkedHashMap<>();
     List<Demand> shuffleBound = new ArrayList<>();
     List<Demand> waiting = new ArrayList<>();
     for (Demand d : demands) {
-      (d.mapsLeft() == 0 ? shuffleBound : waiting).add(d);
+      // nothing known to fetch (no partition size reported yet): no deadline, no share
+      if (d.remainingBytes() > 0) {
+        (d.mapsLeft() == 0 ? shuffleBound : waiting).add(d);
+      }
     }
     // §4.4: a job with all maps done ends with its shuffle, so its flows go first, smallest
     // remaining shuffle first; job id breaks ties so plans are stable.
     shuffleBound.sort(Comparator.comparingLong(Demand::remainingBytes)
         .thenComparing(Demand::jobId));
     long aheadAndOwn = 0;
-    for (int i = 0; i < shuffleBound.size(); i++) {
+    int ranked = shuffleBound.size();
+    Set<String> ahead = new HashSet<>();
+    for (int i = 0; i < ranked; i++) {
       Demand d = shuffleBound.get(i);
       aheadAndOwn += d.remainingBytes();
       long t = transferNanos(aheadAndOwn, usableBitsPerSecond);
-      out.put(d.jobId(), new Deadline(nowUnixNanos + t, String.format(Locale.ROOT,
-          "maps all done, so the job ends with its shuffle: smallest-remaining-shuffle-first"
-              + " rank %d of %d on %s; %s up to and including this job at %s -> %s",
-          i + 1, shuffleBound.size(), host, mb(aheadAndOwn), mbit(usableBitsPerSecond), s(t))));
+      int rank = i + 1;
+      long bytes = aheadAndOwn;
+      Supplier<String> planned = () -> "maps all done, so the job ends"
+          + " with its shuffle: smallest-remaining-shuffle-first rank " + rank + " of " + ranked
+          + " on " + host + "; " + mb(bytes) + " up to and including this job at "
+          + mbit(usableBitsPerSecond) + " -> " + s(t);
+      long deadline = nowUnixNanos + t;
+      Supplier<String> why = planned;
+      Deadline before = previous.get(d.jobId());
+      if (before != null && before.ahead != null && before.ahead.containsAll(ahead)
+          && d.remainingBytes() <= before.ownBytes && before.unixNanos < deadline) {
+        long kept = before.unixNanos;
+        deadline = kept;
+        why = () -> "kept " + s(kept - nowUnixNanos) + " from the earlier plan (no job got"
+            + " ahead, no new bytes); now: " + planned.get();
+      }
+      out.put(d.jobId(), new Deadline(deadline, why, Set.copyOf(ahead), d.remainingBytes()));
+      ahead.add(d.jobId());
     }
     // §4.4: rushing a job that still waits for maps buys nothing; aim at its last map's end.
-    double fairShare = usableBitsPerSecond / demands.size();
+    int sharing = shuffleBound.size() + waiting.size();
+    double fairShare = usableBitsPerSecond / sharing;
     for (Demand d : waiting) {
       long floor = transferNanos(d.remainingBytes(), fairShare);
-      String floorText = String.format(Locale.ROOT, "%s at a fair share of %s (1/%d) -> %s",
-          mb(d.remainingBytes()), mbit(fairShare), demands.size(), s(floor));
+      Supplier<String> floorText = () -> mb(d.remainingBytes()) + " at a fair share of "
+          + mbit(fairShare) + " (1/" + sharing + ") -> " + s(floor);
       if (d.lastMapFinishUnixNanos() == 0) {
-        out.put(d.jobId(), new Deadline(nowUnixNanos + floor, String.format(Locale.ROOT,
-            "waiting for %d maps of unknown length (none done yet): %s", d.mapsLeft(),
-            floorText)));
+        out.put(d.jobId(), new Deadline(nowUnixNanos + floor, () -> "waiting for " + d.mapsLeft()
+            + " maps of unknown length (none done yet): " + floorText.get()));
         continue;
       }
       long untilMaps = Math.max(0, d.lastMapFinishUnixNanos() - nowUnixNanos);
-      String mapsText = String.format(Locale.ROOT,
-          "waiting for %d maps: %d wave(s) x median map %s after the last map completion"
-              + " -> %s", d.mapsLeft(), d.waves(), s(d.medianMapNanos()), s(untilMaps));
+      Supplier<String> mapsText = () -> "waiting for " + d.mapsLeft() + " maps: " + d.waves()
+          + " wave(s) x median map " + s(d.medianMapNanos()) + " after the last map completion"
+          + " -> " + s(untilMaps);
       out.put(d.jobId(), untilMaps >= floor
-          ? new Deadline(nowUnixNanos + untilMaps, mapsText + "; floor " + floorText)
-          : new Deadline(nowUnixNanos + floor, mapsText + ", raised to the floor " + floorText));
+          ? new Deadline(nowUnixNanos + untilMaps, () -> mapsText.get() + "; floor "
+              + floorText.get())
+          : new Deadline(nowUnixNanos + floor, () -> mapsText.get() + ", raised to the floor "
+              + floorText.get()));
     }
     return out;
   }
@@ -102,14 +186,23 @@ public final class DeadlinePlanner {
   }
 
   private static String mb(long bytes) {
-    return String.format(Locale.ROOT, "%.1f MB", bytes / 1e6);
+    return decimal(bytes / 1e6, 1) + " MB";
   }
 
   private static String mbit(double bitsPerSecond) {
-    return String.format(Locale.ROOT, "%.1f Mbit/s", bitsPerSecond / 1e6);
+    return decimal(bitsPerSecond / 1e6, 1) + " Mbit/s";
   }
 
   private static String s(long nanos) {
-    return String.format(Locale.ROOT, "%.2f s", nanos / NANOS_PER_SECOND);
+    return decimal(nanos / NANOS_PER_SECOND, 2) + " s";
+  }
+
+  /**
+   * {@code value} with {@code digits} decimals as {@code %.Nf} prints it in the root locale
+   * (half up from the shortest decimal form of the double). String.format builds a Formatter
+   * and locale symbols on every call, which was the bulk of the planner's allocation under load.
+   */
+  public static String decimal(double value, int digits) {
+    return BigDecimal.valueOf(value).setScale(digits, RoundingMode.HALF_UP).toPlainString();
   }
 }

@@ -1,7 +1,6 @@
 package io.datcp.scheduler.flows;
 
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -13,8 +12,12 @@ import java.util.function.Predicate;
  * that flow's policy until the flow ends (its fetch finished or the agent reported its outcome)
  * or the job does. A flow is a {@link FlowRef}: its reduce and, when the lookup named it, its
  * full {@link FlowKey}, so flows of one job and reduce from different hosts or epochs are
- * distinct. Interest and the outbox are guarded by the scheduler's lock; updates are queued
- * under it and delivered after it is released. Subscriptions may come and go from any thread.
+ * distinct.
+ *
+ * <p>A job's interest changes only under that job's lock (the scheduler stripes locks by job
+ * id) and may be read from any thread: re-plans of a host push updates of every job on it.
+ * Updates are queued into the caller's {@link Outbox} under locks and delivered after they are
+ * released. Subscriptions may come and go from any thread.
  */
 public final class PolicyUpdateHub {
   /** One flow an agent looked up: its reduce and, when named, its full identity. */
@@ -32,18 +35,79 @@ public final class PolicyUpdateHub {
   }
 
   /** job -> agent host -> flow -> bytes. */
-  private final Map<String, Map<String, Map<FlowRef, Long>>> interest = new HashMap<>();
+  private final Map<String, Map<String, Map<FlowRef, Long>>> interest = new ConcurrentHashMap<>();
   private final Map<String, List<Sink>> watchers = new ConcurrentHashMap<>();
-  private List<Outbound> outbox = new ArrayList<>();
 
   /** An update waiting for delivery to one agent host. */
   public record Outbound(String agentHost, PolicyUpdate update) {}
 
+  /** Updates one call decided, delivered with {@link #deliver} once its locks are released. */
+  public static final class Outbox {
+    private final List<Outbound> updates = new ArrayList<>();
+
+    /** Updates queued so far. */
+    public List<Outbound> updates() {
+      return updates;
+    }
+  }
+
+  /**
+   * A stream's sink that holds live updates back while a resync snapshot is being sent, so none
+   * overtakes it; {@link #open} releases them, in order, after the snapshot's end.
+   */
+  public final class Gate implements Sink {
+    private final String agentHost;
+    private final Sink sink;
+    private List<PolicyUpdate> held;
+
+    private Gate(String agentHost, Sink sink, boolean closed) {
+      this.agentHost = agentHost;
+      this.sink = sink;
+      this.held = closed ? new ArrayList<>() : null;
+    }
+
+    /** Sends past the gate: the snapshot, while the gate holds live updates back. */
+    public void sendDirect(PolicyUpdate update) {
+      sink.send(update);
+    }
+
+    @Override
+    public synchronized void send(PolicyUpdate update) {
+      if (held != null) {
+        held.add(update);
+      } else {
+        sink.send(update);
+      }
+    }
+
+    /** Sends the held updates and lets later ones through. */
+    public synchronized void open() {
+      if (held != null) {
+        held.forEach(sink::send);
+        held = null;
+      }
+    }
+
+    /** Stops the stream's updates. */
+    public void stop() {
+      watchers.computeIfPresent(agentHost, (h, ws) -> {
+        ws.remove(this);
+        return ws.isEmpty() ? null : ws;
+      });
+    }
+  }
+
   /** Remembers that {@code agentHost} asked about a flow of {@code bytes}. */
   public void interested(String agentHost, String jobId, FlowRef flow, long bytes) {
-    interest.computeIfAbsent(jobId, j -> new HashMap<>())
-        .computeIfAbsent(agentHost, h -> new HashMap<>())
+    interest.computeIfAbsent(jobId, j -> new ConcurrentHashMap<>())
+        .computeIfAbsent(agentHost, h -> new ConcurrentHashMap<>())
         .put(flow, bytes);
+  }
+
+  /** The size {@code agentHost} last asked about for a flow it still follows, else null. */
+  public Long interestIn(String agentHost, String jobId, FlowRef flow) {
+    Map<FlowRef, Long> flows = interest.getOrDefault(jobId, Map.of()).get(agentHost);
+    return flows == null ? null : flows.get(flow);
   }
 
   /** Flows of {@code agentHost} in the job that ended: no more updates for them. */
@@ -78,29 +142,19 @@ public final class PolicyUpdateHub {
     return out;
   }
 
-  /** Queues an update for {@code agentHost} if it has an open stream. */
-  public void queue(String agentHost, PolicyUpdate update) {
+  /** Queues an update for {@code agentHost} into {@code out} if it has an open stream. */
+  public void queue(Outbox out, String agentHost, PolicyUpdate update) {
     if (watchers.containsKey(agentHost)) {
-      outbox.add(new Outbound(agentHost, update));
+      out.updates.add(new Outbound(agentHost, update));
     }
-  }
-
-  /** Takes the queued updates, for {@link #deliver} once the scheduler's lock is released. */
-  public List<Outbound> drain() {
-    if (outbox.isEmpty()) {
-      return List.of();
-    }
-    List<Outbound> out = outbox;
-    outbox = new ArrayList<>();
-    return out;
   }
 
   /**
-   * Hands drained updates to the streams. Deliveries of concurrent drains may interleave, so
+   * Hands an outbox's updates to the streams. Deliveries of concurrent calls may interleave, so
    * agents keep, per flow, the update with the latest time.
    */
-  public void deliver(List<Outbound> updates) {
-    for (Outbound o : updates) {
+  public void deliver(Outbox out) {
+    for (Outbound o : out.updates) {
       for (Sink w : watchers.getOrDefault(o.agentHost(), List.of())) {
         w.send(o.update());
       }
@@ -108,23 +162,24 @@ public final class PolicyUpdateHub {
   }
 
   /** Tells interested agents the job is over and forgets the interest. */
-  public void jobFinished(String jobId, long nowUnixNanos) {
+  public void jobFinished(Outbox out, String jobId, long nowUnixNanos) {
     Map<String, Map<FlowRef, Long>> hosts = interest.remove(jobId);
     if (hosts == null) {
       return;
     }
-    hosts.forEach((host, flows) -> flows.keySet().forEach(f -> queue(host,
+    hosts.forEach((host, flows) -> flows.keySet().forEach(f -> queue(out, host,
         new PolicyUpdate(nowUnixNanos, new FlowPolicy(jobId, f.reduceId(), 0, 0, 0, 0, 0, null,
             null, "job finished", "", f.key()), true, false))));
   }
 
-  /** Starts delivering updates for {@code agentHost}; the returned handle stops it. */
-  public Runnable watch(String agentHost, Sink sink) {
-    watchers.computeIfAbsent(agentHost, h -> new CopyOnWriteArrayList<>()).add(sink);
-    return () -> watchers.computeIfPresent(agentHost, (h, ws) -> {
-      ws.remove(sink);
-      return ws.isEmpty() ? null : ws;
-    });
+  /**
+   * Starts delivering updates for {@code agentHost} through the returned gate, which holds them
+   * back until opened when {@code closed}.
+   */
+  public Gate watch(String agentHost, Sink sink, boolean closed) {
+    Gate gate = new Gate(agentHost, sink, closed);
+    watchers.computeIfAbsent(agentHost, h -> new CopyOnWriteArrayList<>()).add(gate);
+    return gate;
   }
 
   /** Number of open watch streams. */

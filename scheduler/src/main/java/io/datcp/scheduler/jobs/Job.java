@@ -2,18 +2,21 @@ package io.datcp.scheduler.jobs;
 
 import io.datcp.scheduler.policy.PolicyDecision;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.TreeMap;
+import java.util.concurrent.ConcurrentSkipListMap;
 
 /**
  * What the scheduler knows of one MapReduce job: its maps (done, running, durations), its
  * reduces (host, shuffle progress) and the map-output bytes each reduce still has to fetch.
- * Soft state, rebuilt from the plugin's reports. Not thread-safe: the registry's owner locks.
+ * Soft state, rebuilt from the plugin's reports. Mutated only under the job's lock (see
+ * {@link io.datcp.scheduler.SchedulerService}); the reduces, attributes and policy decision
+ * may also be read without it, by re-plans of a host the job shares with others.
  */
 public final class Job {
 
@@ -63,8 +66,8 @@ public final class Job {
   }
 
   private final String id;
-  private JobConf conf;
-  private boolean attributesKnown;
+  private volatile JobConf conf;
+  private volatile boolean attributesKnown;
   private long attributesAskedUnixNanos;
   private long lastReportUnixNanos;
   private boolean timedOut;
@@ -75,7 +78,7 @@ public final class Job {
   private final int totalReduces;
   private final long startUnixNanos;
   private final Map<Integer, CompletedMap> maps = new HashMap<>();
-  private final Map<Integer, Reduce> reduces = new TreeMap<>();
+  private final Map<Integer, Reduce> reduces = new ConcurrentSkipListMap<>();
   private int mapsRunning = -1;
   private long lastMapCompletionUnixNanos;
   private long knownOutputBytes;
@@ -84,8 +87,10 @@ public final class Job {
   private int lookups;
   private long finishUnixNanos;
   private boolean succeeded;
-  private PolicyDecision decision;
-  private long decisionVersion = -1;
+  /** The operator's decision for this job and the rule-set version it was made under. */
+  private record CachedDecision(PolicyDecision decision, long version) {}
+
+  private volatile CachedDecision decision;
 
   Job(String id, JobConf conf, boolean attributesKnown, int totalMaps, int totalReduces,
       long startUnixNanos) {
@@ -115,7 +120,7 @@ public final class Job {
   public void attributes(JobConf trusted) {
     conf = trusted;
     attributesKnown = true;
-    decisionVersion = -1;
+    decision = null;
   }
 
   public long attributesAskedUnixNanos() {
@@ -222,8 +227,12 @@ public final class Job {
     if (maps.isEmpty()) {
       return -1;
     }
-    long[] times = maps.values().stream().mapToLong(CompletedMap::runTimeNanos).sorted().toArray();
-    int n = times.length;
+    long[] times = new long[maps.size()];
+    int n = 0;
+    for (CompletedMap m : maps.values()) {
+      times[n++] = m.runTimeNanos();
+    }
+    Arrays.sort(times);
     return n % 2 == 1 ? times[n / 2] : (times[n / 2 - 1] + times[n / 2]) / 2;
   }
 
@@ -282,12 +291,12 @@ public final class Job {
   }
 
   PolicyDecision cachedDecision(long version) {
-    return version == decisionVersion ? decision : null;
+    CachedDecision d = decision;
+    return d != null && d.version() == version ? d.decision() : null;
   }
 
   void cacheDecision(PolicyDecision d, long version) {
-    decision = d;
-    decisionVersion = version;
+    decision = new CachedDecision(d, version);
   }
 
   void reduceStarted(int reduceId, String host, long time) {
@@ -357,10 +366,14 @@ public final class Job {
     }
   }
 
-  /** Agents' lookups carry exact flow sizes: a fallback when map outputs came without sizes. */
-  void sawLookup(long bytes) {
+  /**
+   * Agents' lookups carry exact flow sizes: a fallback when map outputs came without sizes.
+   * Returns whether that fallback is in use, so the remaining bytes just changed.
+   */
+  boolean sawLookup(long bytes) {
     lookupBytes += bytes;
     lookups++;
+    return knownOutputs == 0;
   }
 
   private long outputEstimate() {

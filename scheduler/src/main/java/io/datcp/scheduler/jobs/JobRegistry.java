@@ -9,20 +9,26 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * The live job model: running jobs by id plus a bounded history of finished ones. Not
- * thread-safe; {@link io.datcp.scheduler.SchedulerService} serialises access.
+ * The live job model: running jobs by id plus a bounded history of finished ones.
+ *
+ * <p>Thread-safe for callers that hold the lock of every job an event or call names ({@link
+ * io.datcp.scheduler.SchedulerService} stripes them by job id): everything about one job is
+ * then serialised, and what several jobs share (the running map, the per-host index, the
+ * finished history and held map outputs) is concurrent or guarded here.
  */
 public final class JobRegistry {
-  private final Map<String, Job> running = new HashMap<>();
-  private final LinkedHashMap<String, Job> finished = new LinkedHashMap<>();
+  private final Map<String, Job> running = new ConcurrentHashMap<>();
   /** Jobs with a reduce shuffling on each host, each job once however many reduces it has. */
-  private final Map<String, Set<Job>> shufflingByHost = new HashMap<>();
+  private final Map<String, Set<Job>> shufflingByHost = new ConcurrentHashMap<>();
+  /** Guards the finished history, held map outputs and evicted ids. */
+  private final Object shared = new Object();
+  private final LinkedHashMap<String, Job> finished = new LinkedHashMap<>();
   /** Map-side partition sizes of jobs no reduce has reported yet, oldest job first. */
   private final LinkedHashMap<String, Map<Integer, long[]>> pendingOutputs =
       new LinkedHashMap<>();
@@ -116,10 +122,16 @@ public final class JobRegistry {
    */
   public Job apply(JobEvent event, Set<String> touched, long nowUnixNanos) {
     if (event instanceof JobEvent.ReduceStarted e) {
-      Job job = running.computeIfAbsent(e.jobId(), id -> newJob(e));
+      // No computeIfAbsent: newJob takes the registry's lock, which must never nest in a bin
+      // lock of the map; the caller's job lock keeps creators of this id apart.
+      Job job = running.get(e.jobId());
+      if (job == null) {
+        job = newJob(e);
+        running.put(job.id(), job);
+      }
       if (job.reduce(e.reduceId()) == null) {
         job.reduceStarted(e.reduceId(), e.host(), e.timeUnixNanos());
-        shufflingByHost.computeIfAbsent(e.host(), h -> new LinkedHashSet<>()).add(job);
+        index(job, e.host());
       }
       job.reported(nowUnixNanos);
       touched.add(e.host());
@@ -166,22 +178,21 @@ public final class JobRegistry {
   }
 
   /**
-   * Drops running jobs with no report for {@code timeoutNanos} (their JobFinished was lost) into
-   * the finished history as timed out; returns them, and their reducer hosts in {@code touched}.
+   * Drops {@code job} into the finished history as timed out when it is still running and had
+   * no report for {@code timeoutNanos} (its JobFinished was lost); then returns true and adds
+   * its reducer hosts to {@code touched}. The caller holds the job's lock.
    */
-  public List<Job> expireIdle(long nowUnixNanos, long timeoutNanos, Set<String> touched) {
-    List<Job> expired = new ArrayList<>();
-    for (Job job : List.copyOf(running.values())) {
-      if (nowUnixNanos - job.lastReportUnixNanos() > timeoutNanos) {
-        Set<String> hosts = new HashSet<>();
-        touchAll(job, hosts);
-        touched.addAll(hosts);
-        job.timeOut(nowUnixNanos);
-        retire(job, hosts);
-        expired.add(job);
-      }
+  public boolean expireIfIdle(Job job, long nowUnixNanos, long timeoutNanos,
+      Set<String> touched) {
+    if (running.get(job.id()) != job || nowUnixNanos - job.lastReportUnixNanos() <= timeoutNanos) {
+      return false;
     }
-    return expired;
+    Set<String> hosts = new HashSet<>();
+    touchAll(job, hosts);
+    touched.addAll(hosts);
+    job.timeOut(nowUnixNanos);
+    retire(job, hosts);
+    return true;
   }
 
   private void retire(Job job, Set<String> hosts) {
@@ -189,18 +200,26 @@ public final class JobRegistry {
     for (Job.Reduce r : job.reduces()) {
       unindex(job, r.host());
     }
+    // Into the history before out of the running map: a concurrent listing always finds it.
+    synchronized (shared) {
+      finished.put(job.id(), job);
+      trimFinished();
+    }
     running.remove(job.id());
-    finished.put(job.id(), job);
-    trimFinished();
   }
 
   private Job newJob(JobEvent.ReduceStarted e) {
     Job job = new Job(e.jobId(), trustReportedAttributes ? e.conf() : UNKNOWN,
         trustReportedAttributes, e.totalMaps(), e.totalReduces(),
         e.jobSubmitTimeUnixNanos() > 0 ? e.jobSubmitTimeUnixNanos() : e.timeUnixNanos());
-    Map<Integer, long[]> held = pendingOutputs.remove(e.jobId());
+    Map<Integer, long[]> held;
+    synchronized (shared) {
+      held = pendingOutputs.remove(e.jobId());
+      if (held != null) {
+        pendingOutputCount -= held.size();
+      }
+    }
     if (held != null) {
-      pendingOutputCount -= held.size();
       held.forEach(job::mapOutputIndexed);
     }
     return job;
@@ -208,6 +227,12 @@ public final class JobRegistry {
 
   /** Map outputs may be indexed before any reduce of the job starts: keep them, bounded. */
   private void holdPending(JobEvent.MapOutputIndexed e) {
+    synchronized (shared) {
+      holdPendingLocked(e);
+    }
+  }
+
+  private void holdPendingLocked(JobEvent.MapOutputIndexed e) {
     Map<Integer, long[]> maps = pendingOutputs.computeIfAbsent(e.jobId(), j -> new HashMap<>());
     if (maps.putIfAbsent(e.mapId(), toArray(e.partitionBytes())) == null) {
       pendingOutputCount++;
@@ -235,20 +260,33 @@ public final class JobRegistry {
   /** A running or retained finished job. */
   public Job find(String jobId) {
     Job j = running.get(jobId);
-    return j != null ? j : finished.get(jobId);
+    if (j != null) {
+      return j;
+    }
+    synchronized (shared) {
+      return finished.get(jobId);
+    }
   }
 
-  /** Running jobs with a reduce still shuffling on {@code host}. */
+  /** Running jobs with a reduce still shuffling on {@code host} (a live, concurrent view). */
   public Collection<Job> shufflingOn(String host) {
     return shufflingByHost.getOrDefault(host, Set.of());
   }
 
+  /** Running jobs (a live, concurrent view). */
   public Collection<Job> runningJobs() {
     return running.values();
   }
 
-  public Collection<Job> finishedJobs() {
-    return finished.values();
+  public int runningCount() {
+    return running.size();
+  }
+
+  /** Finished jobs in the history, least recently finished first (a copy). */
+  public List<Job> finishedJobs() {
+    synchronized (shared) {
+      return List.copyOf(finished.values());
+    }
   }
 
   /**
@@ -268,9 +306,12 @@ public final class JobRegistry {
     return d;
   }
 
-  /** Records a flow size seen in a lookup (estimate for outputs reported without sizes). */
-  public static void sawLookup(Job job, long bytes) {
-    job.sawLookup(bytes);
+  /**
+   * Records a flow size seen in a lookup (estimate for outputs reported without sizes); true
+   * when the job's remaining bytes depend on that estimate and so just changed.
+   */
+  public static boolean sawLookup(Job job, long bytes) {
+    return job.sawLookup(bytes);
   }
 
   private void touch(Job job, int reduceId, Set<String> touched) {
@@ -288,16 +329,22 @@ public final class JobRegistry {
     }
   }
 
-  private void unindex(Job job, String host) {
-    Set<Job> jobs = shufflingByHost.get(host);
-    if (jobs != null) {
-      jobs.remove(job);
-      if (jobs.isEmpty()) {
-        shufflingByHost.remove(host);
-      }
-    }
+  private void index(Job job, String host) {
+    shufflingByHost.compute(host, (h, jobs) -> {
+      Set<Job> set = jobs != null ? jobs : ConcurrentHashMap.newKeySet();
+      set.add(job);
+      return set;
+    });
   }
 
+  private void unindex(Job job, String host) {
+    shufflingByHost.computeIfPresent(host, (h, jobs) -> {
+      jobs.remove(job);
+      return jobs.isEmpty() ? null : jobs;
+    });
+  }
+
+  /** Caller holds {@code shared}. */
   private void trimFinished() {
     Iterator<String> oldest = finished.keySet().iterator();
     while (finished.size() > retainFinished && oldest.hasNext()) {
@@ -308,8 +355,10 @@ public final class JobRegistry {
 
   /** Ids of finished jobs dropped from the history since the last call. */
   public List<String> drainEvicted() {
-    List<String> out = List.copyOf(evicted);
-    evicted.clear();
-    return out;
+    synchronized (shared) {
+      List<String> out = List.copyOf(evicted);
+      evicted.clear();
+      return out;
+    }
   }
 }

@@ -76,6 +76,14 @@ public final class LoadBenchmark implements Callable<Integer> {
           + " host h and worker w use connection h, w mod this. Default: ${DEFAULT-VALUE}.")
   int connections;
 
+  @Option(names = "--jobs-per-second", defaultValue = "0",
+      description = "0: closed loops, each worker starts its next job as soon as the last ends"
+          + " (measures capacity; latency is then about workers / throughput). > 0: jobs start"
+          + " at this fixed total rate whatever the answers' latency (open loop over jobs; the"
+          + " calls within a job stay sequential), so latency is measured at a set load."
+          + " Default: ${DEFAULT-VALUE}.")
+  double jobsPerSecond;
+
   @Option(names = "--server-pid", defaultValue = "0",
       description = "Process id of the scheduler (same machine): prints its CPU time per request,"
           + " which depends far less on other load on the machine than latency does.")
@@ -93,12 +101,19 @@ public final class LoadBenchmark implements Callable<Integer> {
       }
     }
 
+    long[] recorded() {
+      return Arrays.copyOf(nanos, (int) Math.min(count.get(), nanos.length));
+    }
+
     String summary(double secs) {
-      int n = (int) Math.min(count.get(), nanos.length);
-      long[] sorted = Arrays.copyOf(nanos, n);
+      return summary(secs, count.get(), recorded());
+    }
+
+    static String summary(double secs, long count, long[] recorded) {
+      long[] sorted = recorded.clone();
       Arrays.sort(sorted);
       return String.format(Locale.ROOT, "%10.0f /s   p50 %7.2f ms   p99 %7.2f ms   (n=%d)",
-          count.get() / secs, pct(sorted, 0.50), pct(sorted, 0.99), count.get());
+          count / secs, pct(sorted, 0.50), pct(sorted, 0.99), count);
     }
 
     private static double pct(long[] sorted, double p) {
@@ -147,6 +162,7 @@ public final class LoadBenchmark implements Callable<Integer> {
           });
     }
     ExecutorService pool = Executors.newFixedThreadPool(workers);
+    nextJobStart.set(System.nanoTime());
     for (int w = 0; w < workers; w++) {
       int worker = w;
       ClientFactory factory = factories.get(w % connections);
@@ -159,58 +175,101 @@ public final class LoadBenchmark implements Callable<Integer> {
             .build(FlowPolicyServiceGrpc.FlowPolicyServiceBlockingStub.class));
         for (long job = 0; running.get(); job++) {
           try {
+            awaitJobStart();
             playJob("job_" + worker + "_" + job);
           } catch (RuntimeException e) {
             errors.incrementAndGet();
+          } catch (InterruptedException e) {
+            return;
           }
         }
       });
     }
     System.out.printf(Locale.ROOT, "load benchmark: %d hosts (plugin + agent + update stream each),"
-        + " %d workers, jobs of %d maps x %d reduces, %d connections, target %s%n", hosts,
-        workers, maps, reduces, connections, target);
+        + " %d workers, jobs of %d maps x %d reduces, %d connections, %s, target %s%n", hosts,
+        workers, maps, reduces, connections, jobsPerSecond > 0
+            ? String.format(Locale.ROOT, "%.1f jobs/s", jobsPerSecond) : "closed loops", target);
     TimeUnit.SECONDS.sleep(warmupSeconds);
     long updatesBefore = updates.get();
     long eventsBefore = events.get();
     long cpuBefore = serverCpuTicks();
+    long clientCpuBefore = cpuTicks("self");
     measuring.set(true);
     long start = System.nanoTime();
     TimeUnit.SECONDS.sleep(seconds);
     measuring.set(false);
     double secs = (System.nanoTime() - start) / 1e9;
     long cpuTicks = serverCpuTicks() - cpuBefore;
+    long clientCpuTicks = cpuTicks("self") - clientCpuBefore;
     running.set(false);
     pool.shutdown();
     pool.awaitTermination(60, TimeUnit.SECONDS);
     System.out.println("shuffle reports  " + reports.summary(secs));
     System.out.println("outcome reports  " + outcomeReports.summary(secs));
     System.out.println("policy lookups   " + lookups.summary(secs));
+    long[] all = java.util.stream.Stream.of(reports, outcomeReports, lookups)
+        .flatMapToLong(x -> Arrays.stream(x.recorded())).toArray();
+    System.out.println("all requests     " + Samples.summary(secs, reports.count.get()
+        + outcomeReports.count.get() + lookups.count.get(), all));
     System.out.printf(Locale.ROOT, "events applied   %10.0f /s%n",
         (events.get() - eventsBefore) / secs);
     System.out.printf(Locale.ROOT, "updates pushed   %10.0f /s%n",
         (updates.get() - updatesBefore) / secs);
     System.out.println("errors           " + errors.get());
-    if (serverPid > 0) {
-      long requests = reports.count.get() + outcomeReports.count.get() + lookups.count.get();
-      // /proc/PID/stat counts CPU in clock ticks of 10 ms (USER_HZ 100).
-      double cpuMs = cpuTicks * 10.0;
-      System.out.printf(Locale.ROOT, "server CPU       %10.1f ms per 1000 requests (%.1f%% of"
-          + " one core over %.0f s)%n", requests == 0 ? 0 : cpuMs * 1000 / requests,
-          cpuMs / 10 / secs, secs);
+    if (jobsPerSecond > 0) {
+      // A lag beyond a job's length means the workers could not keep the set rate.
+      System.out.printf(Locale.ROOT, "job start lag    %10.1f ms at most (rate %.1f jobs/s)%n",
+          startLagNanos.get() / 1e6, jobsPerSecond);
     }
+    long requests = reports.count.get() + outcomeReports.count.get() + lookups.count.get();
+    if (serverPid > 0) {
+      printCpu("server CPU", cpuTicks, requests, secs);
+    }
+    printCpu("benchmark CPU", clientCpuTicks, requests, secs);
+    System.out.printf(Locale.ROOT, "load average     %s%n", java.nio.file.Files.readString(
+        java.nio.file.Path.of("/proc/loadavg")).trim());
     factories.forEach(ClientFactory::closeAsync);
     return 0;
   }
 
+  private static void printCpu(String what, long ticks, long requests, double secs) {
+    // /proc/PID/stat counts CPU in clock ticks of 10 ms (USER_HZ 100).
+    double cpuMs = ticks * 10.0;
+    System.out.printf(Locale.ROOT, "%-16s %10.1f ms per 1000 requests (%.1f%% of one core over"
+        + " %.0f s)%n", what, requests == 0 ? 0 : cpuMs * 1000 / requests, cpuMs / 10 / secs,
+        secs);
+  }
+
   /** utime + stime of the server process, clock ticks; 0 without --server-pid. */
   private long serverCpuTicks() throws java.io.IOException {
-    if (serverPid <= 0) {
-      return 0;
-    }
-    String stat = java.nio.file.Files.readString(java.nio.file.Path.of("/proc/" + serverPid
+    return serverPid <= 0 ? 0 : cpuTicks(Long.toString(serverPid));
+  }
+
+  /** utime + stime of process {@code pid} ("self": this one), clock ticks. */
+  private static long cpuTicks(String pid) throws java.io.IOException {
+    String stat = java.nio.file.Files.readString(java.nio.file.Path.of("/proc/" + pid
         + "/stat"));
     String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
     return Long.parseLong(f[11]) + Long.parseLong(f[12]);
+  }
+
+  /** Next job start, System.nanoTime; only with --jobs-per-second. */
+  private final AtomicLong nextJobStart = new AtomicLong(System.nanoTime());
+  /** Longest a job started after its slot while measuring: all workers were busy. */
+  private final AtomicLong startLagNanos = new AtomicLong();
+
+  /** With a fixed job rate, waits for this worker's next start slot. */
+  private void awaitJobStart() throws InterruptedException {
+    if (jobsPerSecond <= 0) {
+      return;
+    }
+    long slot = nextJobStart.getAndAdd((long) (1e9 / jobsPerSecond));
+    long wait = slot - System.nanoTime();
+    if (wait > 0) {
+      TimeUnit.NANOSECONDS.sleep(wait);
+    } else if (measuring.get()) {
+      startLagNanos.accumulateAndGet(-wait, Math::max);
+    }
   }
 
   private void playJob(String job) {

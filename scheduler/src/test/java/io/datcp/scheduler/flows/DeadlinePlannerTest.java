@@ -120,4 +120,83 @@ class DeadlinePlannerTest {
     assertThat(DeadlinePlanner.transferNanos(10 * MB, 80e6)).isEqualTo(S);
     assertThat(DeadlinePlanner.transferNanos(0, 80e6)).isZero();
   }
+
+  @Test
+  void timePassingWithoutNewsDoesNotMoveAShuffleBoundDeadlineLater() {
+    Map<String, Deadline> first = planner.plan("h1", List.of(shuffleBound("b", 20 * MB)), NOW);
+    // a second later nothing has been reported fetched yet: the deadline stays where it was,
+    // or the flows would never look behind and DATCP would never hurry them
+    Map<String, Deadline> later = planner.plan("h1", List.of(shuffleBound("b", 20 * MB)),
+        NOW + S, first);
+
+    assertThat(later.get("b").unixNanos()).isEqualTo(first.get("b").unixNanos());
+    assertThat(later.get("b").reason()).contains("kept");
+  }
+
+  @Test
+  void aJobThatGetsAheadMovesTheDeadlinesBehindItLater() {
+    Map<String, Deadline> first = planner.plan("h1", List.of(shuffleBound("b", 20 * MB)), NOW);
+    Map<String, Deadline> later = planner.plan("h1", List.of(shuffleBound("b", 20 * MB),
+        shuffleBound("c", 5 * MB)), NOW + S / 2, first);
+
+    assertThat((later.get("b").unixNanos() - NOW) / 1e9).isCloseTo(3.0, within(1e-6));
+    assertThat(later.get("b").reason()).contains("rank 2 of 2");
+  }
+
+  @Test
+  void aJobAheadThatLeavesMayBringADeadlineEarlierButNeverLater() {
+    Map<String, Deadline> first = planner.plan("h1", List.of(shuffleBound("c", 5 * MB),
+        shuffleBound("b", 20 * MB)), NOW);
+    assertThat(seconds(first.get("b"))).isCloseTo(2.5, within(1e-6));
+
+    Map<String, Deadline> cDone = planner.plan("h1", List.of(shuffleBound("b", 20 * MB)),
+        NOW + S / 10, first);
+    assertThat(seconds(cDone.get("b"))).isCloseTo(2.1, within(1e-6));
+    Map<String, Deadline> cDoneLate = planner.plan("h1", List.of(shuffleBound("b", 20 * MB)),
+        NOW + 2 * S, first);
+    assertThat(seconds(cDoneLate.get("b"))).isCloseTo(2.5, within(1e-6));
+  }
+
+  @Test
+  void aJobWithNoBytesKnownYetGetsNoDeadlineAndTakesNoShare() {
+    // maps done but no partition size reported yet: a deadline of "now" would make its flows
+    // overdue at once (they would give up), and keeping it would pin that mistake
+    Map<String, Deadline> first = planner.plan("h1", List.of(shuffleBound("b", 0),
+        new Demand("a", 0, 4, 0, 0, -1), shuffleBound("c", 20 * MB)), NOW);
+    assertThat(first).containsOnlyKeys("c");
+    assertThat(seconds(first.get("c"))).isCloseTo(2.0, within(1e-6));
+
+    Map<String, Deadline> known = planner.plan("h1", List.of(shuffleBound("b", 10 * MB)),
+        NOW + S, first);
+    assertThat(seconds(known.get("b"))).isCloseTo(2.0, within(1e-6));
+  }
+
+  @Test
+  void bytesDiscoveredLaterMoveTheDeadlineLater() {
+    // the first plan went by a guess (one flow's 10 MB); the map side then reports 30 MB
+    Map<String, Deadline> first = planner.plan("h1", List.of(shuffleBound("b", 10 * MB)), NOW);
+    Map<String, Deadline> sized = planner.plan("h1", List.of(shuffleBound("b", 30 * MB)), NOW,
+        first);
+
+    assertThat(seconds(sized.get("b"))).isCloseTo(3.0, within(1e-6));
+  }
+
+  @Test
+  void reasonNumbersReadAsPrintfWouldPrintThem() {
+    java.util.Random rnd = new java.util.Random(7);
+    for (int i = 0; i < 100_000; i++) {
+      double v = switch (i % 3) {
+        case 0 -> rnd.nextInt(1_000_000) / 1000.0;
+        case 1 -> rnd.nextDouble() * 1e4;
+        default -> i / 3 / 100.0;
+      };
+      assertThat(DeadlinePlanner.decimal(v, 1)).isEqualTo(String.format(java.util.Locale.ROOT,
+          "%.1f", v));
+      assertThat(DeadlinePlanner.decimal(v, 2)).isEqualTo(String.format(java.util.Locale.ROOT,
+          "%.2f", v));
+    }
+    assertThat(DeadlinePlanner.decimal(0, 2)).isEqualTo("0.00");
+    assertThat(DeadlinePlanner.decimal(-1.5, 1)).isEqualTo("-1.5");
+    assertThat(DeadlinePlanner.decimal(0.05, 1)).isEqualTo("0.1");
+  }
 }
