@@ -12,6 +12,10 @@ root=$(pwd)
 out=$root/bench/results/docker-ab
 data=$(mktemp -d /tmp/datcp-demo-data.XXXXXX)
 compose=(docker-compose -p datcp-demo -f docker/compose.yaml)
+# the agents attach sockops at the root of the host's cgroup v2 hierarchy
+DATCP_CGROUP2=$(findmnt -n -t cgroup2 -o TARGET | head -1)
+[ -n "$DATCP_CGROUP2" ] || { echo "demo: no cgroup v2 mount on this host (the agents need one)" >&2; exit 1; }
+export DATCP_CGROUP2
 rule=(DOCKER-USER -i dtcp-+ -m physdev --physdev-is-bridged -j ACCEPT)
 rule_added=""
 
@@ -42,13 +46,18 @@ run() {
 	echo "== A/B $label (DATCP_SHUFFLE=$shuffle)"
 	DATCP_DATA=$data DATCP_SHUFFLE=$shuffle "${compose[@]}" up -d >/dev/null
 	for _ in $(seq 180); do
-		n=$(docker exec datcp-demo-rm curl -fsS http://localhost:8088/ws/v1/cluster/metrics 2>/dev/null |
-			sed -nE 's/.*"activeNodes":([0-9]+).*/\1/p')
+		# the RM answers only after a while: a failed call must not end the script (set -e)
+		n=$(docker exec datcp-demo-rm curl -fsS http://rm:8088/ws/v1/cluster/metrics 2>/dev/null |
+			sed -nE 's/.*"activeNodes":([0-9]+).*/\1/p' || true)
 		[ "${n:-0}" -ge 4 ] && break
 		sleep 1
 	done
 	[ "${n:-0}" -ge 4 ] || { echo "demo: the NodeManagers did not register" >&2; exit 1; }
-	docker exec datcp-demo-rm datcp-job io.datcp.it.jobs.AbScenario --label "$label" \
+	local plugin=()
+	# system on: the jobs' reduces report through the DATCP shuffle consumer plugin
+	[ "$shuffle" = datcp ] &&
+		plugin=(-D mapreduce.job.reduce.shuffle.consumer.plugin.class=io.datcp.shuffle.reduceside.DatcpShuffle)
+	docker exec datcp-demo-rm datcp-job io.datcp.it.jobs.AbScenario "${plugin[@]}" --label "$label" \
 		--work "/data/ab-$label" --out "/data/ab-$label.json" >/dev/null
 	mkdir -p "$out"
 	cp "$data/ab-$label.json" "$out/ab-$label.json"

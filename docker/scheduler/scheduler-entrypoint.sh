@@ -8,6 +8,7 @@
 #                    cluster only.
 #   DATCP_TOKEN_DIR  default /data/node-tokens
 #   DATCP_RM_WEBAPP  ResourceManager web address for job attributes, default http://rm:8088
+#   DATCP_SCHEDULER_EXTRA  extra lines for scheduler.properties (keys: scheduler/README.md)
 set -euo pipefail
 [ -n "${DATCP_TOR_IP:-}" ] && /opt/datcp/bin/fabric-net.sh
 data=/var/lib/datcp-scheduler
@@ -22,6 +23,7 @@ for host in ${DATCP_NODES:-}; do
 done
 cat >"$data/scheduler.properties" <<PROPS
 yarn.rm.webappAddress=${DATCP_RM_WEBAPP:-http://rm:8088}
+${DATCP_SCHEDULER_EXTRA:-}
 PROPS
 exec java -Xmx384m -jar /opt/datcp/scheduler.jar --data-dir "$data" \
 	--config "$data/scheduler.properties" --grpc-port 9090 --http-port 8080 "$@"

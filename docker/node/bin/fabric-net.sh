@@ -4,7 +4,8 @@
 # rto_min of 10 ms, and segmentation offloads off so the ToR's AQM sees MTU-sized packets.
 # The fabric routes also carry the congestion control of this host's connections (the
 # per-netns default cannot be set in a container: /proc/sys is read-only there, and the
-# host's default may be bbr); the DATCP sockops program still moves shuffle sockets to datcp.
+# host's default may be bbr); the DATCP sockops program still moves shuffle sockets to datcp
+# and asks for ECN in their SYN (the route's congctl applies after its CONNECT_CB).
 # Env: DATCP_TOR_IP (required), DATCP_FABRIC (default 10.213.0.0/16), DATCP_CC (default cubic).
 set -euo pipefail
 : "${DATCP_TOR_IP:?set DATCP_TOR_IP to the address of the ToR on this link}"

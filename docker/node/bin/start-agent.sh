@@ -5,7 +5,9 @@
 #   DATCP_AGENT_EXTRA extra lines for the properties file
 #   DATCP_TOKEN_DIR   where the scheduler put this host's node token (default
 #                     /data/node-tokens/HOST; waited for up to 60 s when DATCP_SCHEDULER is set)
-# Its log goes to /tmp/datcp-agent.log; it listens on /run/datcp/agent.sock.
+# The host's cgroup v2 root, bind-mounted at /run/datcp/cgroup2, is where it attaches sockops
+# (Docker's own cgroup namespace hides it). Its log goes to /tmp/datcp-agent.log; it listens
+# on /run/datcp/agent.sock.
 set -euo pipefail
 jar=/opt/datcp/agent/datcp-agent.jar
 [ -f "$jar" ] || { echo "node: DATCP_SHUFFLE=datcp needs the agent ($jar) in the image" >&2; exit 2; }
@@ -24,6 +26,7 @@ kernel.library=/opt/datcp/kmod/libdatcp.so
 scheduler.target=${DATCP_SCHEDULER:-}
 scheduler.tokenFile=$([ -s "$token" ] && echo "$token")
 state.dir=/var/lib/datcp-agent
+$(mountpoint -q /run/datcp/cgroup2 && echo kernel.cgroup=/run/datcp/cgroup2)
 ${DATCP_AGENT_EXTRA:-}
 PROPS
 nohup java -Xmx256m -XX:TieredStopAtLevel=1 -jar "$jar" --config /etc/datcp/agent.properties \

@@ -8,6 +8,7 @@ import com.github.dockerjava.api.model.ContainerNetwork;
 import com.github.dockerjava.api.model.Network.Ipam;
 import com.github.dockerjava.api.model.Volume;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -52,8 +53,7 @@ public final class DatcpCluster implements Startable {
   static final List<String> BRIDGED_RULE = List.of("DOCKER-USER", "-i", "dtcp-+", "-m",
       "physdev", "--physdev-is-bridged", "-j", "ACCEPT");
   static final String FABRIC = "10.213";
-  /** The host's cgroup v2 hierarchy (cgroups are v1 for Docker here) and where nodes see it. */
-  static final String CGROUP2_ON_HOST = "/sys/fs/cgroup/unified";
+  /** Where nodes see the host's cgroup v2 root (docker/node/bin/start-agent.sh). */
   static final String CGROUP2_IN_NODE = "/run/datcp/cgroup2";
   /** Job setting that puts the DATCP reduce-side plugin in a job (system on). */
   public static final String CONSUMER_PLUGIN =
@@ -245,16 +245,28 @@ public final class DatcpCluster implements Startable {
             .withStartupTimeout(Duration.ofMinutes(3)));
     if (mode == Mode.ON) {
       // the agent shares the kernel's pinned datcp and attaches sockops at the cgroup v2 root
+      String cgroup2 = cgroup2OnHost();
       c.withEnv("DATCP_SCHEDULER", "scheduler:9090")
-          .withEnv("DATCP_AGENT_EXTRA", "kernel.cgroup=" + CGROUP2_IN_NODE)
           .withCreateContainerCmdModifier(cmd -> {
             bind(cmd, "/sys/fs/bpf", "/sys/fs/bpf");
-            bind(cmd, CGROUP2_ON_HOST, CGROUP2_IN_NODE);
+            bind(cmd, cgroup2, CGROUP2_IN_NODE);
             cmd.getHostConfig().withCapAdd(Capability.NET_ADMIN, Capability.SYS_ADMIN)
                 .withSecurityOpts(List.of("seccomp=unconfined"));
           });
     }
     return c;
+  }
+
+  /** The host's cgroup v2 mount (/sys/fs/cgroup, or /sys/fs/cgroup/unified when hybrid). */
+  static String cgroup2OnHost() {
+    try {
+      return Files.readAllLines(Path.of("/proc/mounts")).stream().map(l -> l.split(" "))
+          .filter(f -> f.length > 2 && f[2].equals("cgroup2")).map(f -> f[1]).findFirst()
+          .orElseThrow(() -> new IllegalStateException(
+              "no cgroup v2 mount on this host: the agents attach sockops to one"));
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
   }
 
   private GenericContainer<?> hadoopNode(String host, String role) {

@@ -118,8 +118,33 @@ class DockerClusterIT {
 
   @Test
   @Order(3)
-  @Disabled("target not met: in the last run job B's shuffle on was 1.03x off, not <= 0.75x,"
-      + " and job A 1.08x later (bench/results/docker-ab/merged-main); open on issue 8")
+  void onModeAgentsPutShuffleSocketsOnDatcp() throws Exception {
+    assumeTrue(imageHasDatcp(), "the node image has no DATCP shuffle plugin and agent");
+    DatcpCluster c = cluster(Mode.ON);
+    // the ToR loaded datcp without sockops before the agents started: they must attach it
+    Awaitility.await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(500))
+        .untilAsserted(() -> {
+          for (String nm : c.nodeManagers()) {
+            JsonNode status = JSON.readTree(c.exec(nm, "/opt/datcp/kmod/datcpctl", "status",
+                "--json").getStdout());
+            assertThat(status.get("sockops_attached").asBoolean()).as(nm + " " + status).isTrue();
+            assertThat(status.toString()).as(nm).contains("13562");
+          }
+        });
+    // a reducer's connection to a shuffle port runs datcp from its SYN on (ECN negotiated): a
+    // route's congctl once overrode it after sockops, and the ToR's marks went unanswered
+    String cc = c.exec(DatcpCluster.REDUCER, "perl", "-MSocket", "-e",
+        "socket(S, PF_INET, SOCK_STREAM, 6) or die $!; connect(S, sockaddr_in(13562, inet_aton('"
+            + c.ipOf("nm1") + "'))) or die $!; print unpack('Z*', getsockopt(S, 6, 13))")
+        .getStdout();
+    assertThat(cc).as("congestion control of a reducer's shuffle connection").isEqualTo("datcp");
+  }
+
+  @Test
+  @Order(4)
+  @Disabled("target not met: with datcp and ECN now on the shuffle sockets, job B's shuffle"
+      + " on was 0.97-1.70x off (not <= 0.75x) over session 3's runs; see"
+      + " bench/results/docker-ab/2026-11-23-diagnosis; open on issue 8")
   void abScenarioOnMeetsJobBsDeadlineWithoutDelayingJobA() throws Exception {
     assumeTrue(imageHasDatcp(), "the node image has no DATCP shuffle plugin and agent"
         + " (shuffle-plugin/target/datcp-shuffle-plugin.jar, agent/target/datcp-agent.jar)");
@@ -137,7 +162,7 @@ class DockerClusterIT {
   }
 
   @Test
-  @Order(4)
+  @Order(5)
   void wordCountOnIsByteIdenticalToOff() throws Exception {
     assumeTrue(imageHasDatcp(), "the node image has no DATCP shuffle plugin and agent");
     assumeTrue(wordCountOff != null, "needs the off run");
@@ -145,7 +170,7 @@ class DockerClusterIT {
   }
 
   @Test
-  @Order(5)
+  @Order(6)
   void killingTheSchedulerMidShuffleDoesNotFailTheJobs() throws Exception {
     assumeTrue(imageHasDatcp(), "the node image has no DATCP shuffle plugin and agent");
     DatcpCluster c = cluster(Mode.ON);
@@ -155,7 +180,7 @@ class DockerClusterIT {
   }
 
   @Test
-  @Order(6)
+  @Order(7)
   void killingTheAgentsMidShuffleDoesNotFailTheJobs() throws Exception {
     assumeTrue(imageHasDatcp(), "the node image has no DATCP shuffle plugin and agent");
     DatcpCluster c = cluster(Mode.ON);
