@@ -71,7 +71,9 @@ if [ -d it-tests ]; then
 	# shellcheck source=docker-env.sh
 	. scripts/docker-env.sh
 	start=$(date +%s)
-	if docker_up; then
+	# the images take the plugin, agent and scheduler jars from target/: package them even when
+	# a unit test above failed, so the cluster suite still tests them
+	if docker_up && mvn -B -ntp -q -DskipTests package -pl '!it-tests' 2>&1 | tee "$LOGS/it-package.log"; then
 		flock /tmp/datcp-kernel.lock mvn -B -ntp -pl it-tests verify 2>&1 | tee "$LOGS/it.log"
 		st=${PIPESTATUS[0]}
 		read -r p f <<<"$(mvn_counts "$LOGS/it.log")"

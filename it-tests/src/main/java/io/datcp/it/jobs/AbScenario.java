@@ -44,7 +44,7 @@ public final class AbScenario {
   private AbScenario() {}
 
   public static void main(String[] args) throws Exception {
-    Configuration conf = new Configuration();
+    Configuration conf = ClientConf.create();
     String[] rest = new GenericOptionsParser(conf, args).getRemainingArgs();
     Map<String, String> opts = new LinkedHashMap<>();
     for (int i = 0; i + 1 < rest.length; i += 2) {
@@ -135,7 +135,8 @@ public final class AbScenario {
     JobInfo info = history(job.getJobID(), conf);
     Map<String, Object> d = new LinkedHashMap<>();
     d.put("jobId", job.getJobID().toString());
-    d.put("state", job.getJobState().toString());
+    // from the history file: once its AM has exited, asking the job goes to a history server
+    d.put("state", info.getJobStatus());
     long lastMap = 0;
     List<Map<String, Object>> maps = new ArrayList<>();
     List<Map<String, Object>> reduces = new ArrayList<>();

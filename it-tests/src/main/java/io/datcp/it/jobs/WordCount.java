@@ -21,7 +21,7 @@ public final class WordCount {
   private WordCount() {}
 
   public static void main(String[] args) throws Exception {
-    Configuration conf = new Configuration();
+    Configuration conf = ClientConf.create();
     String[] rest = new GenericOptionsParser(conf, args).getRemainingArgs();
     if (rest.length != 3) {
       System.err.println("usage: WordCount [-D k=v]... INPUT OUTPUT REDUCES");

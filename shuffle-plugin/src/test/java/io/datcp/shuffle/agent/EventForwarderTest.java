@@ -39,7 +39,8 @@ class EventForwarderTest {
       for (int i = 0; i < 1000; i++) {
         accepted += forwarder.offer(event(i)) ? 1 : 0;
       }
-      assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(1));
+      // loose: a blocking offer would wait out the 500 ms rpc timeout per event (minutes)
+      assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(5));
       int sent = accepted;
       assertThat(accepted).isLessThanOrEqualTo(10 + 500); // queue + at most one batch in hand
       assertThat(forwarder.dropped()).isEqualTo(1000 - accepted);
@@ -47,8 +48,10 @@ class EventForwarderTest {
 
       try (FakeAgent agent = new FakeAgent(dir)) {
         await().atMost(Duration.ofSeconds(10)).until(() -> agent.events.size() == sent);
-        assertThat(forwarder.delivered()).isEqualTo(accepted);
+        // the agent records a batch before its reply reaches the forwarder's counters
+        await().atMost(Duration.ofSeconds(5)).until(() -> forwarder.delivered() == sent);
         assertThat(client.isDown()).isFalse();
+        assertThat(agent.events).hasSize(sent);
         assertThat(forwarder.offer(event(5000))).isTrue();
         await().atMost(Duration.ofSeconds(5)).until(() -> agent.events.size() == sent + 1);
       }
