@@ -1,36 +1,51 @@
 #!/usr/bin/env python3
 """Prints the job A/B comparison (DATCP §4.4, Fig. 14) from AbScenario's JSON results.
 
+Times are the medians over the rounds of each file; the rounds follow, one line each.
+
 usage: ab-table.py OFF.json [ON.json]
 """
 import json
 import sys
 
+ROWS = [
+    ("job B copy (first fetch -> copy done; Fig. 14's measure)", "jobB", "copyMillis"),
+    ("job B shuffle (last map done -> copy done)", "jobB", "shuffleMillis"),
+    ("job B completion (from release of the maps)", "jobB", "completionMillis"),
+    ("job A copy (first fetch -> copy done)", "jobA", "copyMillis"),
+    ("job A completion (from release of the maps)", "jobA", "completionMillis"),
+]
 
-def row(name, off, on, unit="s", scale=1000.0):
-    if on is None:
-        return f"| {name} | {off / scale:.2f} {unit} | (not run) | |"
-    return f"| {name} | {off / scale:.2f} {unit} | {on / scale:.2f} {unit} | {on / off:.2f} |"
+
+def seconds(millis):
+    return f"{millis / 1000.0:.2f} s"
 
 
 def main(argv):
     if len(argv) not in (2, 3):
         print(__doc__, file=sys.stderr)
         return 2
-    off = json.load(open(argv[1]))
-    on = json.load(open(argv[2])) if len(argv) == 3 else None
-    get = lambda r, job, key: None if r is None else r[job][key]
-    print("| job A/B, 10 MB per map output, 100 Mbit/s ToR port | off (cubic, stock shuffle) "
-          "| on (datcp) | on / off |")
+    runs = [json.load(open(path)) for path in argv[1:]]
+    off, on = runs[0], runs[1] if len(runs) == 2 else None
+    rounds = "/".join(str(len(r["rounds"])) for r in runs)
+    print(f"| job A/B, 10 MB per map output, 100 Mbit/s ToR port, median of {rounds} rounds "
+          "| off (cubic, stock shuffle) | on (datcp) | on / off |")
     print("|---|---|---|---|")
-    print(row("job B shuffle (last map done -> copy done)", off["jobB"]["shuffleMillis"],
-              get(on, "jobB", "shuffleMillis")))
-    print(row("job B completion (from release of the maps)", off["jobB"]["completionMillis"],
-              get(on, "jobB", "completionMillis")))
-    print(row("job A shuffle (last map done -> copy done)", off["jobA"]["shuffleMillis"],
-              get(on, "jobA", "shuffleMillis")))
-    print(row("job A completion (from release of the maps)", off["jobA"]["completionMillis"],
-              get(on, "jobA", "completionMillis")))
+    for name, job, key in ROWS:
+        a = off["median"][job][key]
+        if on is None:
+            print(f"| {name} | {seconds(a)} | (not run) | |")
+        else:
+            b = on["median"][job][key]
+            print(f"| {name} | {seconds(a)} | {seconds(b)} | {b / a:.2f} |")
+    print()
+    print("| round | job B copy | job B shuffle | job A completion |")
+    print("|---|---|---|---|")
+    for run in runs:
+        for i, r in enumerate(run["rounds"], 1):
+            print(f"| {run['label']} {i} | {seconds(r['jobB']['copyMillis'])} "
+                  f"| {seconds(r['jobB']['shuffleMillis'])} "
+                  f"| {seconds(r['jobA']['completionMillis'])} |")
     return 0
 
 

@@ -52,7 +52,7 @@ cat >"$HADOOP_CONF_DIR/yarn-site.xml" <<XML
   <property><name>yarn.nodemanager.env-whitelist</name>
     <value>JAVA_HOME,HADOOP_COMMON_HOME,HADOOP_HDFS_HOME,HADOOP_CONF_DIR,CLASSPATH_PREPEND_DISTCACHE,HADOOP_YARN_HOME,HADOOP_HOME,PATH,LANG,TZ,HADOOP_MAPRED_HOME</value></property>
   <property><name>yarn.nodemanager.local-dirs</name><value>/tmp/nm-local</value></property>
-  <property><name>yarn.nodemanager.log-dirs</name><value>/tmp/nm-logs</value></property>
+  <property><name>yarn.nodemanager.log-dirs</name><value>/data/nm-logs/${HOSTNAME}</value></property>
   <property><name>yarn.nodemanager.delete.debug-delay-sec</name><value>0</value></property>
   <property><name>yarn.resourcemanager.nodemanagers.heartbeat-interval-ms</name><value>200</value></property>
   <property><name>yarn.resourcemanager.system-metrics-publisher.enabled</name><value>false</value></property>

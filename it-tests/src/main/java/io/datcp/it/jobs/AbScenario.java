@@ -4,6 +4,10 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import java.io.File;
 import java.io.IOException;
+import java.nio.file.Files;
+import java.time.LocalDateTime;
+import java.time.ZoneId;
+import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -36,11 +40,20 @@ import org.apache.hadoop.util.GenericOptionsParser;
  * map nodes have 12 vcores and 3000 MB, the reduce node 4 vcores and 8192 MB (docker/README.md).
  *
  * <p>Prints (and writes to {@code --out}) one JSON document with, per job, the times from the
- * job's own history file (map finish, reduce shuffle finish, job finish) and counters.
+ * job's own history file (map finish, reduce shuffle finish, job finish), counters, and the
+ * reduce attempts' first fetch from their syslog.
+ * With {@code --rounds N} it runs the pair N times, one after the other (in DIR/round-I), and adds
+ * the median of every time over the rounds: one pair's times vary by up to a second with where
+ * each reduce's 1 s poll for map completions falls.
  * Usage: {@code AbScenario [-D k=v]... --label L --work DIR [--bytes N] [--slow-millis MS]
- * [--out FILE]}; -D settings apply to both jobs (e.g. the shuffle consumer plugin).
+ * [--rounds N] [--out FILE]}; -D settings apply to both jobs (e.g. the shuffle consumer plugin).
  */
 public final class AbScenario {
+  private static final String NM_LOG_ROOT = "/data/nm-logs";
+  /** The container log4j layout's %d{ISO8601}. */
+  private static final String LOG_TIME = "yyyy-MM-dd HH:mm:ss,SSS";
+  private static final DateTimeFormatter LOG_TIME_FORMAT = DateTimeFormatter.ofPattern(LOG_TIME);
+
   private AbScenario() {}
 
   public static void main(String[] args) throws Exception {
@@ -50,22 +63,35 @@ public final class AbScenario {
     for (int i = 0; i + 1 < rest.length; i += 2) {
       opts.put(rest[i], rest[i + 1]);
     }
-    if (!opts.containsKey("--label") || !opts.containsKey("--work") || rest.length % 2 != 0) {
+    int rounds = opts.containsKey("--rounds") && opts.get("--rounds").matches("[1-9][0-9]?")
+        ? Integer.parseInt(opts.get("--rounds")) : opts.containsKey("--rounds") ? 0 : 1;
+    if (!opts.containsKey("--label") || !opts.containsKey("--work") || rest.length % 2 != 0
+        || rounds == 0) {
       System.err.println("usage: AbScenario [-D k=v]... --label L --work DIR [--bytes N]"
-          + " [--slow-millis MS] [--out FILE]");
+          + " [--slow-millis MS] [--rounds 1-99] [--out FILE]");
       System.exit(2);
     }
-    Map<String, Object> result = run(conf, opts.get("--label"), new Path(opts.get("--work")),
-        Long.parseLong(opts.getOrDefault("--bytes", "10000000")),
-        Long.parseLong(opts.getOrDefault("--slow-millis", "5000")));
+    String label = opts.get("--label");
+    List<Map<String, Object>> results = new ArrayList<>();
+    for (int i = 1; i <= rounds; i++) {
+      Path work = new Path(opts.get("--work"));
+      results.add(run(conf, label, rounds == 1 ? work : new Path(work, "round-" + i),
+          Long.parseLong(opts.getOrDefault("--bytes", "10000000")),
+          Long.parseLong(opts.getOrDefault("--slow-millis", "5000"))));
+    }
+    Map<String, Object> result = new LinkedHashMap<>();
+    result.put("label", label);
+    result.put("rounds", results);
+    result.put("median", Map.of("jobA", medians(results, "jobA"), "jobB", medians(results, "jobB")));
     ObjectMapper json = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
     String text = json.writeValueAsString(result);
     System.out.println(text);
     if (opts.containsKey("--out")) {
       json.writeValue(new File(opts.get("--out")), result);
     }
-    boolean ok = "SUCCEEDED".equals(((Map<?, ?>) result.get("jobA")).get("state"))
-        && "SUCCEEDED".equals(((Map<?, ?>) result.get("jobB")).get("state"));
+    boolean ok = results.stream().allMatch(r ->
+        "SUCCEEDED".equals(((Map<?, ?>) r.get("jobA")).get("state"))
+        && "SUCCEEDED".equals(((Map<?, ?>) r.get("jobB")).get("state")));
     System.exit(ok ? 0 : 1);
   }
 
@@ -124,6 +150,18 @@ public final class AbScenario {
     return result;
   }
 
+  /** Per time of a job, the median over the rounds (the lower middle one for even counts). */
+  private static Map<String, Long> medians(List<Map<String, Object>> rounds, String job) {
+    Map<String, Long> m = new LinkedHashMap<>();
+    for (String key : List.of("lastMapFinishMillis", "shuffleMillis", "copyMillis",
+        "completionMillis")) {
+      long[] v = rounds.stream().mapToLong(r -> (Long) ((Map<?, ?>) r.get(job)).get(key))
+          .sorted().toArray();
+      m.put(key, v[(v.length - 1) / 2]);
+    }
+    return m;
+  }
+
   private static boolean reducesRunning(Job job) throws Exception {
     TaskReport[] reduces = job.getTaskReports(TaskType.REDUCE);
     return reduces.length > 0 && reduces[0].getCurrentStatus() == TIPStatus.RUNNING;
@@ -155,21 +193,51 @@ public final class AbScenario {
         maps.add(t);
       } else {
         t.put("shuffleFinishMillis", att.getShuffleFinishTime() - releasedAt);
+        t.put("firstFetchMillis", firstFetch(info, att) - releasedAt);
         reduces.add(t);
       }
     }
     long shuffleFinish = reduces.isEmpty() ? 0
         : (long) reduces.stream().mapToLong(r -> (Long) r.get("shuffleFinishMillis")).max()
             .getAsLong() + releasedAt;
+    long firstFetch = reduces.isEmpty() ? 0
+        : (long) reduces.stream().mapToLong(r -> (Long) r.get("firstFetchMillis")).min()
+            .getAsLong() + releasedAt;
     d.put("lastMapFinishMillis", lastMap - releasedAt);
     // shuffle time: from the last map's end (no byte can move earlier) to the end of the copy
     d.put("shuffleMillis", shuffleFinish - lastMap);
+    // copy time: from the job's first fetch to the end of its copy, the flows' completion time
+    // of DATCP Fig. 14 (without the reduce's up-to-1 s poll for map completions)
+    d.put("copyMillis", shuffleFinish - firstFetch);
     d.put("completionMillis", info.getFinishTime() - releasedAt);
     d.put("reduceShuffleBytes",
         info.getTotalCounters().findCounter(TaskCounter.REDUCE_SHUFFLE_BYTES).getValue());
     d.put("maps", maps);
     d.put("reduces", reduces);
     return d;
+  }
+
+  /**
+   * When the reduce attempt began its first fetch: the first "about to shuffle output of map"
+   * line of its syslog. Needs the NodeManagers' log dirs on the shared volume, one per host
+   * ({@code /data/nm-logs/HOST}, docker/node/bin/node-entrypoint.sh).
+   */
+  private static long firstFetch(JobInfo info, TaskAttemptInfo reduce) throws IOException {
+    String app = "application_" + info.getJobId().getJtIdentifier() + "_"
+        + String.format("%04d", info.getJobId().getId());
+    Path glob = new Path("file:" + NM_LOG_ROOT + "/*/" + app + "/" + reduce.getContainerId()
+        + "/syslog");
+    FileSystem fs = glob.getFileSystem(new Configuration());
+    FileStatus[] found = fs.globStatus(glob);
+    if (found == null || found.length != 1) {
+      throw new IOException("no single syslog of " + reduce.getAttemptId() + " at " + glob);
+    }
+    try (var lines = Files.lines(java.nio.file.Path.of(found[0].getPath().toUri()))) {
+      return lines.filter(l -> l.contains(" about to shuffle output of map ")).findFirst()
+          .map(l -> LocalDateTime.parse(l.substring(0, LOG_TIME.length()), LOG_TIME_FORMAT)
+              .atZone(ZoneId.systemDefault()).toInstant().toEpochMilli())
+          .orElseThrow(() -> new IOException("no fetch in " + found[0].getPath()));
+    }
   }
 
   /** The job's .jhist in the staging area's intermediate done dir (it may lag the job). */
