@@ -218,26 +218,30 @@ public final class AbScenario {
   }
 
   /**
-   * When the reduce attempt began its first fetch: the first "about to shuffle output of map"
-   * line of its syslog. Needs the NodeManagers' log dirs on the shared volume, one per host
+   * When the reduce attempt began its first fetch: the earliest "about to shuffle output of map"
+   * line of its logs (syslog.shuffle, where Hadoop's reduce-side shuffle logs by default, or
+   * syslog). Needs the NodeManagers' log dirs on the shared volume, one per host
    * ({@code /data/nm-logs/HOST}, docker/node/bin/node-entrypoint.sh).
    */
   private static long firstFetch(JobInfo info, TaskAttemptInfo reduce) throws IOException {
     String app = "application_" + info.getJobId().getJtIdentifier() + "_"
         + String.format("%04d", info.getJobId().getId());
     Path glob = new Path("file:" + NM_LOG_ROOT + "/*/" + app + "/" + reduce.getContainerId()
-        + "/syslog");
-    FileSystem fs = glob.getFileSystem(new Configuration());
-    FileStatus[] found = fs.globStatus(glob);
-    if (found == null || found.length != 1) {
-      throw new IOException("no single syslog of " + reduce.getAttemptId() + " at " + glob);
+        + "/syslog*");
+    FileStatus[] logs = glob.getFileSystem(new Configuration()).globStatus(glob);
+    long first = Long.MAX_VALUE;
+    for (FileStatus log : logs == null ? new FileStatus[0] : logs) {
+      try (var lines = Files.lines(java.nio.file.Path.of(log.getPath().toUri()))) {
+        first = Math.min(first, lines.filter(l -> l.contains(" about to shuffle output of map "))
+            .mapToLong(l -> LocalDateTime.parse(l.substring(0, LOG_TIME.length()),
+                LOG_TIME_FORMAT).atZone(ZoneId.systemDefault()).toInstant().toEpochMilli())
+            .min().orElse(Long.MAX_VALUE));
+      }
     }
-    try (var lines = Files.lines(java.nio.file.Path.of(found[0].getPath().toUri()))) {
-      return lines.filter(l -> l.contains(" about to shuffle output of map ")).findFirst()
-          .map(l -> LocalDateTime.parse(l.substring(0, LOG_TIME.length()), LOG_TIME_FORMAT)
-              .atZone(ZoneId.systemDefault()).toInstant().toEpochMilli())
-          .orElseThrow(() -> new IOException("no fetch in " + found[0].getPath()));
+    if (first == Long.MAX_VALUE) {
+      throw new IOException("no fetch logged by " + reduce.getAttemptId() + " in " + glob);
     }
+    return first;
   }
 
   /** The job's .jhist in the staging area's intermediate done dir (it may lag the job). */
