@@ -4,6 +4,7 @@ import io.datcp.shuffle.agent.AgentConfig;
 import io.datcp.shuffle.mapside.DatcpShuffleHandler;
 import io.datcp.shuffle.reduceside.DatcpShuffle;
 import java.nio.file.Path;
+import java.util.Map;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.mapred.JobConf;
 import org.apache.hadoop.mapred.ShuffleHandler;
@@ -25,6 +26,11 @@ final class DatcpMiniCluster implements AutoCloseable {
   private final MiniMRYarnCluster cluster;
 
   DatcpMiniCluster(String name, Path agentSocket, long registerTimeoutMs) {
+    this(name, agentSocket, registerTimeoutMs, new Configuration(false));
+  }
+
+  /** With extra settings for the cluster, and so for the jobs' configuration too. */
+  DatcpMiniCluster(String name, Path agentSocket, long registerTimeoutMs, Configuration extra) {
     JobConf conf = new JobConf() {
       @Override
       public void set(String key, String value, String source) {
@@ -41,6 +47,9 @@ final class DatcpMiniCluster implements AutoCloseable {
     conf.setInt(YarnConfiguration.RM_SCHEDULER_MINIMUM_ALLOCATION_MB, 256);
     conf.setBoolean(YarnConfiguration.NM_VMEM_CHECK_ENABLED, false);
     conf.setBoolean(YarnConfiguration.NM_PMEM_CHECK_ENABLED, false);
+    for (Map.Entry<String, String> e : extra) {
+      conf.set(e.getKey(), e.getValue());
+    }
     cluster = new MiniMRYarnCluster(name, 1);
     cluster.init(conf);
     cluster.start();

@@ -1,34 +1,27 @@
 package io.datcp.shuffle;
 
+import static io.datcp.shuffle.ShuffleChecks.assertEveryFetchRegisteredExactly;
+import static io.datcp.shuffle.ShuffleChecks.partitionBytes;
+import static io.datcp.shuffle.ShuffleChecks.readOutput;
+import static io.datcp.shuffle.ShuffleChecks.shuffleBytes;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.datcp.proto.v1.FlowAction;
 import io.datcp.proto.v1.FlowEnd;
 import io.datcp.proto.v1.FlowEndReason;
-import io.datcp.proto.v1.MapOutputIndexed;
 import io.datcp.proto.v1.ShuffleEvent;
 import io.datcp.shuffle.mapside.FlowMetrics;
-import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.stream.Stream;
 import org.apache.hadoop.conf.Configuration;
-import org.apache.hadoop.io.DataOutputBuffer;
 import org.apache.hadoop.mapreduce.Job;
-import org.apache.hadoop.mapreduce.JobID;
-import org.apache.hadoop.mapreduce.TaskAttemptID;
-import org.apache.hadoop.mapreduce.TaskCounter;
-import org.apache.hadoop.mapreduce.TaskType;
-import org.apache.hadoop.mapreduce.task.reduce.ShuffleHeader;
 import org.apache.hadoop.metrics2.lib.DefaultMetricsSystem;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -126,46 +119,8 @@ class ShuffleOnMiniYarnTest {
     return new Run(job, readOutput(Path.of(out.toUri())));
   }
 
-  /** All lines of the job's part files, sorted. */
-  private static List<String> readOutput(Path out) throws IOException {
-    List<String> lines = new ArrayList<>();
-    try (Stream<Path> parts = Files.list(out)) {
-      for (Path p : parts.filter(p -> p.getFileName().toString().startsWith("part-")).toList()) {
-        lines.addAll(Files.readAllLines(p));
-      }
-    }
-    lines.sort(null);
-    return lines;
-  }
-
   private static List<String> expected() {
     return GeneratorJob.expectedOutput(MAPS, REDUCES, RECORDS, VALUE_BYTES);
-  }
-
-  private static long shuffleBytes(Job job) throws IOException, InterruptedException {
-    return job.getCounters().findCounter(TaskCounter.REDUCE_SHUFFLE_BYTES).getValue();
-  }
-
-  /** partLength per map and reduce, from the MapOutputIndexed events the service forwarded. */
-  private static Map<Integer, List<Long>> partitionBytes(Baseline b, String jobId) {
-    Map<Integer, List<Long>> parts = new HashMap<>();
-    for (ShuffleEvent e : b.events(ShuffleEvent.EventCase.MAP_OUTPUT_INDEXED)) {
-      MapOutputIndexed m = e.getMapOutputIndexed();
-      assertThat(m.getJobId()).isEqualTo(jobId);
-      assertThat(parts.put(m.getMapId(), m.getPartitionBytesList())).as("once per map").isNull();
-    }
-    assertThat(parts.keySet()).hasSize(MAPS);
-    return parts;
-  }
-
-  private static long headerBytes(String jobId, int map, int reduce, long partLength)
-      throws IOException {
-    String attempt = new TaskAttemptID(
-        new org.apache.hadoop.mapreduce.TaskID(JobID.forName(jobId), TaskType.MAP, map), 0)
-        .toString();
-    DataOutputBuffer out = new DataOutputBuffer();
-    new ShuffleHeader(attempt, partLength, partLength, reduce).write(out);
-    return out.getLength();
   }
 
   @Test
@@ -176,41 +131,11 @@ class ShuffleOnMiniYarnTest {
     String jobId = run.job().getJobID().toString();
     assertThat(run.output()).isEqualTo(expected());
 
-    Map<Integer, List<Long>> parts = partitionBytes(b, jobId);
-    long indexed = 0;
-    for (List<Long> p : parts.values()) {
-      assertThat(p).hasSize(REDUCES);
-      indexed += p.stream().mapToLong(Long::longValue).sum();
-    }
+    Map<Integer, List<Long>> parts = partitionBytes(b.events(), jobId, MAPS, REDUCES);
+    long indexed = parts.values().stream().flatMap(List::stream).mapToLong(Long::longValue).sum();
     assertThat(indexed).as("index partLengths = REDUCE_SHUFFLE_BYTES")
         .isEqualTo(shuffleBytes(run.job()));
-
-    Set<String> fetched = new HashSet<>();
-    long partBytesRegistered = 0;
-    assertThat(b.flows()).isNotEmpty();
-    for (FakeAgent.Flow f : b.flows()) {
-      var reg = f.registration();
-      assertThat(reg.getJobId()).isEqualTo(jobId);
-      long expectedBytes = 0;
-      for (int map : reg.getMapIdsList()) {
-        assertThat(fetched.add(reg.getReduceId() + "/" + map)).as("fetched once").isTrue();
-        long part = parts.get(map).get(reg.getReduceId());
-        partBytesRegistered += part;
-        expectedBytes += part + headerBytes(jobId, map, reg.getReduceId(), part);
-      }
-      assertThat(reg.getBytes()).as("exact response bytes").isEqualTo(expectedBytes);
-      assertThat(reg.getSourcePort()).isPositive();
-      assertThat(reg.getDestinationPort()).isPositive().isNotEqualTo(reg.getSourcePort());
-      assertThat(reg.getSourceAddress()).isNotEmpty();
-    }
-    assertThat(fetched).hasSize(MAPS * REDUCES);
-    assertThat(partBytesRegistered).isEqualTo(shuffleBytes(run.job()));
-
-    for (FakeAgent.Flow f : b.flows()) {
-      FlowEnd end = b.ends().get(f.flowId());
-      assertThat(end.getReason()).isEqualTo(FlowEndReason.FLOW_END_REASON_WRITTEN);
-      assertThat(end.getBytesWritten()).isEqualTo(f.registration().getBytes());
-    }
+    assertEveryFetchRegisteredExactly(b.flows(), b.ends(), parts, run.job());
     assertThat(b.registeredMetric()).as("FlowsRegistered metric, first job")
         .isEqualTo(b.flows().size());
     assertThat(b.events(ShuffleEvent.EventCase.CONTAINERS_RUNNING))
