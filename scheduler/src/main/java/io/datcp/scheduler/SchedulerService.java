@@ -26,6 +26,7 @@ import io.datcp.scheduler.policy.FlowMode;
 import io.datcp.scheduler.policy.PolicyBook;
 import io.datcp.scheduler.policy.PolicyDecision;
 import io.datcp.scheduler.policy.PolicyRule;
+import io.datcp.scheduler.policy.QuenchMode;
 import io.datcp.scheduler.switches.SwitchBook;
 import io.datcp.scheduler.switches.SwitchPort;
 import io.micrometer.core.instrument.Counter;
@@ -550,8 +551,13 @@ public final class SchedulerService {
         Job.Reduce reduce = job.reduce(flow.reduceId());
         if (reduce != null && reduce.shuffling()) {
           hub.interested(agentHost, jobId, flow, bytes);
-          if (JobRegistry.sawLookup(job, bytes)) {
+          boolean first = JobRegistry.flowStarted(job, reduce, now);
+          if (JobRegistry.sawLookup(job, bytes) || first) {
             publishDemands(job, null);
+          }
+          if (first) {
+            // §4.4 counts the job's deadline from its flows' start: plan it afresh from now
+            replan(Set.of(reduce.host()), now, out);
           }
         }
         answer = currentPolicy(job, flow, bytes, now, out);
@@ -610,13 +616,17 @@ public final class SchedulerService {
     long desired = (long) Math.ceil(bytes * 8.0 * 1e9 / relative);
     double importance = decision.importance();
     double phi = decision.phi();
+    QuenchMode quench = decision.quenchMode();
     if (d.first() && firstJobImportance > importance) {
       // Algorithm 1: P = phi * I + (1 - phi) * U; phi 1 holds the first job's flows at P = I
       // from their first window, where urgency alone climbs too late for a 2 s deadline
       importance = firstJobImportance;
       phi = 1;
+      // Algorithm 2 quenches a flow that cannot make its deadline to free the link for others;
+      // the first job's flows are the ones the others wait behind, so pausing them only delays all
+      quench = QuenchMode.OFF;
       reason = reason + "; first in the order: importance " + DeadlinePlanner.decimal(importance, 1)
-          + ", phi 1";
+          + ", phi 1, never quenched";
     } else if (d.waiting() && waitingJobsYield) {
       // §4.4: rushing a job that waits for maps buys nothing; phi 1 keeps its precedence at its
       // importance, where urgency would climb against the shuffle-bound jobs' flows
@@ -625,8 +635,7 @@ public final class SchedulerService {
           + DeadlinePlanner.decimal(importance, 1) + ")";
     }
     return new FlowPolicy(jobId, flow.reduceId(), deadline, relative, desired,
-        importance, phi, decision.mode(), decision.quenchMode(), reason,
-        decision.rule(), flow.key());
+        importance, phi, decision.mode(), quench, reason, decision.rule(), flow.key());
   }
 
   private static FlowPolicy noDeadline(String jobId, PolicyUpdateHub.FlowRef flow,
@@ -719,7 +728,8 @@ public final class SchedulerService {
       waves = (mapsLeft + slots - 1) / slots;
       lastMapFinish = job.lastMapCompletionUnixNanos() + waves * median;
     }
-    return new Demand(job.id(), remaining, mapsLeft, lastMapFinish, waves, median);
+    return new Demand(job.id(), remaining, mapsLeft, lastMapFinish, waves, median,
+        job.flowingOn(host));
   }
 
   /**

@@ -63,11 +63,12 @@ class JobAbScenarioTest {
     assertThat(b.reason()).contains("maps all done", "rank 1 of 1");
     assertThat(a.reason()).contains("waiting for 2 maps", "median map 5.00 s");
     // §4.4: flows are suspended in flow quenching; A's flows have no importance, while B's,
-    // first in the order, are held at precedence 10 (phi 1) from their first window
-    assertThat(List.of(a, b)).allSatisfy(p -> {
-      assertThat(p.mode()).isEqualTo(FlowMode.DATCP);
-      assertThat(p.quenchMode()).isEqualTo(QuenchMode.SUSPEND);
-    });
+    // first in the order, are held at precedence 10 (phi 1) from their first window and never
+    // quenched (pausing them would delay the job all others wait behind)
+    assertThat(List.of(a, b)).allSatisfy(p -> assertThat(p.mode()).isEqualTo(FlowMode.DATCP));
+    assertThat(a.quenchMode()).isEqualTo(QuenchMode.SUSPEND);
+    assertThat(b.quenchMode()).isEqualTo(QuenchMode.OFF);
+    assertThat(b.reason()).contains("never quenched");
     // A waits for maps: phi 1 holds its precedence at its importance (0), however late it looks
     assertThat(a.importance()).isZero();
     assertThat(a.phi()).isEqualTo(1.0);
@@ -78,6 +79,31 @@ class JobAbScenarioTest {
     // Two B flows at 40 Mbit/s fill the 80 Mbit/s usable; A's two need 16 Mbit/s each.
     assertThat(b.desiredRateBitsPerSecond()).isCloseTo(40_000_000L, within(1000L));
     assertThat(a.desiredRateBitsPerSecond()).isCloseTo(16_000_000L, within(1000L));
+  }
+
+  @Test
+  void mapSideIndexesMakeAJobShuffleBoundBeforeItsReduceHearsAndItsDeadlineCountsFromItsFirstFlow()
+      throws Exception {
+    java.nio.file.Files.createDirectories(dir.resolve("early"));
+    SchedulerService early = TestServices.create(dir.resolve("early"), clock, TestServices.dev());
+    long t0 = clock.nanos();
+    JobConf conf = new JobConf("default", "alice", "wordcount", JobPriority.NORMAL);
+    early.report(NODE, List.of(new JobEvent.ReduceStarted(t0, "jobB", 0, NODE, 2, 1, conf, 0)));
+    // both maps' containers ended: their NodeManagers read the indexes; the reduce has not polled
+    early.report("m3", List.of(new JobEvent.MapOutputIndexed(t0, "jobB", 0, "m3", List.of(10 * MB))));
+    early.report("m4", List.of(new JobEvent.MapOutputIndexed(t0, "jobB", 1, "m4", List.of(10 * MB))));
+    assertThat(early.job("jobB").orElseThrow().mapsDone()).isEqualTo(2);
+
+    // the reduce polls a second later and its first fetch starts: 20 MB at 80 Mbit/s from now
+    clock.advance(Duration.ofSeconds(1));
+    FlowPolicy b = early.lookup("m3", "jobB", 0, 10 * MB);
+    assertThat(seconds(b)).isCloseTo(2.0, within(0.01));
+    assertThat(b.reason()).contains("maps all done", "rank 1 of 1");
+    assertThat(b.importance()).isEqualTo(10.0);
+    assertThat(b.quenchMode()).isEqualTo(QuenchMode.OFF);
+    // and the deadline is kept from then on
+    clock.advance(Duration.ofMillis(500));
+    assertThat(seconds(early.lookup("m4", "jobB", 0, 10 * MB))).isCloseTo(1.5, within(0.01));
   }
 
   @Test

@@ -82,8 +82,11 @@ class SchedulerServiceTest {
 
   @Test
   void theDefaultModeAndQuenchModeComeFromTheConfiguration() {
+    // firstJobImportance 0: the lone job is first in its host's order, which would turn
+    // quenching off for its flows
     SchedulerService s = startedJob(TestServices.dev(Map.of(
-        "policy.defaultMode", "dctcp", "policy.defaultQuenchMode", "kill")));
+        "policy.defaultMode", "dctcp", "policy.defaultQuenchMode", "kill",
+        "planner.firstJobImportance", "0")));
     FlowPolicy p = s.lookup("m1", "etl_1", 0, 10 * MB);
 
     assertThat(p.mode()).isEqualTo(FlowMode.DCTCP);

@@ -104,6 +104,8 @@ final class PolicyTranslator {
         return FlowMeta.Quench.SUSPEND;
       case QUENCH_MODE_KILL:
         return FlowMeta.Quench.KILL;
+      case QUENCH_MODE_OFF:
+        return FlowMeta.Quench.OFF;
       default:
         return FlowMeta.Quench.OFF;
     }

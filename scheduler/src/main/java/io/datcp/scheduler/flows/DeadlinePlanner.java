@@ -48,9 +48,10 @@ public final class DeadlinePlanner {
    *     0 when no map has completed yet so no length is known
    * @param waves map waves still to run, for the reason text
    * @param medianMapNanos median map length, for the reason text
+   * @param flowing whether a flow of the job on this host has started (a policy was looked up)
    */
   public record Demand(String jobId, long remainingBytes, int mapsLeft, long lastMapFinishUnixNanos,
-      long waves, long medianMapNanos) {}
+      long waves, long medianMapNanos, boolean flowing) {}
 
   /**
    * A job's deadline on one host, nanoseconds since the Unix epoch, and why. The reason is text
@@ -64,18 +65,22 @@ public final class DeadlinePlanner {
     private final Set<String> ahead;
     /** The job's remaining bytes the deadline was planned for. */
     private final long ownBytes;
+    /** Planned while the job's flows ran; a plan made before they started is provisional. */
+    private final boolean flowing;
     /** Rendered reason; racy memoisation is fine, any thread renders the same text. */
     private String reason;
 
     Deadline(long unixNanos, Supplier<String> explain) {
-      this(unixNanos, explain, null, 0);
+      this(unixNanos, explain, null, 0, false);
     }
 
-    Deadline(long unixNanos, Supplier<String> explain, Set<String> ahead, long ownBytes) {
+    Deadline(long unixNanos, Supplier<String> explain, Set<String> ahead, long ownBytes,
+        boolean flowing) {
       this.unixNanos = unixNanos;
       this.explain = explain;
       this.ahead = ahead;
       this.ownBytes = ownBytes;
+      this.flowing = flowing;
     }
 
     public long unixNanos() {
@@ -112,7 +117,10 @@ public final class DeadlinePlanner {
    * keeps its deadline while no job got ahead of it and no bytes of its own were discovered, and
    * moves only earlier when one ahead left. Re-planning from "now" at every report would slide
    * the deadline of a job that falls behind later and later, so its flows would never look late
-   * and DATCP would never hurry them (§4.4 sets the deadlines once).
+   * and DATCP would never hurry them (§4.4 sets the deadlines once). A deadline planned before
+   * the job's first flow on the host started is not kept: the map side reports a map's output
+   * when its container ends, up to a second before the reduce polls for it and fetches, and
+   * §4.4 counts a deadline from the flows' start.
    */
   public Map<String, Deadline> plan(String host, List<Demand> demands, long nowUnixNanos,
       Map<String, Deadline> previous) {
@@ -145,14 +153,20 @@ public final class DeadlinePlanner {
       long deadline = nowUnixNanos + t;
       Supplier<String> why = planned;
       Deadline before = previous.get(d.jobId());
-      if (before != null && before.ahead != null && before.ahead.containsAll(ahead)
+      if (before != null && before.flowing && before.ahead != null
+          && before.ahead.containsAll(ahead)
           && d.remainingBytes() <= before.ownBytes && before.unixNanos < deadline) {
         long kept = before.unixNanos;
         deadline = kept;
         why = () -> "kept " + s(kept - nowUnixNanos) + " from the earlier plan (no job got"
             + " ahead, no new bytes); now: " + planned.get();
       }
-      out.put(d.jobId(), new Deadline(deadline, why, Set.copyOf(ahead), d.remainingBytes()));
+      if (!d.flowing()) {
+        Supplier<String> planned0 = why;
+        why = () -> planned0.get() + " (provisional: counted from now until its first flow starts)";
+      }
+      out.put(d.jobId(), new Deadline(deadline, why, Set.copyOf(ahead), d.remainingBytes(),
+          d.flowing()));
       ahead.add(d.jobId());
     }
     // §4.4: rushing a job that still waits for maps buys nothing; aim at its last map's end.

@@ -32,6 +32,8 @@ public final class Job {
     final Map<Integer, Long> outputBytes = new HashMap<>();
     final Set<Integer> fetchedMaps = new HashSet<>();
     long fetchedBytes;
+    /** When the first flow to this reduce looked up its policy; 0 before. */
+    long firstFlowUnixNanos;
 
     Reduce(int id, String host, long shuffleStartUnixNanos) {
       this.id = id;
@@ -180,8 +182,15 @@ public final class Job {
     return startUnixNanos;
   }
 
+  /** Maps known done: reported by a reduce (MapCompleted) or by the map side (its index). */
   public int mapsDone() {
-    return maps.size();
+    int done = maps.size();
+    for (Integer mapId : partitions.keySet()) {
+      if (!maps.containsKey(mapId)) {
+        done++;
+      }
+    }
+    return done;
   }
 
   /** -1 when no report said. */
@@ -191,7 +200,17 @@ public final class Job {
 
   /** §4.4: once every map is done the job finishes as soon as its shuffle does. */
   public boolean allMapsDone() {
-    return maps.size() >= totalMaps;
+    return mapsDone() >= totalMaps;
+  }
+
+  /** Whether a flow to one of its reduces still shuffling on {@code host} has started. */
+  public boolean flowingOn(String host) {
+    for (Reduce r : reduces.values()) {
+      if (r.shuffling() && r.host.equals(host) && r.firstFlowUnixNanos != 0) {
+        return true;
+      }
+    }
+    return false;
   }
 
   public long lastMapCompletionUnixNanos() {
@@ -370,6 +389,15 @@ public final class Job {
    * Agents' lookups carry exact flow sizes: a fallback when map outputs came without sizes.
    * Returns whether that fallback is in use, so the remaining bytes just changed.
    */
+  /** Records a flow's policy lookup for {@code reduce}; true for the reduce's first flow. */
+  boolean flowStarted(Reduce reduce, long now) {
+    if (reduce.firstFlowUnixNanos != 0) {
+      return false;
+    }
+    reduce.firstFlowUnixNanos = now;
+    return true;
+  }
+
   boolean sawLookup(long bytes) {
     lookupBytes += bytes;
     lookups++;

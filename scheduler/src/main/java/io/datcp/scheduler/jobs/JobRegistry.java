@@ -310,6 +310,11 @@ public final class JobRegistry {
    * Records a flow size seen in a lookup (estimate for outputs reported without sizes); true
    * when the job's remaining bytes depend on that estimate and so just changed.
    */
+  /** Records a flow of {@code reduce} looking up its policy; true for its first flow. */
+  public static boolean flowStarted(Job job, Job.Reduce reduce, long now) {
+    return job.flowStarted(reduce, now);
+  }
+
   public static boolean sawLookup(Job job, long bytes) {
     return job.sawLookup(bytes);
   }

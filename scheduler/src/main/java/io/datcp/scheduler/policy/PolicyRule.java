@@ -55,7 +55,7 @@ public record PolicyRule(
         "is required, a number in [0, 10]");
     require(phi != null && phi >= 0 && phi <= 1, "phi", "is required, a number in [0, 1]");
     require(mode != null, "mode", "is required: datcp|pd2tcp|d2tcp|dctcp|off");
-    require(quenchMode != null, "quenchMode", "is required: suspend|kill");
+    require(quenchMode != null, "quenchMode", "is required: suspend|kill|off");
     return this;
   }
 

@@ -8,7 +8,9 @@ import java.util.Locale;
 public enum QuenchMode {
   /** Pause and resume later; MapReduce's default, since every fetch must complete. */
   SUSPEND,
-  KILL;
+  KILL,
+  /** Never quench (the scheduler's choice for the flows of the job it puts first). */
+  OFF;
 
   @JsonValue
   @Override
@@ -23,6 +25,6 @@ public enum QuenchMode {
         return m;
       }
     }
-    throw new IllegalArgumentException("quench mode must be suspend|kill, not '" + name + "'");
+    throw new IllegalArgumentException("quench mode must be suspend|kill|off, not '" + name + "'");
   }
 }

@@ -124,7 +124,8 @@ class GrpcApiTest {
     assertThat(b.getDeadlineNanos() / 1e9).isCloseTo(2.0, within(0.01));
     assertThat(a.getDeadlineNanos() / 1e9).isCloseTo(5.0, within(0.01));
     assertThat(b.getMode()).isEqualTo(FlowMode.FLOW_MODE_DATCP);
-    assertThat(b.getQuenchMode()).isEqualTo(QuenchMode.QUENCH_MODE_SUSPEND);
+    assertThat(a.getQuenchMode()).isEqualTo(QuenchMode.QUENCH_MODE_SUSPEND);
+    assertThat(b.getQuenchMode()).isEqualTo(QuenchMode.QUENCH_MODE_OFF); // first in the order
     assertThat(b.getReason()).contains("maps all done");
 
     clock.advance(Duration.ofSeconds(5));

@@ -21,7 +21,7 @@ class DeadlinePlannerTest {
   }
 
   private static Demand shuffleBound(String job, long bytes) {
-    return new Demand(job, bytes, 0, 0, 0, -1);
+    return new Demand(job, bytes, 0, 0, 0, -1, true);
   }
 
   @Test
@@ -69,7 +69,7 @@ class DeadlinePlannerTest {
 
   @Test
   void aJobWaitingForMapsGetsTheEstimatedEndOfItsLastMap() {
-    Demand waiting = new Demand("a", 20 * MB, 2, NOW + 5 * S, 1, 5 * S);
+    Demand waiting = new Demand("a", 20 * MB, 2, NOW + 5 * S, 1, 5 * S, true);
     Map<String, Deadline> plan = planner.plan("h1",
         List.of(waiting, shuffleBound("b", 20 * MB)), NOW);
 
@@ -81,7 +81,7 @@ class DeadlinePlannerTest {
   @Test
   void aWaitingJobIsNeverTighterThanItsBytesAtAFairShare() {
     // Last map ends in 1 s, but 40 MB at half of 80 Mbit/s takes 8 s.
-    Demand waiting = new Demand("a", 40 * MB, 1, NOW + S, 1, S);
+    Demand waiting = new Demand("a", 40 * MB, 1, NOW + S, 1, S, true);
     Map<String, Deadline> plan = planner.plan("h1",
         List.of(waiting, shuffleBound("b", 10 * MB)), NOW);
 
@@ -91,7 +91,7 @@ class DeadlinePlannerTest {
 
   @Test
   void aMapEstimateAlreadyPastFallsBackToTheFloor() {
-    Demand late = new Demand("a", 10 * MB, 1, NOW - S, 1, S);
+    Demand late = new Demand("a", 10 * MB, 1, NOW - S, 1, S, true);
     Map<String, Deadline> plan = planner.plan("h1", List.of(late), NOW);
 
     assertThat(seconds(plan.get("a"))).isCloseTo(1.0, within(1e-6));
@@ -99,7 +99,7 @@ class DeadlinePlannerTest {
 
   @Test
   void aJobWithNoCompletedMapGetsTheFairShareFloor() {
-    Demand unknown = new Demand("a", 10 * MB, 4, 0, 0, -1);
+    Demand unknown = new Demand("a", 10 * MB, 4, 0, 0, -1, true);
     Map<String, Deadline> plan = planner.plan("h1",
         List.of(unknown, shuffleBound("b", 10 * MB)), NOW);
 
@@ -110,7 +110,7 @@ class DeadlinePlannerTest {
   @Test
   void waitingJobsDoNotDelayShuffleBoundOnes() {
     Map<String, Deadline> plan = planner.plan("h1", List.of(
-        new Demand("w", 100 * MB, 3, NOW + 30 * S, 1, 30 * S), shuffleBound("b", 10 * MB)), NOW);
+        new Demand("w", 100 * MB, 3, NOW + 30 * S, 1, 30 * S, true), shuffleBound("b", 10 * MB)), NOW);
 
     assertThat(seconds(plan.get("b"))).isCloseTo(1.0, within(1e-6));
   }
@@ -131,6 +131,19 @@ class DeadlinePlannerTest {
 
     assertThat(later.get("b").unixNanos()).isEqualTo(first.get("b").unixNanos());
     assertThat(later.get("b").reason()).contains("kept");
+  }
+
+  @Test
+  void aDeadlinePlannedBeforeTheJobsFirstFlowIsProvisional() {
+    // the map side reported the outputs; the reduce fetches a second later (its poll)
+    Map<String, Deadline> early = planner.plan("h1",
+        List.of(new Demand("b", 20 * MB, 0, 0, 0, -1, false)), NOW);
+    assertThat(early.get("b").reason()).contains("provisional");
+    Map<String, Deadline> flowing = planner.plan("h1", List.of(shuffleBound("b", 20 * MB)),
+        NOW + S, early);
+
+    assertThat((flowing.get("b").unixNanos() - NOW) / 1e9).isCloseTo(3.0, within(1e-6));
+    assertThat(flowing.get("b").reason()).doesNotContain("kept", "provisional");
   }
 
   @Test
@@ -162,7 +175,7 @@ class DeadlinePlannerTest {
     // maps done but no partition size reported yet: a deadline of "now" would make its flows
     // overdue at once (they would give up), and keeping it would pin that mistake
     Map<String, Deadline> first = planner.plan("h1", List.of(shuffleBound("b", 0),
-        new Demand("a", 0, 4, 0, 0, -1), shuffleBound("c", 20 * MB)), NOW);
+        new Demand("a", 0, 4, 0, 0, -1, true), shuffleBound("c", 20 * MB)), NOW);
     assertThat(first).containsOnlyKeys("c");
     assertThat(seconds(first.get("c"))).isCloseTo(2.0, within(1e-6));
 

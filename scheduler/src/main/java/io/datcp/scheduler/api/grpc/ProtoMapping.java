@@ -106,6 +106,7 @@ final class ProtoMapping {
     switch (q) {
       case QUENCH_MODE_SUSPEND: return QuenchMode.SUSPEND;
       case QUENCH_MODE_KILL: return QuenchMode.KILL;
+      case QUENCH_MODE_OFF: return QuenchMode.OFF;
       default: return null;
     }
   }
