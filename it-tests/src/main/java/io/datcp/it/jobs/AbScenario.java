@@ -154,7 +154,7 @@ public final class AbScenario {
   private static Map<String, Long> medians(List<Map<String, Object>> rounds, String job) {
     Map<String, Long> m = new LinkedHashMap<>();
     for (String key : List.of("lastMapFinishMillis", "shuffleMillis", "copyMillis",
-        "completionMillis")) {
+        "completionMillis", "pollWaitMillis", "completionLessPollMillis")) {
       long[] v = rounds.stream().mapToLong(r -> (Long) ((Map<?, ?>) r.get(job)).get(key))
           .sorted().toArray();
       m.put(key, v[(v.length - 1) / 2]);
@@ -193,7 +193,9 @@ public final class AbScenario {
         maps.add(t);
       } else {
         t.put("shuffleFinishMillis", att.getShuffleFinishTime() - releasedAt);
-        t.put("firstFetchMillis", firstFetch(info, att) - releasedAt);
+        ReduceLog log = ReduceLog.of(info, att);
+        t.put("firstFetchMillis", log.firstFetch() - releasedAt);
+        t.put("lastMapsKnownMillis", log.lastMapsKnown() - releasedAt);
         reduces.add(t);
       }
     }
@@ -210,6 +212,14 @@ public final class AbScenario {
     // of DATCP Fig. 14 (without the reduce's up-to-1 s poll for map completions)
     d.put("copyMillis", shuffleFinish - firstFetch);
     d.put("completionMillis", info.getFinishTime() - releasedAt);
+    // Hadoop's reduce learns of finished maps by polling every second: the wait from the last
+    // map's end to the poll that brought it is up to 1 s of chance, the same on and off
+    long lastKnown = reduces.isEmpty() ? lastMap
+        : (long) reduces.stream().mapToLong(r -> (Long) r.get("lastMapsKnownMillis")).max()
+            .getAsLong() + releasedAt;
+    long pollWait = Math.max(0, lastKnown - lastMap);
+    d.put("pollWaitMillis", pollWait);
+    d.put("completionLessPollMillis", info.getFinishTime() - releasedAt - pollWait);
     d.put("reduceShuffleBytes",
         info.getTotalCounters().findCounter(TaskCounter.REDUCE_SHUFFLE_BYTES).getValue());
     d.put("maps", maps);
@@ -218,30 +228,41 @@ public final class AbScenario {
   }
 
   /**
-   * When the reduce attempt began its first fetch: the earliest "about to shuffle output of map"
-   * line of its logs (syslog.shuffle, where Hadoop's reduce-side shuffle logs by default, or
-   * syslog). Needs the NodeManagers' log dirs on the shared volume, one per host
+   * What a reduce attempt's logs say of its shuffle (syslog.shuffle, where Hadoop's reduce-side
+   * shuffle logs by default, or syslog): when it began its first fetch ("about to shuffle output
+   * of map") and when its last poll for map completions brought new maps ("Got N new
+   * map-outputs"). Needs the NodeManagers' log dirs on the shared volume, one per host
    * ({@code /data/nm-logs/HOST}, docker/node/bin/node-entrypoint.sh).
    */
-  private static long firstFetch(JobInfo info, TaskAttemptInfo reduce) throws IOException {
-    String app = "application_" + info.getJobId().getJtIdentifier() + "_"
-        + String.format("%04d", info.getJobId().getId());
-    Path glob = new Path("file:" + NM_LOG_ROOT + "/*/" + app + "/" + reduce.getContainerId()
-        + "/syslog*");
-    FileStatus[] logs = glob.getFileSystem(new Configuration()).globStatus(glob);
-    long first = Long.MAX_VALUE;
-    for (FileStatus log : logs == null ? new FileStatus[0] : logs) {
-      try (var lines = Files.lines(java.nio.file.Path.of(log.getPath().toUri()))) {
-        first = Math.min(first, lines.filter(l -> l.contains(" about to shuffle output of map "))
-            .mapToLong(l -> LocalDateTime.parse(l.substring(0, LOG_TIME.length()),
-                LOG_TIME_FORMAT).atZone(ZoneId.systemDefault()).toInstant().toEpochMilli())
-            .min().orElse(Long.MAX_VALUE));
+  private record ReduceLog(long firstFetch, long lastMapsKnown) {
+    static ReduceLog of(JobInfo info, TaskAttemptInfo reduce) throws IOException {
+      String app = "application_" + info.getJobId().getJtIdentifier() + "_"
+          + String.format("%04d", info.getJobId().getId());
+      Path glob = new Path("file:" + NM_LOG_ROOT + "/*/" + app + "/" + reduce.getContainerId()
+          + "/syslog*");
+      FileStatus[] logs = glob.getFileSystem(new Configuration()).globStatus(glob);
+      long first = Long.MAX_VALUE;
+      long known = 0;
+      for (FileStatus log : logs == null ? new FileStatus[0] : logs) {
+        for (String l : Files.readAllLines(java.nio.file.Path.of(log.getPath().toUri()))) {
+          if (l.contains(" about to shuffle output of map ")) {
+            first = Math.min(first, time(l));
+          } else if (l.matches(".*: Got [0-9]+ new map-outputs$")) {
+            known = Math.max(known, time(l));
+          }
+        }
       }
+      if (first == Long.MAX_VALUE || known == 0) {
+        throw new IOException("no fetch or no map completions logged by "
+            + reduce.getAttemptId() + " in " + glob);
+      }
+      return new ReduceLog(first, known);
     }
-    if (first == Long.MAX_VALUE) {
-      throw new IOException("no fetch logged by " + reduce.getAttemptId() + " in " + glob);
+
+    private static long time(String line) {
+      return LocalDateTime.parse(line.substring(0, LOG_TIME.length()), LOG_TIME_FORMAT)
+          .atZone(ZoneId.systemDefault()).toInstant().toEpochMilli();
     }
-    return first;
   }
 
   /** The job's .jhist in the staging area's intermediate done dir (it may lag the job). */

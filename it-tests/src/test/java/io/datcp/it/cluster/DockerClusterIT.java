@@ -156,8 +156,10 @@ class DockerClusterIT {
     // DATCP Fig. 14's measure: the time job B's flows take, from its first fetch to its last byte
     long offB = abOff.get("median").get("jobB").get("copyMillis").asLong();
     long onB = on.get("median").get("jobB").get("copyMillis").asLong();
-    long offA = abOff.get("median").get("jobA").get("completionMillis").asLong();
-    long onA = on.get("median").get("jobA").get("completionMillis").asLong();
+    // job A's completion less the wait for its reduce's 1 s poll to bring its last maps: that
+    // wait is chance (0-1 s, the same on and off) and alone exceeds 5 % of A's ~7 s
+    long offA = abOff.get("median").get("jobA").get("completionLessPollMillis").asLong();
+    long onA = on.get("median").get("jobA").get("completionLessPollMillis").asLong();
     assertThat(onB).as("job B copy time on vs off (medians)").isLessThanOrEqualTo(offB * 3 / 4);
     assertThat(onA).as("job A completion on vs off (medians)").isLessThanOrEqualTo(offA * 105 / 100);
     // the scheduler's records: every flow of job B met the deadline it gave them
