@@ -52,6 +52,8 @@ public final class FakeAgent implements AutoCloseable {
   public final Map<Long, FlowEnd> ends = new ConcurrentHashMap<>();
   public final Map<Long, Long> endNanos = new ConcurrentHashMap<>();
   public final List<ShuffleEvent> events = new CopyOnWriteArrayList<>();
+  /** System.nanoTime() when each forwarded event arrived. */
+  public final Map<ShuffleEvent, Long> eventNanos = new ConcurrentHashMap<>();
   private final Set<String> seenBatches = ConcurrentHashMap.newKeySet();
   private final List<StreamObserver<FlowOrder>> subscribers = new CopyOnWriteArrayList<>();
   private volatile Function<FlowRegistration, FlowAction> ordersBeforeReply = r -> null;
@@ -110,6 +112,7 @@ public final class FakeAgent implements AutoCloseable {
     ends.clear();
     endNanos.clear();
     events.clear();
+    eventNanos.clear();
     ordersBeforeReply = r -> null;
     replyDelayMs = 0;
     streams = true;
@@ -215,6 +218,8 @@ public final class FakeAgent implements AutoCloseable {
     @Override
     public void forward(ShuffleReport request, StreamObserver<ReportAck> reply) {
       if (seenBatches.add(request.getReporterId() + "/" + request.getBatchId())) {
+        long now = System.nanoTime();
+        request.getEventsList().forEach(e -> eventNanos.putIfAbsent(e, now));
         events.addAll(request.getEventsList());
       }
       reply.onNext(ReportAck.getDefaultInstance());

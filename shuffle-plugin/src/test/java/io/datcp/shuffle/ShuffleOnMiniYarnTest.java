@@ -20,8 +20,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Consumer;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.mapreduce.Job;
+import org.apache.hadoop.mapreduce.MRJobConfig;
 import org.apache.hadoop.metrics2.lib.DefaultMetricsSystem;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -45,6 +47,9 @@ class ShuffleOnMiniYarnTest {
   // [2^16, 2^24), so each takes the same 4 bytes as a VLong in the ShuffleHeader.
   private static final int RECORDS = 100;
   private static final int VALUE_BYTES = 1000;
+  // Far more than a report at first serve can lead its fetch's registration by (milliseconds),
+  // far less than a reduce takes to launch after the last map (seconds).
+  private static final Duration INDEXED_AHEAD = Duration.ofMillis(500);
 
   private Path dir;
   private FakeAgent agent;
@@ -81,7 +86,7 @@ class ShuffleOnMiniYarnTest {
 
   /** What the fake agent saw of one undisturbed job. */
   private record Baseline(Run run, List<FakeAgent.Flow> flows, Map<Long, FlowEnd> ends,
-      List<ShuffleEvent> events, long registeredMetric) {
+      List<ShuffleEvent> events, Map<ShuffleEvent, Long> eventNanos, long registeredMetric) {
     List<ShuffleEvent> events(ShuffleEvent.EventCase kind) {
       return events.stream().filter(e -> e.getEventCase() == kind).toList();
     }
@@ -98,20 +103,27 @@ class ShuffleOnMiniYarnTest {
   private Baseline baseline() throws Exception {
     if (baseline == null) {
       agent.reset();
-      Run run = runGenerator();
+      // Reduces launch only once every map has finished, so each map's container stops seconds
+      // before its first fetch.
+      Run run = runGenerator(c -> c.setFloat(MRJobConfig.COMPLETED_MAPS_FOR_REDUCE_SLOWSTART, 1f));
       await().atMost(Duration.ofSeconds(10)).until(() ->
           agent.events(ShuffleEvent.EventCase.SHUFFLE_FINISHED).size() == REDUCES
               && agent.events(ShuffleEvent.EventCase.MAP_OUTPUT_INDEXED).size() >= MAPS
               && agent.ends.size() == agent.flows.size());
       long before = flowMetrics().registered();
       baseline = new Baseline(run, List.copyOf(agent.flows), Map.copyOf(agent.ends),
-          List.copyOf(agent.events), before);
+          List.copyOf(agent.events), Map.copyOf(agent.eventNanos), before);
     }
     return baseline;
   }
 
   private Run runGenerator() throws Exception {
+    return runGenerator(c -> { });
+  }
+
+  private Run runGenerator(Consumer<Configuration> settings) throws Exception {
     Configuration conf = cluster.jobConf();
+    settings.accept(conf);
     org.apache.hadoop.fs.Path out =
         new org.apache.hadoop.fs.Path(dir.resolve("out-" + (jobs++)).toUri());
     Job job = GeneratorJob.create(conf, MAPS, REDUCES, RECORDS, VALUE_BYTES, out);
@@ -142,8 +154,30 @@ class ShuffleOnMiniYarnTest {
         .anySatisfy(e -> assertThat(e.getContainersRunning().getJobId()).isEqualTo(jobId));
   }
 
+  /**
+   * Reported when the map's container stopped, not when its output was first served: a report
+   * at the first serve can lead that fetch's registration by a few milliseconds at most (the
+   * two race from the same moment), a report at container stop leads it by the reduce's launch.
+   */
   @Test
   @Order(2)
+  void eachMapIsIndexedWhenItsContainerStopsWellBeforeItsFirstFetch() throws Exception {
+    Baseline b = baseline();
+    List<ShuffleEvent> indexed = b.events(ShuffleEvent.EventCase.MAP_OUTPUT_INDEXED);
+    assertThat(indexed).as("once per map").hasSize(MAPS);
+    for (ShuffleEvent e : indexed) {
+      int map = e.getMapOutputIndexed().getMapId();
+      long firstFetch = b.flows().stream()
+          .filter(f -> f.registration().getMapIdsList().contains(map))
+          .mapToLong(FakeAgent.Flow::registeredNanos).min().orElseThrow();
+      Duration ahead = Duration.ofNanos(firstFetch - b.eventNanos().get(e));
+      assertThat(ahead).as("map %d indexed ahead of its first fetch", map)
+          .isGreaterThan(INDEXED_AHEAD);
+    }
+  }
+
+  @Test
+  @Order(3)
   void theReduceSideReportsItsShuffle() throws Exception {
     Baseline b = baseline();
     Run run = b.run();
@@ -180,7 +214,7 @@ class ShuffleOnMiniYarnTest {
   }
 
   @Test
-  @Order(3)
+  @Order(4)
   void suspendHoldsAFlowUntilResumeWithoutCorruptingIt() throws Exception {
     long holdMs = 3000;
     AtomicBoolean first = new AtomicBoolean(true);
@@ -216,7 +250,7 @@ class ShuffleOnMiniYarnTest {
   }
 
   @Test
-  @Order(4)
+  @Order(5)
   void killClosesTheConnectionAndTheReducerFetchesAgain() throws Exception {
     AtomicBoolean first = new AtomicBoolean(true);
     agent.ordersBeforeReply(r -> first.getAndSet(false) ? FlowAction.FLOW_ACTION_KILL : null);
@@ -240,7 +274,7 @@ class ShuffleOnMiniYarnTest {
   }
 
   @Test
-  @Order(5)
+  @Order(6)
   void withoutAnAgentTheShuffleIsPlainHadoop() throws Exception {
     agent.close();
     assertThat(agent.socket).doesNotExist();

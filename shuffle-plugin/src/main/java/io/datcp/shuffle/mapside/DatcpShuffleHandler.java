@@ -9,6 +9,8 @@ import io.datcp.shuffle.agent.EventForwarder;
 import io.datcp.shuffle.agent.Events;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelPipeline;
+import java.io.File;
+import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -52,6 +54,7 @@ public class DatcpShuffleHandler extends ShuffleHandler implements FlowHost {
   /** Hadoop's name of ShuffleChannelHandler in ShuffleChannelInitializer's pipeline. */
   public static final String HADOOP_SHUFFLE_NAME = "shuffle";
   private static final int MAX_REMEMBERED_MAP_OUTPUTS = 100_000;
+  private static final String INDEX_FILE = "file.out.index";
 
   private AgentConfig config;
   private AgentClient agent;
@@ -166,11 +169,7 @@ public class DatcpShuffleHandler extends ShuffleHandler implements FlowHost {
   @Override
   public void mapOutputsServed(String jobId, List<String> mapAttempts) {
     for (String attempt : mapAttempts) {
-      boolean first;
-      synchronized (indexedMapOutputs) {
-        first = indexedMapOutputs.add(attempt);
-      }
-      if (first) {
+      if (markReported(attempt)) {
         try {
           indexReader.execute(() -> reportIndex(jobId, attempt));
         } catch (RejectedExecutionException e) {
@@ -189,18 +188,79 @@ public class DatcpShuffleHandler extends ShuffleHandler implements FlowHost {
       JobID job = JobID.forName(jobId);
       ApplicationId app =
           ApplicationId.newInstance(Long.parseLong(job.getJtIdentifier()), job.getId());
-      // The NodeManager's layout of map outputs, as ShuffleHandler resolves it.
       Path index = getAuxiliaryLocalPathHandler().getLocalPathForRead(
-          "usercache/" + user + "/appcache/" + app + "/output/" + attempt + "/file.out.index");
-      SpillRecord spill = new SpillRecord(index, new JobConf(getConfig()), user);
-      MapOutputIndexed.Builder indexed = MapOutputIndexed.newBuilder().setJobId(jobId)
-          .setMapId(TaskAttemptID.forName(attempt).getTaskID().getId()).setHost(host);
-      for (int r = 0; r < spill.size(); r++) {
-        indexed.addPartitionBytes(spill.getIndex(r).partLength);
-      }
-      forwarder.offer(event().setMapOutputIndexed(indexed).build());
+          outputDir(user, app) + "/" + attempt + "/" + INDEX_FILE);
+      forwarder.offer(indexEvent(jobId, attempt, index, user, new JobConf(getConfig())));
     } catch (Exception e) {
       LOG.debug("Cannot read the index of {} for DATCP: {}", attempt, e.toString());
+    }
+  }
+
+  /**
+   * Reports the indexes of the job's map outputs on this host's disks that are not reported yet.
+   * Run when a container of the job stops: a map's container stops right after the map wrote its
+   * index, well before its first fetch (a reduce asks for finished maps only every second).
+   */
+  private void reportNewIndexes(String jobId, ApplicationId app) {
+    String user = userRsrc.get(jobId);
+    if (user == null) {
+      return;
+    }
+    JobConf conf = new JobConf(getConfig());
+    try {
+      Iterable<Path> dirs =
+          getAuxiliaryLocalPathHandler().getAllLocalPathsForRead(outputDir(user, app));
+      for (Path dir : dirs) {
+        String[] attempts = new File(dir.toUri().getPath()).list();
+        for (String attempt : attempts == null ? new String[0] : attempts) {
+          Path index = new Path(new Path(dir, attempt), INDEX_FILE);
+          // Other maps of the job may still run (no index yet, or one being written).
+          if (!attempt.contains("_m_") || reported(attempt)
+              || !new File(index.toUri().getPath()).isFile()) {
+            continue;
+          }
+          try {
+            ShuffleEvent indexed = indexEvent(jobId, attempt, index, user, conf);
+            // Marked only once read in full, so a partly written index is read again later.
+            if (markReported(attempt)) {
+              forwarder.offer(indexed);
+            }
+          } catch (Exception e) {
+            LOG.debug("Cannot read the index of {} for DATCP yet: {}", attempt, e.toString());
+          }
+        }
+      }
+    } catch (Exception e) {
+      LOG.debug("Cannot list the map outputs of {} for DATCP: {}", jobId, e.toString());
+    }
+  }
+
+  /** The NodeManager's layout of map outputs, as ShuffleHandler resolves it. */
+  private static String outputDir(String user, ApplicationId app) {
+    return "usercache/" + user + "/appcache/" + app + "/output";
+  }
+
+  private ShuffleEvent indexEvent(String jobId, String attempt, Path index, String user,
+      JobConf conf) throws IOException {
+    SpillRecord spill = new SpillRecord(index, conf, user);
+    MapOutputIndexed.Builder indexed = MapOutputIndexed.newBuilder().setJobId(jobId)
+        .setMapId(TaskAttemptID.forName(attempt).getTaskID().getId()).setHost(host);
+    for (int r = 0; r < spill.size(); r++) {
+      indexed.addPartitionBytes(spill.getIndex(r).partLength);
+    }
+    return event().setMapOutputIndexed(indexed).build();
+  }
+
+  private boolean reported(String attempt) {
+    synchronized (indexedMapOutputs) {
+      return indexedMapOutputs.contains(attempt);
+    }
+  }
+
+  /** True if the map attempt was not reported before. */
+  private boolean markReported(String attempt) {
+    synchronized (indexedMapOutputs) {
+      return indexedMapOutputs.add(attempt);
     }
   }
 
@@ -213,11 +273,21 @@ public class DatcpShuffleHandler extends ShuffleHandler implements FlowHost {
   @Override
   public void stopContainer(ContainerTerminationContext context) {
     super.stopContainer(context);
-    containersChanged(context.getContainerId().getApplicationAttemptId().getApplicationId(), -1);
+    ApplicationId app = context.getContainerId().getApplicationAttemptId().getApplicationId();
+    containersChanged(app, -1);
+    try {
+      indexReader.execute(() -> reportNewIndexes(jobId(app), app));
+    } catch (RejectedExecutionException e) {
+      // stopping
+    }
+  }
+
+  private static String jobId(ApplicationId app) {
+    return new JobID(Long.toString(app.getClusterTimestamp()), app.getId()).toString();
   }
 
   private void containersChanged(ApplicationId app, int delta) {
-    String jobId = new JobID(Long.toString(app.getClusterTimestamp()), app.getId()).toString();
+    String jobId = jobId(app);
     AtomicInteger count = containersPerJob.computeIfAbsent(jobId, k -> new AtomicInteger());
     int running = Math.max(0, count.addAndGet(delta));
     if (running == 0) {
