@@ -4,7 +4,7 @@
 # the DATCP shuffle plugin and agent, once on (plugin + agent + scheduler + datcp). Prints the
 # comparison table and keeps the results in bench/results/docker-ab/. Needs root.
 #   --skip-build   use the images as they are (default: mvn package + docker/build-images.sh)
-# Env: DATCP_AB_ROUNDS  pairs of jobs per mode (default 3; the table shows medians)
+# Env: DATCP_AB_ROUNDS  pairs of jobs per mode (default 5; the table shows medians)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -59,7 +59,7 @@ run() {
 	[ "$shuffle" = datcp ] &&
 		plugin=(-D mapreduce.job.reduce.shuffle.consumer.plugin.class=io.datcp.shuffle.reduceside.DatcpShuffle)
 	docker exec datcp-demo-rm datcp-job io.datcp.it.jobs.AbScenario "${plugin[@]}" --label "$label" \
-		--work "/data/ab-$label" --rounds "${DATCP_AB_ROUNDS:-3}" --out "/data/ab-$label.json" >/dev/null
+		--work "/data/ab-$label" --rounds "${DATCP_AB_ROUNDS:-5}" --out "/data/ab-$label.json" >/dev/null
 	mkdir -p "$out"
 	cp "$data/ab-$label.json" "$out/ab-$label.json"
 	DATCP_DATA=$data "${compose[@]}" down -t 20 >/dev/null
