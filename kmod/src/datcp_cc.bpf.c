@@ -69,6 +69,7 @@ struct datcp_sk {
 	struct datcp_flow_key key;
 	__u64 epoch_acked;    /* tp->bytes_acked when the epoch began */
 	__u64 prev_acked;     /* tp->bytes_acked before the current ACK */
+	__u64 tx_start_acked; /* tp->bytes_acked when the next response began to send */
 	__u64 fct_ns;
 	__u64 win_start_ns;
 	__u64 win_start_acked;
@@ -79,6 +80,7 @@ struct datcp_sk {
 	__u32 prior_rcv_nxt;  /* receiver: DCTCP CE state machine */
 	__u32 ce_state;
 	__u8 have_meta;
+	__u8 tx_start_seen;   /* tx_start_acked holds a start not yet given to an epoch */
 	__u8 finished;
 	__u8 met;
 	__u8 dscp_class;
@@ -233,7 +235,10 @@ static __always_inline void datcp_refresh_meta(struct datcp_sk *s, struct tcp_so
 	}
 	if (!s->have_meta || m->epoch != s->meta.epoch) {
 		datcp_flow_state_init(&s->st, m->start_ns ? m->start_ns : now);
-		s->epoch_acked = s->prev_acked;
+		/* a registration that came after the response began sending (the plugin's wait
+		 * is bounded) still counts the response from its first byte */
+		s->epoch_acked = s->tx_start_seen ? s->tx_start_acked : s->prev_acked;
+		s->tx_start_seen = 0;
 		s->finished = 0;
 		s->met = 0;
 		s->fct_ns = 0;
@@ -565,6 +570,16 @@ void BPF_PROG(datcp_cwnd_event, struct sock *sk, enum tcp_ca_event ev)
 
 	if (ev == CA_EVENT_LOSS) { /* retransmission timeout */
 		datcp_react_to_loss(sk);
+		return;
+	}
+	if (ev == CA_EVENT_TX_START) {
+		s = bpf_sk_storage_get(&datcp_sk_map, sk, 0, 0);
+		/* sending after idle with no flow running: a response begins (later idles
+		 * within it, window or application limited, are not its start) */
+		if (s && !s->tx_start_seen && (!s->have_meta || s->finished)) {
+			s->tx_start_acked = tcp_sk(sk)->bytes_acked;
+			s->tx_start_seen = 1;
+		}
 		return;
 	}
 	if (ev != CA_EVENT_ECN_IS_CE && ev != CA_EVENT_ECN_NO_CE)

@@ -114,6 +114,56 @@ closed_acked=$(tail -1 <<<"$ev" | grep '"event":"closed","src":"127.0.0.1:41001"
 check "at close a closed event carries the final numbers ($(tail -1 <<<"$ev"))" test "${closed_acked:-0}" -ge $size
 out=$($CTL flow get --src 127.0.0.1:41001 --dst 127.0.0.1:5201 2>&1); rc=$?
 check "after close the kernel has deleted registration and statistics" test $rc -eq 1 -a -n "$(grep -o "no such flow" <<<"$out")"
+
+# --- a late registration: the plugin's wait for the agent is bounded, so a response may
+# start sending before its flow is registered; the flow still counts from its first byte
+# and finishes (it once counted from the registration: never reached its size, no event) ---
+( $CTL events --json --timeout-ms 15000 | grep -m1 '"event":"finished","src":"127.0.0.1:41002"' >/tmp/datcp-kt-late.$$ ) & evpid=$!; pids+=($evpid)
+sleep 0.3
+python3 - "$CTL" "$size" >/tmp/datcp-kt-late-stats.$$ <<'PY'
+import socket, subprocess, sys, threading, time
+ctl, size = sys.argv[1], int(sys.argv[2])
+srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.settimeout(20); srv.bind(("127.0.0.1", 5202)); srv.listen(1)
+got = []
+def receive():
+    c, _ = srv.accept(); n = 0
+    while True:
+        b = c.recv(1 << 20)
+        if not b:
+            break
+        n += len(b)
+    got.append(n); c.shutdown(socket.SHUT_WR)
+    t_close.wait(20); c.close()
+t_close = threading.Event()
+t = threading.Thread(target=receive, daemon=True); t.start()
+cli = socket.socket(); cli.settimeout(20)
+cli.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+cli.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"datcp")
+cli.bind(("127.0.0.1", 41002)); cli.connect(("127.0.0.1", 5202))
+chunk = b"x" * (1 << 20)
+def send(n):
+    while n:
+        n -= cli.send(chunk[:min(n, len(chunk))])
+early = size // 5
+send(early)
+time.sleep(0.3)  # the early bytes are acknowledged before the flow is registered
+subprocess.run([ctl, "flow", "set", "--src", "127.0.0.1:41002", "--dst", "127.0.0.1:5202",
+                "--size", str(size), "--deadline-ms", "5000", "--mode", "datcp"], check=True)
+send(size - early)
+cli.shutdown(socket.SHUT_WR)
+cli.recv(1)
+print(subprocess.run([ctl, "flow", "get", "--src", "127.0.0.1:41002", "--dst", "127.0.0.1:5202",
+                      "--json"], capture_output=True, text=True).stdout)
+cli.close(); t_close.set(); t.join(20)
+sys.exit(0 if got == [size] else 1)
+PY
+check "a flow registered after $((size / 5)) of its bytes were acked arrived whole" test $? -eq 0
+wait $evpid
+ev=$(cat /tmp/datcp-kt-late.$$); st=$(cat /tmp/datcp-kt-late-stats.$$); rm -f /tmp/datcp-kt-late.$$ /tmp/datcp-kt-late-stats.$$
+acked=$(grep -o '"bytes_acked":[0-9]*' <<<"$st" | cut -d: -f2)
+check "it counts its bytes from its first one (acked ${acked:-none} >= $size)" test "${acked:-0}" -ge $size
+check "and its finished event arrives ($ev)" grep -q '"event":"finished","src":"127.0.0.1:41002","dst":"127.0.0.1:5202","epoch":1,' <<<"$ev"
 $CTL flow set --src 10.9.9.3:1000 --dst 10.9.9.4:2000 --size 1000
 $CTL flow delete --src 10.9.9.3:1000 --dst 10.9.9.4:2000
 out=$($CTL flow get --src 10.9.9.3:1000 --dst 10.9.9.4:2000 2>&1); rc=$?
