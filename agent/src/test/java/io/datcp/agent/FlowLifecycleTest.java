@@ -20,6 +20,7 @@ import io.datcp.proto.v1.FlowPolicy;
 import io.datcp.proto.v1.FlowRegistered;
 import io.datcp.proto.v1.FlowRegistration;
 import io.datcp.proto.v1.OrdersRequest;
+import io.datcp.proto.v1.QuenchMode;
 import io.datcp.proto.v1.QuenchOutcome;
 import io.grpc.stub.StreamObserver;
 import java.io.InputStream;
@@ -333,6 +334,52 @@ class FlowLifecycleTest {
         2.0, FlowMeta.Quench.SUSPEND));
     await().atMost(Duration.ofSeconds(5)).until(() -> orders.size() == 3);
     assertThat(orders.get(2).getAction()).isEqualTo(FlowAction.FLOW_ACTION_SUSPEND);
+  }
+
+  @Test
+  void aSuspendedFlowWhoseQuenchingTheSchedulerTurnsOffResumes() throws Exception {
+    List<FlowOrder> orders = new CopyOnWriteArrayList<>();
+    client.async().orders(OrdersRequest.newBuilder().setSubscriberId("nm-1").build(),
+        new StreamObserver<>() {
+          @Override
+          public void onNext(FlowOrder o) {
+            orders.add(o);
+          }
+
+          @Override
+          public void onError(Throwable t) {}
+
+          @Override
+          public void onCompleted() {}
+        });
+    long deadline = LocalAgentServiceTest.unixNanos(Instant.now().plusSeconds(30));
+    java.util.concurrent.atomic.AtomicReference<FlowPolicy> answered =
+        new java.util.concurrent.atomic.AtomicReference<>();
+    scheduler.answer = l -> {
+      FlowPolicy p = FlowPolicy.newBuilder().setJobId(l.getJobId()).setReduceId(l.getReduceId())
+          .setDeadlineUnixNanos(deadline).setQuenchMode(QuenchMode.QUENCH_MODE_SUSPEND)
+          .setFlow(l.getFlow()).build();
+      answered.set(p);
+      return p;
+    };
+    FlowRegistration a = TestAgents.registration("job_1700000000000_0104", 32, 43012).build();
+    FlowRegistered ra = client.blocking().registerFlow(a);
+    FlowTuple t = TestAgents.tuple(a);
+    await().atMost(Duration.ofSeconds(5))
+        .until(() -> agent.kernel().flowMeta(t).orElseThrow().deadlineNs() != 0);
+    agent.registry().onKernelEvent(new KernelEvent(t, KernelEvent.Type.QUENCH, 1, 0, false,
+        2.0, FlowMeta.Quench.SUSPEND));
+    await().atMost(Duration.ofSeconds(5)).until(() -> orders.size() == 1);
+
+    // the job became first in its host's order: the update turns quenching off
+    agent.registry().applyPolicy(answered.get().toBuilder()
+        .setQuenchMode(QuenchMode.QUENCH_MODE_OFF).setImportance(10).setPhi(1).build());
+
+    await().atMost(Duration.ofSeconds(5)).until(() -> orders.size() == 2);
+    assertThat(orders.get(1).getFlowId()).isEqualTo(ra.getFlowId());
+    assertThat(orders.get(1).getAction()).isEqualTo(FlowAction.FLOW_ACTION_RESUME);
+    assertThat(orders.get(1).getReason()).contains("quenching turned off");
+    assertThat(agent.kernel().flowMeta(t).orElseThrow().quench()).isEqualTo(FlowMeta.Quench.OFF);
   }
 
   @Test

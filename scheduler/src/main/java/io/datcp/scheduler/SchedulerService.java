@@ -661,7 +661,10 @@ public final class SchedulerService {
         }
         plan.forEach((jobId, d) -> {
           Deadline before = old.get(jobId);
-          if (before == null || movedMaterially(before.unixNanos(), d.unixNanos(), now)) {
+          // a job that became first or stopped waiting changes importance, phi and quench even
+          // when its deadline stays where it was
+          if (before == null || movedMaterially(before.unixNanos(), d.unixNanos(), now)
+              || before.first() != d.first() || before.waiting() != d.waiting()) {
             pushJob(registry.running(jobId), host, d, now, out);
           }
         });

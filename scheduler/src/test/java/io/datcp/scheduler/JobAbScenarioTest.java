@@ -107,6 +107,30 @@ class JobAbScenarioTest {
   }
 
   @Test
+  void aJobThatBecomesFirstWithTheSameDeadlineStillTellsItsFlows() throws Exception {
+    java.nio.file.Files.createDirectories(dir.resolve("class"));
+    SchedulerService s = TestServices.create(dir.resolve("class"), clock, TestServices.dev());
+    long t0 = clock.nanos();
+    JobConf conf = new JobConf("default", "alice", "wordcount", JobPriority.NORMAL);
+    s.report(NODE, List.of(new JobEvent.ReduceStarted(t0, "jobB", 0, NODE, 2, 1, conf, 0)));
+    s.report("m3", List.of(new JobEvent.MapOutputIndexed(t0, "jobB", 0, "m3", List.of(10 * MB))));
+    List<PolicyUpdate> updates = new CopyOnWriteArrayList<>();
+    s.watch("m3", false, updates::add);
+    // one of two maps known: waiting, 10 MB at the whole usable rate (the only job) -> 1 s
+    FlowPolicy waiting = s.lookup("m3", "jobB", 0, 10 * MB);
+    assertThat(waiting.reason()).contains("waiting for 1 maps");
+    assertThat(seconds(waiting)).isCloseTo(1.0, within(0.01));
+
+    // the other map ends with nothing for this reduce: shuffle-bound, first, still 1 s
+    s.report("m4", List.of(new JobEvent.MapOutputIndexed(t0, "jobB", 1, "m4", List.of(0L))));
+    assertThat(updates).singleElement().satisfies(u -> {
+      assertThat(u.policy().importance()).isEqualTo(10.0);
+      assertThat(u.policy().quenchMode()).isEqualTo(QuenchMode.OFF);
+      assertThat((u.policy().deadlineUnixNanos() - t0) / 1e9).isCloseTo(1.0, within(0.01));
+    });
+  }
+
+  @Test
   void whenJobAsLastMapsFinishItBecomesShuffleBoundAndAgentsWithFlowsInFlightHearOfIt() {
     List<PolicyUpdate> updates = new CopyOnWriteArrayList<>();
     scheduler.watch("m1", false, updates::add);

@@ -16,6 +16,7 @@ import io.datcp.proto.v1.FlowPolicy;
 import io.datcp.proto.v1.FlowRegistered;
 import io.datcp.proto.v1.FlowRegistration;
 import io.datcp.proto.v1.PolicyLookup;
+import io.datcp.proto.v1.QuenchMode;
 import io.datcp.proto.v1.QuenchOutcome;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
@@ -423,6 +424,7 @@ public final class FlowRegistry {
     if (c == null) {
       return;
     }
+    Flow unquenched = null;
     synchronized (c) {
       Flow f = c.current;
       if (f == null || f.epoch != k.getEpoch() || !f.live() || !flows.containsKey(f.id)) {
@@ -441,6 +443,13 @@ public final class FlowRegistry {
         f.meta = write(tuple, next);
         policyUpdates.increment();
       }
+      if (f.suspended && p.getQuenchMode() == QuenchMode.QUENCH_MODE_OFF) {
+        unquenched = f;
+      }
+    }
+    if (unquenched != null) {
+      // the scheduler put this flow's job first: a pause from before would only delay it
+      resume(unquenched, "quenching turned off by the scheduler");
     }
   }
 
