@@ -87,10 +87,10 @@ public final class SchedulerServer implements AutoCloseable {
         conf.get(SchedulerConf.DEFAULT_QUENCH_MODE));
     nodes = NodeCredentials.open(b.dataDir);
     PrometheusMeterRegistry meters = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    YarnApps yarn = yarn(conf);
     service = new SchedulerService(conf, book, b.clock,
         new HostRateLimiter(conf.get(SchedulerConf.REPORT_RATE_PER_HOST),
-            conf.get(SchedulerConf.REPORT_BURST_PER_HOST), System::nanoTime), meters,
-        yarn(conf));
+            conf.get(SchedulerConf.REPORT_BURST_PER_HOST), System::nanoTime), meters, yarn);
     NodeAuthInterceptor nodeAuth = new NodeAuthInterceptor(nodes,
         conf.get(SchedulerConf.AUTH_NODES_REQUIRED));
     if (!conf.get(SchedulerConf.AUTH_NODES_REQUIRED)) {
@@ -100,7 +100,7 @@ public final class SchedulerServer implements AutoCloseable {
     long sweepSeconds = Math.max(1, Math.min(60,
         conf.get(SchedulerConf.JOB_IDLE_TIMEOUT_SECONDS) / 4));
     sweeper = Executors.newSingleThreadScheduledExecutor(r -> {
-      Thread t = new Thread(r, "scheduler-idle-jobs");
+      Thread t = new Thread(r, "scheduler-job-sweeps");
       t.setDaemon(true);
       return t;
     });
@@ -112,6 +112,21 @@ public final class SchedulerServer implements AutoCloseable {
         LOG.warn("idle job sweep failed", e);
       }
     }, sweepSeconds, sweepSeconds, TimeUnit.SECONDS);
+    if (yarn != null) {
+      long pollMillis = conf.get(SchedulerConf.JOB_END_POLL_MILLIS);
+      sweeper.scheduleWithFixedDelay(() -> {
+        try {
+          // Not awaited: the answers arrive on Armeria's event loops, not on this thread.
+          service.pollJobEnds().whenComplete((ended, failure) -> {
+            if (failure != null) {
+              LOG.warn("applying job ends from the ResourceManager failed", failure);
+            }
+          });
+        } catch (RuntimeException e) {
+          LOG.warn("job end poll failed", e);
+        }
+      }, pollMillis, pollMillis, TimeUnit.MILLISECONDS);
+    }
     int maxMessage = conf.get(SchedulerConf.REPORT_MAX_MESSAGE_BYTES);
 
     ServerBuilder gb = Server.builder()
@@ -181,15 +196,18 @@ public final class SchedulerServer implements AutoCloseable {
     http = hb.build();
   }
 
+  /** The ResourceManager, when configured: for job ends always, for attributes unless dev. */
   private static YarnApps yarn(SchedulerConf conf) {
-    if (conf.get(SchedulerConf.JOB_ATTRIBUTES_FROM).equals("reports")) {
+    boolean fromReports = conf.get(SchedulerConf.JOB_ATTRIBUTES_FROM).equals("reports");
+    if (fromReports) {
       LOG.warn("jobs.attributesFrom=reports: policy rules match on what jobs claim about"
           + " themselves (development only)");
-      return null;
     }
     String rm = conf.get(SchedulerConf.YARN_RM_WEBAPP);
     if (rm.isEmpty()) {
-      LOG.warn("yarn.rm.webappAddress is not set: every job gets the default policy");
+      LOG.warn("yarn.rm.webappAddress is not set: {}", fromReports
+          ? "jobs end only when reported or idle"
+          : "every job gets the default policy, and jobs end only when reported or idle");
       return null;
     }
     return new YarnApps(rm);

@@ -43,6 +43,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
@@ -88,6 +89,7 @@ public final class SchedulerService {
   private final YarnApps yarn;
   private final SwitchBook switches;
   private final long idleTimeoutNanos;
+  private final long endPollNanos;
   /** Reducer host -> job -> deadline; written under the host's lock, read anywhere. */
   private final Map<String, Map<String, Deadline>> hostPlans = new ConcurrentHashMap<>();
   /**
@@ -120,9 +122,9 @@ public final class SchedulerService {
   private final Counter slowWatchersClosed;
 
   /**
-   * @param yarn where job attributes come from; null when they come from reports
-   *     (jobs.attributesFrom=reports) or no ResourceManager is configured (then every job gets
-   *     the default policy)
+   * @param yarn the ResourceManager, asked how jobs ended and, unless they come from reports
+   *     (jobs.attributesFrom=reports), for job attributes; null when none is configured (then
+   *     every job gets the default policy and ends only when reported or idle)
    */
   public SchedulerService(SchedulerConf conf, PolicyBook policies, Clock clock,
       HostRateLimiter limiter, MeterRegistry meters, YarnApps yarn) {
@@ -137,6 +139,8 @@ public final class SchedulerService {
     this.switches = new SwitchBook(conf.switches(), this::nowUnixNanos);
     this.idleTimeoutNanos = TimeUnit.SECONDS.toNanos(
         conf.get(SchedulerConf.JOB_IDLE_TIMEOUT_SECONDS));
+    this.endPollNanos = TimeUnit.MILLISECONDS.toNanos(
+        conf.get(SchedulerConf.JOB_END_POLL_MILLIS));
     this.flowLog = new FlowLog(conf.get(SchedulerConf.RETAIN_FLOWS_PER_JOB));
     this.maxEventsPerBatch = conf.get(SchedulerConf.REPORT_MAX_EVENTS);
     long downlink = conf.get(SchedulerConf.DOWNLINK_BITS_PER_SECOND);
@@ -271,6 +275,36 @@ public final class SchedulerService {
     }
     jobsTimedOut.increment(n);
     return n;
+  }
+
+  /**
+   * Asks the ResourceManager whether running jobs ended, and ends those it says did as a
+   * reported JobFinished would, at YARN's finish time. Only jobs whose every known reduce
+   * finished its shuffle are asked about (a job cannot end before its reduces), each at most
+   * once per jobs.endPollMillis. Completes, with how many jobs it ended, once every answer is
+   * applied; at once with 0 when no ResourceManager is configured.
+   */
+  public CompletableFuture<Integer> pollJobEnds() {
+    if (yarn == null) {
+      return CompletableFuture.completedFuture(0);
+    }
+    long now = nowUnixNanos();
+    List<CompletableFuture<Integer>> asked = new ArrayList<>();
+    for (Job job : List.copyOf(registry.runningJobs())) {
+      try (Stripes.Held held = jobLocks.hold(job.id())) {
+        // A tenth of slack: the schedule's delay runs on another clock than this one, and a
+        // job asked a hair less than a period ago would otherwise wait a whole extra period.
+        if (job.finished() || !job.shufflesDone() || (job.endAskedUnixNanos() != 0
+            && now - job.endAskedUnixNanos() < endPollNanos - endPollNanos / 10)) {
+          continue;
+        }
+        job.endAsked(now);
+      }
+      asked.add(yarn.end(job.id()).thenApply(
+          end -> end.isPresent() && endFromYarn(job, end.get()) ? 1 : 0));
+    }
+    return CompletableFuture.allOf(asked.toArray(CompletableFuture[]::new))
+        .thenApply(v -> asked.stream().mapToInt(CompletableFuture::join).sum());
   }
 
   // ---- agents ---------------------------------------------------------------------------------
@@ -535,6 +569,29 @@ public final class SchedulerService {
       }
     }
     hub.deliver(out);
+  }
+
+  /**
+   * Ends {@code job} as a reported JobFinished at YARN's finish time would; false when it is no
+   * longer running (a report or the idle sweep ended it while the ResourceManager answered).
+   */
+  private boolean endFromYarn(Job job, YarnApps.End end) {
+    long now = nowUnixNanos();
+    PolicyUpdateHub.Outbox out = new PolicyUpdateHub.Outbox();
+    try (Stripes.Held held = jobLocks.hold(job.id())) {
+      if (registry.running(job.id()) != job) {
+        return false;
+      }
+      Set<String> touched = new HashSet<>();
+      registry.apply(new JobEvent.JobFinished(end.finishUnixNanos(), job.id(), end.succeeded()),
+          touched, now);
+      hub.jobFinished(out, job.id(), now);
+      publishDemands(job, touched);
+      registry.drainEvicted().forEach(flowLog::forget);
+      replan(touched, now, out);
+    }
+    hub.deliver(out);
+    return true;
   }
 
   private FlowPolicy explain(String agentHost, String jobId, PolicyUpdateHub.FlowRef flow,

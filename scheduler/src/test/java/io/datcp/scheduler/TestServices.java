@@ -2,6 +2,7 @@ package io.datcp.scheduler;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.datcp.scheduler.config.SchedulerConf;
+import io.datcp.scheduler.jobs.YarnApps;
 import io.datcp.scheduler.limits.HostRateLimiter;
 import io.datcp.scheduler.policy.PolicyBook;
 import io.datcp.scheduler.store.PolicyStore;
@@ -31,12 +32,18 @@ public final class TestServices {
   }
 
   public static SchedulerService create(Path dir, Clock clock, SchedulerConf conf) {
+    return create(dir, clock, conf, null);
+  }
+
+  /** With {@code yarn} as the ResourceManager (null: none). */
+  public static SchedulerService create(Path dir, Clock clock, SchedulerConf conf,
+      YarnApps yarn) {
     PolicyStore store = PolicyStore.open(dir, new ObjectMapper());
     PolicyBook book = new PolicyBook(store, conf.get(SchedulerConf.DEFAULT_MODE),
         conf.get(SchedulerConf.DEFAULT_QUENCH_MODE));
     return new SchedulerService(conf, book, clock,
         new HostRateLimiter(conf.get(SchedulerConf.REPORT_RATE_PER_HOST),
             conf.get(SchedulerConf.REPORT_BURST_PER_HOST), System::nanoTime),
-        new SimpleMeterRegistry(), null);
+        new SimpleMeterRegistry(), yarn);
   }
 }

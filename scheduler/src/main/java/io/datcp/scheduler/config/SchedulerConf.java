@@ -172,7 +172,15 @@ public final class SchedulerConf {
   public static final Key<Long> JOB_IDLE_TIMEOUT_SECONDS = register(new Key<>(
       "jobs.idleTimeoutSeconds", 3600L, Long::parseLong, v -> v > 0,
       "a positive integer (seconds)",
-      "A running job with no report for this long is dropped (its JobFinished was lost)."));
+      "A running job with no report for this long is dropped (no end was reported nor learned"
+          + " from the ResourceManager)."));
+
+  public static final Key<Long> JOB_END_POLL_MILLIS = register(new Key<>(
+      "jobs.endPollMillis", 1000L, Long::parseLong, v -> v >= 100 && v <= 60_000,
+      "an integer in [100, 60000] (milliseconds)",
+      "How often the ResourceManager is asked whether running jobs whose reduces all finished"
+          + " their shuffle have ended (no task reports a job's end); each such job at most"
+          + " once per period. Only with yarn.rm.webappAddress set."));
 
   public static final Key<Long> DEDUP_IDLE_SECONDS = register(new Key<>(
       "reports.dedupIdleSeconds", 600L, Long::parseLong, v -> v > 0,

@@ -71,6 +71,7 @@ public final class Job {
   private volatile JobConf conf;
   private volatile boolean attributesKnown;
   private long attributesAskedUnixNanos;
+  private long endAskedUnixNanos;
   private long lastReportUnixNanos;
   private boolean timedOut;
   /** Map-side partition sizes: map id -> bytes per reduce (MapOutputIndexed). */
@@ -131,6 +132,25 @@ public final class Job {
 
   public void attributesAsked(long unixNanos) {
     attributesAskedUnixNanos = unixNanos;
+  }
+
+  /** When the ResourceManager was last asked whether the job ended; 0 never. */
+  public long endAskedUnixNanos() {
+    return endAskedUnixNanos;
+  }
+
+  public void endAsked(long unixNanos) {
+    endAskedUnixNanos = unixNanos;
+  }
+
+  /** Whether every reduce known has finished its shuffle (a job cannot end before them). */
+  public boolean shufflesDone() {
+    for (Reduce r : reduces.values()) {
+      if (r.shuffling()) {
+        return false;
+      }
+    }
+    return true;
   }
 
   /** Scheduler time of the last report that named this job. */

@@ -8,20 +8,25 @@ import com.linecorp.armeria.common.HttpStatus;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Reads a job's queue, user, name and priority from the YARN ResourceManager's REST API
- * ({@code GET /ws/v1/cluster/apps/application_X_Y} for job_X_Y), so that policy rules match on
- * what YARN admitted, not on what a task claims. Non-blocking. An unreachable ResourceManager
- * is logged once per outage; callers then fail open to the default policy.
+ * Reads a job's queue, user, name and priority, and how it ended, from the YARN
+ * ResourceManager's REST API ({@code GET /ws/v1/cluster/apps/application_X_Y} for job_X_Y):
+ * policy rules match on what YARN admitted, not on what a task claims, and no task reports a
+ * job's end. Non-blocking. An unreachable ResourceManager is logged once per outage; callers
+ * then fail open to the default policy, and jobs end only when reported or idle.
  */
 public final class YarnApps {
   private static final Logger LOG = LoggerFactory.getLogger(YarnApps.class);
   private static final Duration TIMEOUT = Duration.ofSeconds(2);
+  /** YARN application states after which the application runs no more. */
+  private static final Set<String> ENDED = Set.of("FINISHED", "FAILED", "KILLED");
 
   private final WebClient client;
   private final String address;
@@ -33,11 +38,53 @@ public final class YarnApps {
     this.client = WebClient.builder(address).responseTimeout(TIMEOUT).build();
   }
 
+  /** How an application ended: its final status and YARN's finish time. */
+  public record End(boolean succeeded, long finishUnixNanos) {}
+
+  /** Reads what a caller needs from the answer's {@code app}; IOException when it lacks it. */
+  private interface AppReader<T> {
+    Optional<T> read(JsonNode app) throws IOException;
+  }
+
   /**
    * The job's attributes; empty when the ResourceManager does not know the application or did
    * not answer (failures complete normally with empty, never exceptionally).
    */
   public CompletableFuture<Optional<JobConf>> attributes(String jobId) {
+    return ask(jobId, a -> {
+      if (!a.hasNonNull("queue") || !a.hasNonNull("user")) {
+        throw new IOException("no app.queue/app.user");
+      }
+      return Optional.of(new JobConf(a.get("queue").asText(), a.get("user").asText(),
+          a.path("name").asText(""), priority(a.path("priority").asInt(0))));
+    });
+  }
+
+  /**
+   * How the job's application ended, once YARN says it did (state FINISHED, FAILED or KILLED);
+   * it succeeded only with final status SUCCEEDED. Empty while it runs, when the
+   * ResourceManager does not know it or did not answer (never exceptionally).
+   */
+  public CompletableFuture<Optional<End>> end(String jobId) {
+    return ask(jobId, a -> {
+      String state = a.path("state").asText("");
+      if (!ENDED.contains(state)) {
+        if (state.isEmpty()) {
+          throw new IOException("no app.state");
+        }
+        return Optional.empty();
+      }
+      long finishedMillis = a.path("finishedTime").asLong(0);
+      if (finishedMillis <= 0) {
+        throw new IOException("app.state " + state + " without app.finishedTime");
+      }
+      return Optional.of(new End(state.equals("FINISHED")
+          && a.path("finalStatus").asText("").equals("SUCCEEDED"),
+          TimeUnit.MILLISECONDS.toNanos(finishedMillis)));
+    });
+  }
+
+  private <T> CompletableFuture<Optional<T>> ask(String jobId, AppReader<T> reader) {
     if (!jobId.matches("job_[0-9]+_[0-9]+")) {
       return CompletableFuture.completedFuture(Optional.empty());
     }
@@ -46,16 +93,17 @@ public final class YarnApps {
         .handle((response, failure) -> {
           if (failure != null) {
             outage(failure.toString());
-            return Optional.<JobConf>empty();
+            return Optional.<T>empty();
           }
-          return parse(app, response);
+          return parse(app, response, reader);
         });
   }
 
-  private Optional<JobConf> parse(String app, AggregatedHttpResponse response) {
+  private <T> Optional<T> parse(String app, AggregatedHttpResponse response,
+      AppReader<T> reader) {
     if (response.status().equals(HttpStatus.NOT_FOUND)) {
       recovered();
-      LOG.debug("ResourceManager does not know {}: default policy", app);
+      LOG.debug("ResourceManager does not know {}", app);
       return Optional.empty();
     }
     if (!response.status().equals(HttpStatus.OK)) {
@@ -63,14 +111,9 @@ public final class YarnApps {
       return Optional.empty();
     }
     try {
-      JsonNode a = json.readTree(response.contentUtf8()).path("app");
-      if (!a.hasNonNull("queue") || !a.hasNonNull("user")) {
-        outage("answer for " + app + " has no app.queue/app.user");
-        return Optional.empty();
-      }
+      Optional<T> read = reader.read(json.readTree(response.contentUtf8()).path("app"));
       recovered();
-      return Optional.of(new JobConf(a.get("queue").asText(), a.get("user").asText(),
-          a.path("name").asText(""), priority(a.path("priority").asInt(0))));
+      return read;
     } catch (IOException e) {
       outage("unreadable answer for " + app + ": " + e.getMessage());
       return Optional.empty();
@@ -96,8 +139,8 @@ public final class YarnApps {
 
   private void outage(String why) {
     if (down.compareAndSet(false, true)) {
-      LOG.warn("ResourceManager {} unreachable ({}): jobs get the default policy until it"
-          + " answers", address, why);
+      LOG.warn("ResourceManager {} unreachable ({}): until it answers, new jobs get the default"
+          + " policy and job ends are not learned from it", address, why);
     }
   }
 

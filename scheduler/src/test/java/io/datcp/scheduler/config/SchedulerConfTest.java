@@ -50,6 +50,20 @@ class SchedulerConfTest {
   }
 
   @Test
+  void theJobEndPollPeriodIsBoundedAndABadOneIsNamed() {
+    assertThat(SchedulerConf.defaults().get(SchedulerConf.JOB_END_POLL_MILLIS)).isEqualTo(1000L);
+    assertThat(SchedulerConf.fromMap(Map.of("jobs.endPollMillis", "100"))
+        .get(SchedulerConf.JOB_END_POLL_MILLIS)).isEqualTo(100L);
+    assertThat(SchedulerConf.fromMap(Map.of("jobs.endPollMillis", "60000"))
+        .get(SchedulerConf.JOB_END_POLL_MILLIS)).isEqualTo(60_000L);
+    for (String bad : new String[] {"99", "60001", "0", "-5", "1s", ""}) {
+      assertThatThrownBy(() -> SchedulerConf.fromMap(Map.of("jobs.endPollMillis", bad)))
+          .as(bad).isInstanceOf(ConfigException.class)
+          .hasMessageContaining("jobs.endPollMillis").hasMessageContaining("[100, 60000]");
+    }
+  }
+
+  @Test
   void theExampleFileListsEveryKeyWithItsDefault() throws Exception {
     Path example = Path.of("scheduler.properties.example");
     Properties props = new Properties();
