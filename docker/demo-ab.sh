@@ -45,6 +45,9 @@ fi
 run() {
 	local shuffle=$1 label=$2
 	echo "== A/B $label (DATCP_SHUFFLE=$shuffle)"
+	# a new scheduler mints new node tokens: agents that read the last run's would be refused
+	# and fall back to the default policy (no deadlines) for the whole run
+	rm -rf "$data/node-tokens"
 	DATCP_DATA=$data DATCP_SHUFFLE=$shuffle "${compose[@]}" up -d >/dev/null
 	for _ in $(seq 180); do
 		# the RM answers only after a while: a failed call must not end the script (set -e)
