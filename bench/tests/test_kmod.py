@@ -51,8 +51,8 @@ def test_fig8_short_datcp_meets_cubic_misses():
 @needs_root
 @needs_kmod
 def test_fig11_short_quenching():
-    # one short run in three or four misses the third flow on this 2-core machine (the kmod
-    # change of session 4 measured 1 of 7 failing twice): three tries
+    # a short run now and then misses the third flow on a 2-core machine (a full test run
+    # failed both of two tries; alone it needed a second try in 4 of 12 runs): three tries
     q = bench_until(lambda r: r["summary"]["met"] == 3, "fig11", "--short", "--cc", "datcp",
                     tries=3)
     assert q["summary"]["met"] == 3, q["summary"]
