@@ -120,6 +120,25 @@ class FlowLifecycleTest {
     reader.join(20_000);
   }
 
+  /** Subscribes as a NodeManager to the agent's orders; they collect in the returned list. */
+  private List<FlowOrder> subscribeToOrders() {
+    List<FlowOrder> orders = new CopyOnWriteArrayList<>();
+    client.async().orders(OrdersRequest.newBuilder().setSubscriberId("nm-1").build(),
+        new StreamObserver<>() {
+          @Override
+          public void onNext(FlowOrder o) {
+            orders.add(o);
+          }
+
+          @Override
+          public void onError(Throwable t) {}
+
+          @Override
+          public void onCompleted() {}
+        });
+    return orders;
+  }
+
   private List<FlowOutcome> outcomes() {
     return scheduler.outcomes.stream().flatMap(o -> o.getOutcomesList().stream()).toList();
   }
@@ -187,20 +206,7 @@ class FlowLifecycleTest {
 
   @Test
   void quenchEventsBecomeOrdersAndSuspendedFlowsResume() throws Exception {
-    List<FlowOrder> orders = new CopyOnWriteArrayList<>();
-    client.async().orders(OrdersRequest.newBuilder().setSubscriberId("nm-1").build(),
-        new StreamObserver<>() {
-          @Override
-          public void onNext(FlowOrder o) {
-            orders.add(o);
-          }
-
-          @Override
-          public void onError(Throwable t) {}
-
-          @Override
-          public void onCompleted() {}
-        });
+    List<FlowOrder> orders = subscribeToOrders();
     long deadline = LocalAgentServiceTest.unixNanos(Instant.now().plusSeconds(30));
     scheduler.answer = l -> FlowPolicy.newBuilder().setJobId(l.getJobId())
         .setReduceId(l.getReduceId()).setDeadlineUnixNanos(deadline).setFlow(l.getFlow())
@@ -291,20 +297,7 @@ class FlowLifecycleTest {
 
   @Test
   void aResumeByTheKernelBecomesAResumeOrderAndQuenchingStaysArmed() throws Exception {
-    List<FlowOrder> orders = new CopyOnWriteArrayList<>();
-    client.async().orders(OrdersRequest.newBuilder().setSubscriberId("nm-1").build(),
-        new StreamObserver<>() {
-          @Override
-          public void onNext(FlowOrder o) {
-            orders.add(o);
-          }
-
-          @Override
-          public void onError(Throwable t) {}
-
-          @Override
-          public void onCompleted() {}
-        });
+    List<FlowOrder> orders = subscribeToOrders();
     long deadline = LocalAgentServiceTest.unixNanos(Instant.now().plusSeconds(30));
     scheduler.answer = l -> FlowPolicy.newBuilder().setJobId(l.getJobId())
         .setReduceId(l.getReduceId()).setDeadlineUnixNanos(deadline).setFlow(l.getFlow())
@@ -338,20 +331,7 @@ class FlowLifecycleTest {
 
   @Test
   void aSuspendedFlowWhoseQuenchingTheSchedulerTurnsOffResumes() throws Exception {
-    List<FlowOrder> orders = new CopyOnWriteArrayList<>();
-    client.async().orders(OrdersRequest.newBuilder().setSubscriberId("nm-1").build(),
-        new StreamObserver<>() {
-          @Override
-          public void onNext(FlowOrder o) {
-            orders.add(o);
-          }
-
-          @Override
-          public void onError(Throwable t) {}
-
-          @Override
-          public void onCompleted() {}
-        });
+    List<FlowOrder> orders = subscribeToOrders();
     long deadline = LocalAgentServiceTest.unixNanos(Instant.now().plusSeconds(30));
     java.util.concurrent.atomic.AtomicReference<FlowPolicy> answered =
         new java.util.concurrent.atomic.AtomicReference<>();
@@ -384,20 +364,7 @@ class FlowLifecycleTest {
 
   @Test
   void theKernelsOwnQuenchAndResumeReachThePlugin() throws Exception {
-    List<FlowOrder> orders = new CopyOnWriteArrayList<>();
-    client.async().orders(OrdersRequest.newBuilder().setSubscriberId("nm-1").build(),
-        new StreamObserver<>() {
-          @Override
-          public void onNext(FlowOrder o) {
-            orders.add(o);
-          }
-
-          @Override
-          public void onError(Throwable t) {}
-
-          @Override
-          public void onCompleted() {}
-        });
+    List<FlowOrder> orders = subscribeToOrders();
     // 1 TiB in 20 s: more than loopback can carry, so Algorithm 2 quenches it (as in kmod's
     // kernel_test.sh); loopback never marks ECN, so the kernel lifts the quench once the
     // destination was quiet for resume_quiet_ms. The namespace's line rate is raised to 10
