@@ -33,6 +33,7 @@ import org.apache.hadoop.mapred.SpillRecord;
 import org.apache.hadoop.mapreduce.TaskAttemptID;
 import org.apache.hadoop.metrics2.lib.DefaultMetricsSystem;
 import org.apache.hadoop.yarn.api.records.ApplicationId;
+import org.apache.hadoop.yarn.server.api.AuxiliaryLocalPathHandler;
 import org.apache.hadoop.yarn.server.api.ContainerInitializationContext;
 import org.apache.hadoop.yarn.server.api.ContainerTerminationContext;
 import org.slf4j.Logger;
@@ -72,11 +73,13 @@ public class DatcpShuffleHandler extends ShuffleHandler implements FlowHost {
       });
   private final AtomicBoolean pipelineWarned = new AtomicBoolean();
   private final FlowMetrics metrics = new FlowMetrics();
+  private NodeLocalDirs nodeLocalDirs;
 
   @Override
   protected void serviceInit(Configuration conf) throws Exception {
     config = AgentConfig.from(conf); // fails start-up on a bad key
     host = Events.localHostName();
+    nodeLocalDirs = new NodeLocalDirs(conf);
     super.serviceInit(conf);
     DefaultMetricsSystem.instance().register(FlowMetrics.SOURCE_NAME,
         "DATCP flows of the shuffle service", metrics);
@@ -115,6 +118,13 @@ public class DatcpShuffleHandler extends ShuffleHandler implements FlowHost {
         agent.close();
       }
     }
+  }
+
+  /** The NodeManager's handler, or the NodeManager's local directories when it gave none. */
+  @Override
+  public AuxiliaryLocalPathHandler getAuxiliaryLocalPathHandler() {
+    AuxiliaryLocalPathHandler nodeManagers = super.getAuxiliaryLocalPathHandler();
+    return nodeManagers != null ? nodeManagers : nodeLocalDirs;
   }
 
   /** Hadoop's own context, but accepted channels pass through the hook that adds the tracker. */
