@@ -166,7 +166,8 @@ public final class AgentConf {
   public static final Key<String> TOKEN_FILE = register(new Key<>("scheduler.tokenFile", "",
       Function.identity(), v -> v.isEmpty() || v.startsWith("/"),
       "empty or an absolute path",
-      "File holding this node's bearer token for the scheduler; empty: no credential."));
+      "File holding this node's bearer token for the scheduler; empty: no credential. Read"
+          + " again whenever the scheduler refuses the token (UNAUTHENTICATED)."));
 
   public static final Key<Integer> LOOKUP_TIMEOUT_MS = register(new Key<>(
       "scheduler.lookupTimeoutMillis", 500, Integer::parseInt, v -> v > 0 && v <= 60_000,
