@@ -1,6 +1,7 @@
 package io.datcp.agent;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import io.datcp.agent.kernel.FlowMeta;
@@ -122,8 +123,12 @@ class FlowLifecycleTest {
 
   /** Subscribes as a NodeManager to the agent's orders; they collect in the returned list. */
   private List<FlowOrder> subscribeToOrders() {
+    return subscribeToOrders("nm-1");
+  }
+
+  private List<FlowOrder> subscribeToOrders(String subscriberId) {
     List<FlowOrder> orders = new CopyOnWriteArrayList<>();
-    client.async().orders(OrdersRequest.newBuilder().setSubscriberId("nm-1").build(),
+    client.async().orders(OrdersRequest.newBuilder().setSubscriberId(subscriberId).build(),
         new StreamObserver<>() {
           @Override
           public void onNext(FlowOrder o) {
@@ -202,6 +207,37 @@ class FlowLifecycleTest {
         .setReason(FlowEndReason.FLOW_END_REASON_WRITTEN).build()).getKnown()).isTrue();
     // the connection's next response continues its epoch count
     assertThat(client.blocking().registerFlow(r).getEpoch()).isEqualTo(2);
+  }
+
+  @Test
+  void ordersGoToTheSubscriberThatRegisteredTheFlowAndToAllWhenItIsUnknown() throws Exception {
+    List<FlowOrder> nm1 = subscribeToOrders("nm-1");
+    List<FlowOrder> nm2 = subscribeToOrders("nm-2");
+    String job = "job_1700000000000_0105";
+    FlowRegistration a = TestAgents.registration(job, 41, 43021).setSubscriberId("nm-1").build();
+    FlowRegistration b = TestAgents.registration(job, 42, 43022).setSubscriberId("nm-2").build();
+    FlowRegistration c = TestAgents.registration(job, 43, 43023).build(); // an older plugin
+    FlowRegistration d = TestAgents.registration(job, 44, 43024).setSubscriberId("nm-gone")
+        .build();
+    long fa = client.blocking().registerFlow(a).getFlowId();
+    long fb = client.blocking().registerFlow(b).getFlowId();
+    long fc = client.blocking().registerFlow(c).getFlowId();
+    client.blocking().registerFlow(d);
+    for (FlowRegistration r : List.of(a, b, c, d)) {
+      agent.registry().onKernelEvent(new KernelEvent(TestAgents.tuple(r),
+          KernelEvent.Type.QUENCH, 1, 0, false, 3.0, FlowMeta.Quench.KILL));
+    }
+
+    await().atMost(Duration.ofSeconds(5)).until(() -> nm1.size() == 2 && nm2.size() == 2);
+    Thread.sleep(200); // nothing else arrives
+    assertThat(nm1).extracting(FlowOrder::getFlowId).containsExactly(fa, fc);
+    assertThat(nm2).extracting(FlowOrder::getFlowId).containsExactly(fb, fc);
+    // d's service is not subscribed: its order reaches nobody and is counted
+    assertThat(agent.meters().counter("datcp.agent.orders.undelivered").count()).isEqualTo(1);
+    String longId = "n".repeat(257);
+    assertThatThrownBy(() -> client.blocking().registerFlow(TestAgents.registration(job, 45,
+        43025).setSubscriberId(longId).build()))
+        .hasMessageContaining("subscriber_id: 257 bytes, at most 256");
   }
 
   @Test

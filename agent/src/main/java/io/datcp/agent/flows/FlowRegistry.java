@@ -48,6 +48,8 @@ public final class FlowRegistry {
   private static final Pattern HOST = Pattern.compile("[A-Za-z0-9._-]{0,253}");
   /** Reduce indexes beyond this are not a real job's. */
   private static final int MAX_REDUCE_ID = 1_000_000;
+  /** The bound OrdersRequest.subscriber_id has. */
+  private static final int MAX_SUBSCRIBER_BYTES = 256;
 
   private final Kernel kernel;
   private final PolicySource policies;
@@ -194,6 +196,9 @@ public final class FlowRegistry {
     } else if (r.getBytes() < 1 || r.getBytes() > maxFlowBytes) {
       problem = "bytes: " + r.getBytes() + " is not in 1.." + maxFlowBytes
           + " (local.maxFlowBytes)";
+    } else if (r.getSubscriberIdBytes().size() > MAX_SUBSCRIBER_BYTES) {
+      problem = "subscriber_id: " + r.getSubscriberIdBytes().size() + " bytes, at most "
+          + MAX_SUBSCRIBER_BYTES;
     } else if (!HOST.matcher(r.getDestinationHost()).matches()) {
       problem = "destination_host: '" + clip(r.getDestinationHost()) + "' is not a host name";
     } else {
@@ -335,7 +340,7 @@ public final class FlowRegistry {
     String why = e.resumeReason() == KernelEvent.ResumeReason.QUIET
         ? "resumed by the kernel: no congestion towards the destination"
         : "resumed by the kernel: quench timeout";
-    listener.order(f.id, FlowAction.FLOW_ACTION_RESUME, why);
+    listener.order(f.id, f.registration.getSubscriberId(), FlowAction.FLOW_ACTION_RESUME, why);
   }
 
   /** DATCP Algorithm 2: the kernel found the flow cannot meet its deadline. */
@@ -344,7 +349,7 @@ public final class FlowRegistry {
         e.precedence());
     if (e.quenched() == FlowMeta.Quench.KILL && !f.killed) {
       f.killed = true;
-      listener.order(f.id, FlowAction.FLOW_ACTION_KILL, why);
+      listener.order(f.id, f.registration.getSubscriberId(), FlowAction.FLOW_ACTION_KILL, why);
       resumeYielded(f); // a killed flow leaves the link: nobody waits for it
     } else if (e.quenched() == FlowMeta.Quench.SUSPEND && !f.suspended && !f.killed) {
       f.suspended = true;
@@ -356,7 +361,8 @@ public final class FlowRegistry {
           f.yieldedTo.add(o);
         }
       }
-      listener.order(f.id, FlowAction.FLOW_ACTION_SUSPEND, why);
+      listener.order(f.id, f.registration.getSubscriberId(), FlowAction.FLOW_ACTION_SUSPEND,
+          why);
     }
   }
 
@@ -398,7 +404,8 @@ public final class FlowRegistry {
           kernelOutage.down(e.getMessage());
         }
       }
-      listener.order(s.id, FlowAction.FLOW_ACTION_RESUME, "resumed: " + why);
+      listener.order(s.id, s.registration.getSubscriberId(), FlowAction.FLOW_ACTION_RESUME,
+          "resumed: " + why);
     }
   }
 

@@ -61,6 +61,7 @@ public class DatcpShuffleHandler extends ShuffleHandler implements FlowHost {
   private EventForwarder forwarder;
   private ExecutorService indexReader;
   private String host;
+  private volatile String subscriberId = "";
   private final FlowOrders orders = new FlowOrders();
   private final Map<String, AtomicInteger> containersPerJob = new ConcurrentHashMap<>();
   private final Set<String> indexedMapOutputs = Collections.newSetFromMap(
@@ -92,8 +93,8 @@ public class DatcpShuffleHandler extends ShuffleHandler implements FlowHost {
       t.setDaemon(true);
       return t;
     });
-    agent.subscribeOrders(host + "/" + ManagementFactory.getRuntimeMXBean().getPid(),
-        orders::dispatch);
+    subscriberId = host + "/" + ManagementFactory.getRuntimeMXBean().getPid();
+    agent.subscribeOrders(subscriberId, orders::dispatch);
     super.serviceStart();
     LOG.info("DATCP shuffle service: agent socket {}, register timeout {} ms",
         config.socketPath(), config.registerTimeout().toMillis());
@@ -143,6 +144,11 @@ public class DatcpShuffleHandler extends ShuffleHandler implements FlowHost {
   @Override
   public AgentConfig config() {
     return config;
+  }
+
+  @Override
+  public String subscriberId() {
+    return subscriberId;
   }
 
   @Override
