@@ -210,6 +210,52 @@ class FlowLifecycleTest {
   }
 
   @Test
+  void theFlowsOfAKilledAgentAreReportedByTheNextOne() throws Exception {
+    // the in-process agent steps aside; a separate agent process registers the flow
+    client.close();
+    agent.close();
+    Path crashed = dir.resolve("crashed");
+    java.util.Map<String, String> s = TestAgents.settings(crashed, scheduler.target(),
+        listener.getLocalPort());
+    FlowRegistration r = loopbackFlow().toBuilder().setSubscriberId("nm-1").build();
+    FlowTuple t = TestAgents.tuple(r);
+    java.nio.file.Files.createDirectories(crashed);
+    Process p = TestAgents.startProcess(s, crashed.resolve("agent.log"));
+    FlowRegistered reg;
+    try (AgentClient c = new AgentClient(crashed.resolve("agent.sock"))) {
+      reg = c.blocking().registerFlow(r);
+      assertThat(reg.getInKernel()).isTrue();
+    } finally {
+      p.destroyForcibly().waitFor(); // SIGKILL: no hand-over
+    }
+    assertThat(crashed.resolve("state/flows.snapshot")).doesNotExist();
+    assertThat(DatcpKernelProbe.meta(t)).isPresent();
+
+    agent = TestAgents.start(s);
+    client = new AgentClient(crashed.resolve("agent.sock"));
+    assertThat(agent.registry().liveFlows()).isEqualTo(1);
+    transfer(); // the kernel's FINISHED event comes to the new agent
+
+    await().atMost(Duration.ofSeconds(10)).until(() -> outcomes().size() == 1);
+    FlowOutcome o = outcomes().get(0);
+    assertThat(o.getJobId()).isEqualTo("job_1700000000000_0101");
+    assertThat(o.getReduceId()).isEqualTo(3);
+    assertThat(o.getBytes()).isEqualTo(FLOW_BYTES);
+    assertThat(o.getDestinationHost()).isEqualTo("reducer-3");
+    assertThat(o.getMet()).isTrue();
+    assertThat(o.getFlow().getEpoch()).isEqualTo(reg.getEpoch());
+    assertThat(o.getFlow().getMapIdsList()).containsExactly(7);
+    assertThat(o.getFinishUnixNanos()).isGreaterThan(o.getStartUnixNanos());
+    await().atMost(Duration.ofSeconds(5)).until(() -> agent.kernel().flowMeta(t).isEmpty());
+    // the plugin's flow id still names the flow; the connection continues its epochs
+    assertThat(client.blocking().endFlow(FlowEnd.newBuilder().setFlowId(reg.getFlowId())
+        .setReason(FlowEndReason.FLOW_END_REASON_WRITTEN).build()).getKnown()).isTrue();
+    FlowRegistered next = client.blocking().registerFlow(r);
+    assertThat(next.getEpoch()).isEqualTo(reg.getEpoch() + 1);
+    assertThat(next.getFlowId()).isGreaterThan(reg.getFlowId());
+  }
+
+  @Test
   void ordersGoToTheSubscriberThatRegisteredTheFlowAndToAllWhenItIsUnknown() throws Exception {
     List<FlowOrder> nm1 = subscribeToOrders("nm-1");
     List<FlowOrder> nm2 = subscribeToOrders("nm-2");
