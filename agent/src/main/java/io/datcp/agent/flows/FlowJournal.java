@@ -86,8 +86,9 @@ final class FlowJournal implements AutoCloseable {
   }
 
   /**
-   * Everything journaled in dir, oldest first (empty when there is no journal). Unreadable
-   * files or records end the reading of that file, never the agent's start.
+   * Everything journaled in dir, oldest first (empty when there is no journal). An unreadable
+   * record ends the reading of its file, an unreadable file is skipped; neither stops the
+   * agent's start.
    */
   static Contents read(Path dir) {
     long maxId = 0;
@@ -114,16 +115,24 @@ final class FlowJournal implements AutoCloseable {
           }
           byte[] reg = new byte[len - FIXED];
           b.get(p + 4 + FIXED, reg);
+          FlowRegistration r;
+          try {
+            r = FlowRegistration.parseFrom(reg);
+          } catch (InvalidProtocolBufferException e) {
+            LOG.log(Level.WARNING, "flow journal {0}: unreadable record at byte {1}; reading"
+                + " stops there", new Object[] {f, p});
+            break;
+          }
           entries.add(new Entry(b.getLong(p + 4), b.getInt(p + 12), b.getLong(p + 16),
-              b.getLong(p + 24), FlowRegistration.parseFrom(reg)));
+              b.getLong(p + 24), r));
           maxId = Math.max(maxId, b.getLong(p + 4));
           p += 4 + len;
         }
         gens.add(new long[] {b.getLong(4), perFile.size()});
         perFile.add(entries);
       } catch (IOException | RuntimeException e) {
-        LOG.log(Level.WARNING, "flow journal {0}: {1}; reading stops there",
-            new Object[] {f, e instanceof InvalidProtocolBufferException ? "torn record" : e});
+        LOG.log(Level.WARNING, "flow journal {0} unreadable ({1}); its flows are not adopted",
+            new Object[] {f, e});
       }
     }
     gens.sort(Comparator.comparingLong(g -> g[0]));

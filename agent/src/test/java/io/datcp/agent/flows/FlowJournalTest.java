@@ -48,16 +48,23 @@ class FlowJournalTest {
 
     // a process killed while writing record 4: its bytes are there, its length is not
     int end = 24 + 3 * (4 + 28 + flow(1).registration.getSerializedSize());
-    try (RandomAccessFile f = new RandomAccessFile(dir.resolve(activeFile()).toFile(), "rw")) {
+    // both files were new: the first is the active one
+    try (RandomAccessFile f = new RandomAccessFile(dir.resolve("flows.journal.0").toFile(),
+        "rw")) {
       f.seek(end + 4);
       f.write(new byte[] {1, 2, 3, 4, 5, 6, 7, 8, 9});
     }
     assertThat(FlowJournal.read(dir).entries()).hasSize(3);
-  }
 
-  /** The file the first open makes active (both are new: the first). */
-  private static String activeFile() {
-    return "flows.journal.0";
+    // a record whose bytes are not a registration ends the reading; those before it count
+    int second = 24 + 4 + 28 + flow(1).registration.getSerializedSize();
+    try (RandomAccessFile f = new RandomAccessFile(dir.resolve("flows.journal.0").toFile(),
+        "rw")) {
+      f.seek(second + 4 + 28);
+      f.write(new byte[] {(byte) 0xff, (byte) 0xff, (byte) 0xff});
+    }
+    assertThat(FlowJournal.read(dir).entries()).extracting(FlowJournal.Entry::id)
+        .containsExactly(1L);
   }
 
   @Test
