@@ -62,6 +62,7 @@ public class DatcpShuffleHandler extends ShuffleHandler implements FlowHost {
   private EventForwarder forwarder;
   private ExecutorService indexReader;
   private String host;
+  private volatile String subscriberId = "";
   private final FlowOrders orders = new FlowOrders();
   private final Map<String, AtomicInteger> containersPerJob = new ConcurrentHashMap<>();
   private final Set<String> indexedMapOutputs = Collections.newSetFromMap(
@@ -95,8 +96,8 @@ public class DatcpShuffleHandler extends ShuffleHandler implements FlowHost {
       t.setDaemon(true);
       return t;
     });
-    agent.subscribeOrders(host + "/" + ManagementFactory.getRuntimeMXBean().getPid(),
-        orders::dispatch);
+    subscriberId = host + "/" + ManagementFactory.getRuntimeMXBean().getPid();
+    agent.subscribeOrders(subscriberId, orders::dispatch);
     super.serviceStart();
     LOG.info("DATCP shuffle service: agent socket {}, register timeout {} ms",
         config.socketPath(), config.registerTimeout().toMillis());
@@ -153,6 +154,11 @@ public class DatcpShuffleHandler extends ShuffleHandler implements FlowHost {
   @Override
   public AgentConfig config() {
     return config;
+  }
+
+  @Override
+  public String subscriberId() {
+    return subscriberId;
   }
 
   @Override
