@@ -2,7 +2,7 @@ package io.datcp.shuffle;
 
 import static io.datcp.shuffle.ShuffleChecks.assertEveryFetchRegisteredExactly;
 import static io.datcp.shuffle.ShuffleChecks.partitionBytes;
-import static io.datcp.shuffle.ShuffleChecks.readOutput;
+import static io.datcp.shuffle.ShuffleChecks.runGeneratorJob;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -59,11 +59,7 @@ class IsolatedAuxServiceIT {
       await().atMost(Duration.ofSeconds(30)).until(() -> agent.subscribers() > 0);
 
       Path out = dir.resolve("out");
-      Job job = GeneratorJob.create(cluster.jobConf(), MAPS, REDUCES, RECORDS, VALUE_BYTES,
-          new org.apache.hadoop.fs.Path(out.toUri()));
-      assertThat(job.waitForCompletion(false)).as("job succeeded").isTrue();
-      assertThat(readOutput(out))
-          .isEqualTo(GeneratorJob.expectedOutput(MAPS, REDUCES, RECORDS, VALUE_BYTES));
+      Job job = runGeneratorJob(cluster, MAPS, REDUCES, RECORDS, VALUE_BYTES, out);
       String jobId = job.getJobID().toString();
       await().atMost(Duration.ofSeconds(10)).until(() ->
           agent.events(ShuffleEvent.EventCase.MAP_OUTPUT_INDEXED).size() >= MAPS
