@@ -238,7 +238,8 @@ static __always_inline __u32 datcp_ssthresh(__u32 cwnd, __u32 b_q)
  * than the cwnd the episode began with (prior_cwnd), and an undo restores
  * prior_ssthresh. Kernel 6.18 was seen entering CWR without running datcp's
  * ssthresh and set_state programs: ssthresh then held a stale stack word
- * (2183157349) and PRR's ssthresh * delivered / prior_cwnd grew cwnd past
+ * (2183157349, the low half of a return address in the kernel's
+ * srso_return_thunk) and PRR's ssthresh * delivered / prior_cwnd grew cwnd past
  * 10^9 for the whole episode (bursts, drops). Returns the ssthresh to restore
  * (Eq. 5 from prior_cwnd), or 0 when ssthresh is one the kernel or datcp set. */
 static __always_inline __u32 datcp_reduction_repair(int in_reduction, __u32 prior_cwnd, __u32 ssthresh,
