@@ -42,11 +42,24 @@ final class ShuffleChecks {
     return lines;
   }
 
+  /** Asks a submitted job something while it runs. */
+  interface WhileRunning {
+    void ask(Job job) throws Exception;
+  }
+
   /** Runs a GeneratorJob on the cluster; it must succeed with exactly the expected output. */
   static Job runGeneratorJob(DatcpMiniCluster cluster, int maps, int reduces, int records,
       int valueBytes, Path out) throws Exception {
+    return runGeneratorJob(cluster, maps, reduces, records, valueBytes, out, job -> { });
+  }
+
+  /** The same, calling {@code whileRunning} once the job is submitted. */
+  static Job runGeneratorJob(DatcpMiniCluster cluster, int maps, int reduces, int records,
+      int valueBytes, Path out, WhileRunning whileRunning) throws Exception {
     Job job = GeneratorJob.create(cluster.jobConf(), maps, reduces, records, valueBytes,
         new org.apache.hadoop.fs.Path(out.toUri()));
+    job.submit();
+    whileRunning.ask(job);
     assertThat(job.waitForCompletion(false)).as("job succeeded").isTrue();
     assertThat(readOutput(out))
         .isEqualTo(GeneratorJob.expectedOutput(maps, reduces, records, valueBytes));

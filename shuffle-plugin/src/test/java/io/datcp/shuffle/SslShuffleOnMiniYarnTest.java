@@ -18,6 +18,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
@@ -95,12 +96,19 @@ class SslShuffleOnMiniYarnTest {
   @Test
   void aJobShufflesOverTlsAndEveryFetchIsRegistered() throws Exception {
     Path out = dir.resolve("out");
-    Job job = runGeneratorJob(cluster, MAPS, REDUCES, RECORDS, VALUE_BYTES, out);
+    List<URI> mapOutputServers = new ArrayList<>();
+    // asked while the job runs: once its AM has exited the history server answers, and it
+    // gives the map hosts without a scheme (seen on a loaded machine)
+    Job job = runGeneratorJob(cluster, MAPS, REDUCES, RECORDS, VALUE_BYTES, out, running ->
+        await().atMost(Duration.ofMinutes(2)).until(() -> {
+          mapOutputServers.clear();
+          Arrays.stream(running.getTaskCompletionEvents(0, 100))
+              .filter(e -> e.isMapTask() && e.getStatus() == TaskCompletionEvent.Status.SUCCEEDED)
+              .forEach(e -> mapOutputServers.add(URI.create(e.getTaskTrackerHttp())));
+          return mapOutputServers.size() == MAPS;
+        }));
 
     // The reducers fetched every map output from an https:// URL (Fetcher then uses TLS).
-    List<URI> mapOutputServers = Arrays.stream(job.getTaskCompletionEvents(0, 100))
-        .filter(e -> e.isMapTask() && e.getStatus() == TaskCompletionEvent.Status.SUCCEEDED)
-        .map(e -> URI.create(e.getTaskTrackerHttp())).toList();
     assertThat(mapOutputServers).hasSize(MAPS)
         .allSatisfy(u -> assertThat(u.getScheme()).isEqualTo("https"));
     URI server = mapOutputServers.get(0);
