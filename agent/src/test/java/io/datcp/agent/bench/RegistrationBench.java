@@ -39,8 +39,10 @@ import picocli.CommandLine.Option;
  * handled on the transport thread) and "batch" (RegisterFlowBatches as the plugin's AgentClient
  * uses it: items queue up and the client's event loop sends what queued as one message). Flows
  * go round-robin over kept-alive connections (each registration is the connection's next
- * response, a new epoch). Prints registrations/s and latency percentiles per way and
- * concurrency, then the ratios to unary. Not a test; see agent/bench/run-bench.sh.
+ * response, a new epoch). Each way runs closed loop (a fixed number of calls outstanding, the
+ * next sent as one is answered) and open loop (a fixed offered rate: does the agent keep up,
+ * and at what latency). Prints registrations/s and latency percentiles per way and load, then
+ * the ratios to unary. Not a test; see agent/bench/run-bench.sh.
  */
 @Command(name = "registration-bench", mixinStandardHelpOptions = true)
 public final class RegistrationBench implements Runnable {
@@ -56,9 +58,15 @@ public final class RegistrationBench implements Runnable {
   @Option(names = "--connections", defaultValue = "1000", description = "distinct 4-tuples")
   private int connections;
 
-  @Option(names = "--in-flight", split = ",", defaultValue = "1,8,64",
-      description = "calls outstanding at once (1 = one call after the other)")
+  @Option(names = "--in-flight", split = ",", defaultValue = "1,8,16,64",
+      description = "closed loop: calls outstanding at once (1 = one call after the other)")
   private int[] inFlight;
+
+  @Option(names = "--rates", split = ",", defaultValue = "20000,50000",
+      description = "open loop: registrations offered per second, paced (latency from each "
+          + "one's planned start, so a sender held up by slow answers is not hidden); at most "
+          + OPEN_LOOP_WINDOW + " in flight")
+  private int[] rates;
 
   @Option(names = "--modes", split = ",", defaultValue = "unary,stream,batch",
       description = "unary (RegisterFlow per flow), stream (RegisterFlows), batch "
@@ -68,6 +76,9 @@ public final class RegistrationBench implements Runnable {
   @Option(names = "--agent-pid", defaultValue = "0",
       description = "agent process: also print its CPU time per registration")
   private long agentPid;
+
+  /** Open loop: most registrations outstanding (beyond it the sender falls behind its plan). */
+  private static final int OPEN_LOOP_WINDOW = 1024;
 
   /** Registrations per request message in the last run (1 but for batch). */
   private double itemsPerMessage;
@@ -89,16 +100,26 @@ public final class RegistrationBench implements Runnable {
       LocalAgentServiceGrpc.LocalAgentServiceFutureStub stub = client.future();
       long[] lastId = new long[connections];
       for (String mode : modes) {
-        runOnce(client, mode, warmup, 64, lastId);
+        runOnce(client, mode, warmup, 64, 0, lastId);
       }
       System.out.printf("%-7s %-10s %9s %10s %9s %9s %10s %13s %9s %8s %6s%n", "mode",
           "in-flight", "flows", "flows/s", "p50 us", "p99 us", "max us", "agent cpu us",
           "of it sys", "per msg", "load1");
       Map<String, Row> rows = new LinkedHashMap<>();
+      List<String> loads = new ArrayList<>();
       for (int k : inFlight) {
+        loads.add(String.valueOf(k));
+      }
+      for (int r : rates) {
+        loads.add("@" + r + "/s");
+      }
+      for (String load : loads) {
+        boolean open = load.startsWith("@");
+        int k = open ? OPEN_LOOP_WINDOW : Integer.parseInt(load);
+        int rate = open ? Integer.parseInt(load.substring(1, load.length() - 2)) : 0;
         for (String mode : modes) {
           long[] cpu0 = agentUserSystemMicros();
-          long[] lat = runOnce(client, mode, flows, k, lastId);
+          long[] lat = runOnce(client, mode, flows, k, rate, lastId);
           long[] cpu1 = agentUserSystemMicros();
           long cpu = cpu1[0] + cpu1[1] - cpu0[0] - cpu0[1];
           long sys = cpu1[1] - cpu0[1];
@@ -109,9 +130,9 @@ public final class RegistrationBench implements Runnable {
               sorted[(int) (sorted.length * 0.99)] / 1e3, sorted[sorted.length - 1] / 1e3,
               agentPid == 0 ? Double.NaN : (double) cpu / flows,
               agentPid == 0 ? Double.NaN : (double) sys / flows, itemsPerMessage);
-          rows.put(mode + "/" + k, r);
-          System.out.printf("%-7s %-10d %9d %10.0f %9.1f %9.1f %10.1f %13.1f %9.1f %8.1f %6s%n",
-              mode, k, flows, r.rate, r.p50, r.p99, r.max, r.cpu, r.sys, r.perMessage, load1());
+          rows.put(mode + "/" + load, r);
+          System.out.printf("%-7s %-10s %9d %10.0f %9.1f %9.1f %10.1f %13.1f %9.1f %8.1f %6s%n",
+              mode, load, flows, r.rate, r.p50, r.p99, r.max, r.cpu, r.sys, r.perMessage, load1());
         }
       }
       if (Arrays.asList(modes).contains("unary") && modes.length > 1) {
@@ -122,10 +143,10 @@ public final class RegistrationBench implements Runnable {
           if (mode.equals("unary")) {
             continue;
           }
-          for (int k : inFlight) {
-            Row u = rows.get("unary/" + k);
-            Row st = rows.get(mode + "/" + k);
-            System.out.printf("%-7s %-10d %15.2fx %15.2fx %15.2fx %15.2fx%n", mode, k,
+          for (String load : loads) {
+            Row u = rows.get("unary/" + load);
+            Row st = rows.get(mode + "/" + load);
+            System.out.printf("%-7s %-10s %15.2fx %15.2fx %15.2fx %15.2fx%n", mode, load,
                 st.rate / u.rate, st.p50 / u.p50, st.p99 / u.p99, st.cpu / u.cpu);
           }
         }
@@ -166,17 +187,17 @@ public final class RegistrationBench implements Runnable {
   }
 
   /** Latencies in nanoseconds, then the run's wall time as the last element. */
-  private long[] runOnce(AgentClient client, String mode, int n, int window, long[] lastId)
-      throws InterruptedException {
+  private long[] runOnce(AgentClient client, String mode, int n, int window, int rate,
+      long[] lastId) throws InterruptedException {
     FlowRegistration[] regs = registrations();
     long[] lat;
     itemsPerMessage = 1;
     if (mode.equals("stream")) {
-      lat = runStream(client.async(), regs, n, window, lastId);
+      lat = runStream(client.async(), regs, n, window, new Pace(rate), lastId);
     } else if (mode.equals("batch")) {
-      lat = runBatch(client, regs, n, window, lastId);
+      lat = runBatch(client, regs, n, window, new Pace(rate), lastId);
     } else if (mode.equals("unary")) {
-      lat = runUnary(client.future(), regs, n, window, lastId);
+      lat = runUnary(client.future(), regs, n, window, new Pace(rate), lastId);
     } else {
       throw new CommandLine.ParameterException(new CommandLine(this),
           "--modes: '" + mode + "' is not unary, stream or batch");
@@ -198,19 +219,20 @@ public final class RegistrationBench implements Runnable {
 
   /** Latencies in nanoseconds, then the run's wall time as the last element. */
   private long[] runUnary(LocalAgentServiceGrpc.LocalAgentServiceFutureStub stub,
-      FlowRegistration[] regs, int n, int window, long[] lastId) throws InterruptedException {
+      FlowRegistration[] regs, int n, int window, Pace pace, long[] lastId)
+      throws InterruptedException {
     long[] lat = new long[n + 1];
     AtomicLongArray ids = new AtomicLongArray(connections);
     Semaphore slots = new Semaphore(window);
     CountDownLatch done = new CountDownLatch(n);
     AtomicInteger failures = new AtomicInteger();
     AtomicLong firstError = new AtomicLong();
-    long t0 = System.nanoTime();
+    long t0 = pace.begin();
     for (int i = 0; i < n; i++) {
       // one call per connection in flight: a connection sends its responses in turn
       int c = i % connections;
       slots.acquire();
-      long start = System.nanoTime();
+      long start = pace.start(i);
       int idx = i;
       Futures.addCallback(stub.registerFlow(regs[c]), new FutureCallback<FlowRegistered>() {
         @Override
@@ -245,7 +267,8 @@ public final class RegistrationBench implements Runnable {
 
   /** As runUnary, over one RegisterFlows stream: item i carries sequence i. */
   private long[] runStream(LocalAgentServiceGrpc.LocalAgentServiceStub stub,
-      FlowRegistration[] regs, int n, int window, long[] lastId) throws InterruptedException {
+      FlowRegistration[] regs, int n, int window, Pace pace, long[] lastId)
+      throws InterruptedException {
     long[] lat = new long[n + 1];
     long[] starts = new long[n];
     AtomicLongArray ids = new AtomicLongArray(connections);
@@ -289,10 +312,10 @@ public final class RegistrationBench implements Runnable {
           }
         });
     FlowRegistrationItem.Builder item = FlowRegistrationItem.newBuilder();
-    long t0 = System.nanoTime();
+    long t0 = pace.begin();
     for (int i = 0; i < n; i++) {
       slots.acquire();
-      starts[i] = System.nanoTime();
+      starts[i] = pace.start(i);
       call[0].onNext(item.setSequence(i).setRegistration(regs[i % connections]).build());
     }
     done.await();
@@ -314,7 +337,7 @@ public final class RegistrationBench implements Runnable {
    * which sends everything queued by then (at most 256 items per message).
    */
   private long[] runBatch(AgentClient client, FlowRegistration[] regs, int n, int window,
-      long[] lastId) throws InterruptedException {
+      Pace pace, long[] lastId) throws InterruptedException {
     long[] lat = new long[n + 1];
     long[] starts = new long[n];
     AtomicLongArray ids = new AtomicLongArray(connections);
@@ -375,10 +398,10 @@ public final class RegistrationBench implements Runnable {
       }
     };
     FlowRegistrationItem.Builder item = FlowRegistrationItem.newBuilder();
-    long t0 = System.nanoTime();
+    long t0 = pace.begin();
     for (int i = 0; i < n; i++) {
       slots.acquire();
-      starts[i] = System.nanoTime();
+      starts[i] = pace.start(i);
       synchronized (queued) {
         queued.add(item.setSequence(i).setRegistration(regs[i % connections]).build());
         if (!scheduled[0]) {
@@ -399,5 +422,34 @@ public final class RegistrationBench implements Runnable {
     }
     itemsPerMessage = (double) n / messages.get();
     return lat;
+  }
+
+  /**
+   * When registration i starts: at once (closed loop), or at its planned time for an open loop
+   * at a fixed rate, spinning to it (parking would oversleep by the timer slack, 50 us).
+   */
+  private static final class Pace {
+    private final double periodNanos;
+    private long origin;
+
+    Pace(int rate) {
+      periodNanos = rate == 0 ? 0 : 1e9 / rate;
+    }
+
+    long begin() {
+      origin = System.nanoTime();
+      return origin;
+    }
+
+    long start(int i) {
+      if (periodNanos == 0) {
+        return System.nanoTime();
+      }
+      long planned = origin + (long) (i * periodNanos);
+      while (System.nanoTime() - planned < 0) {
+        Thread.onSpinWait();
+      }
+      return planned;
+    }
   }
 }
