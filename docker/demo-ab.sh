@@ -45,8 +45,8 @@ fi
 run() {
 	local shuffle=$1 label=$2
 	echo "== A/B $label (DATCP_SHUFFLE=$shuffle)"
-	# a new scheduler mints new node tokens: agents that read the last run's would be refused
-	# and fall back to the default policy (no deadlines) for the whole run
+	# a new scheduler mints new node tokens: start without the last run's, so that no agent
+	# begins with one the new scheduler refuses (it would re-read the file until the new one is there)
 	rm -rf "$data/node-tokens"
 	DATCP_DATA=$data DATCP_SHUFFLE=$shuffle "${compose[@]}" up -d >/dev/null
 	for _ in $(seq 180); do

@@ -234,6 +234,22 @@ static __always_inline __u32 datcp_ssthresh(__u32 cwnd, __u32 b_q)
 	return (__u32)datcp_max64(keep, DATCP_CWND_MIN);
 }
 
+/* In CWR or Recovery the ssthresh op and the loss response never give more
+ * than the cwnd the episode began with (prior_cwnd), and an undo restores
+ * prior_ssthresh. Kernel 6.18 was seen entering CWR without running datcp's
+ * ssthresh and set_state programs: ssthresh then held a stale stack word
+ * (2183157349, the low half of a return address in the kernel's
+ * srso_return_thunk) and PRR's ssthresh * delivered / prior_cwnd grew cwnd past
+ * 10^9 for the whole episode (bursts, drops). Returns the ssthresh to restore
+ * (Eq. 5 from prior_cwnd), or 0 when ssthresh is one the kernel or datcp set. */
+static __always_inline __u32 datcp_reduction_repair(int in_reduction, __u32 prior_cwnd, __u32 ssthresh,
+						    __u32 prior_ssthresh, __u32 b_q)
+{
+	if (!in_reduction || ssthresh <= prior_cwnd || ssthresh == prior_ssthresh)
+		return 0;
+	return datcp_ssthresh(prior_cwnd, b_q);
+}
+
 /* Can the flow meet its deadline at its current rate? R_avg * T_remain >= V_remain. */
 static __always_inline int datcp_can_meet(__u64 v_remain, __u64 r_avg, __s64 t_remain_ns)
 {

@@ -425,6 +425,24 @@ void BPF_PROG(datcp_init, struct sock *sk)
 	datcp_window_begin(s, tp, now);
 }
 
+/* Runs on every ACK before the kernel's cwnd reduction: an episode that
+ * began without datcp's ssthresh (see datcp_reduction_repair) gets Eq. 5's
+ * ssthresh back before PRR sizes the next burst from it. */
+static __always_inline void datcp_repair_reduction(struct sock *sk, struct datcp_sk *s)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	__u8 ca_state = ((struct inet_connection_sock *)sk)->icsk_ca_state;
+	__u32 b_q = ca_state == TCP_CA_Recovery || !s || !s->have_meta ? DATCP_Q / 2 : s->st.b_q;
+	__u32 fix = datcp_reduction_repair(ca_state == TCP_CA_CWR || ca_state == TCP_CA_Recovery,
+					   tp->prior_cwnd, tp->snd_ssthresh, tp->prior_ssthresh, b_q);
+
+	if (!fix)
+		return;
+	tp->snd_ssthresh = fix;
+	if (tp->snd_cwnd > tp->prior_cwnd)
+		tp->snd_cwnd = fix;
+}
+
 SEC("struct_ops/datcp_in_ack_event")
 void BPF_PROG(datcp_in_ack_event, struct sock *sk, __u32 flags)
 {
@@ -434,6 +452,7 @@ void BPF_PROG(datcp_in_ack_event, struct sock *sk, __u32 flags)
 	__u64 now, acked_total;
 	__u32 action;
 
+	datcp_repair_reduction(sk, s);
 	if (!s)
 		return;
 	now = bpf_ktime_get_ns();

@@ -151,6 +151,12 @@ static void run_row(struct row *r)
 	} else if (!strcmp(f, "ssthresh.csv")) {
 		check(r, "ssthresh", datcp_ssthresh((__u32)col(r, "cwnd"), (__u32)col(r, "b_q")),
 		      col(r, "expected"), 0);
+	} else if (!strcmp(f, "reduction_repair.csv")) {
+		check(r, "repaired ssthresh",
+		      datcp_reduction_repair((int)col(r, "in_reduction"), (__u32)col(r, "prior_cwnd"),
+					     (__u32)col(r, "ssthresh"), (__u32)col(r, "prior_ssthresh"),
+					     (__u32)col(r, "b_q")),
+		      col(r, "expected"), 0);
 	} else if (!strcmp(f, "quench_prob.csv")) {
 		check(r, "p_quench", datcp_quench_prob((__u32)col(r, "p_q"), prm->quench_p_max_q, prm->quench_draws), col(r, "expected_q"), 0);
 	} else if (!strcmp(f, "quench_step.csv")) {

@@ -60,19 +60,18 @@ check "an unknown network namespace is named in the error" test $rc -eq 1 -a -n 
 out=$($CTL switch configure --dev lo --rate-mbit 100 --buffer-bytes 200000 --mark red --red-min 9 --red-max 5 2>&1); rc=$?
 check "RED with min >= max is refused" test $rc -eq 1 -a -n "$(grep -o "min < max" <<<"$out")"
 
-# --- a datcp flow on loopback: statistics, the finished event, and at close
-# the closed event with the final numbers, after which nothing is left ---
-# Own sender and receiver: the receiver reads to EOF before closing, so every
-# byte is acknowledged (iperf3 may reset the connection with data in flight).
-size=20000000
-# other flows on this kernel may report too: keep the first two events of ours
-( $CTL events --json --timeout-ms 15000 | grep -m2 '"src":"127.0.0.1:41001"' >/tmp/datcp-kt-events.$$ ) & evpid=$!; pids+=($evpid)
-sleep 0.3
-python3 - "$CTL" "$size" >/tmp/datcp-kt-stats.$$ <<'PY'
-import socket, subprocess, sys, threading
-ctl, size = sys.argv[1], int(sys.argv[2])
+# loopback_flow SRC_PORT DST_PORT SIZE EARLY: SIZE bytes from 127.0.0.1:SRC_PORT on datcp to
+# an own receiver on DST_PORT that reads to EOF before closing (so every byte is
+# acknowledged; iperf3 may reset the connection with data in flight). The flow is
+# registered (size, 5 s deadline) before the first byte, or with EARLY > 0 after EARLY
+# bytes were sent and acknowledged. Prints the flow's statistics, taken before the close;
+# fails unless all bytes arrived.
+loopback_flow() {
+python3 - "$CTL" "$@" <<'PY'
+import socket, subprocess, sys, threading, time
+ctl, sport, dport, size, early = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-srv.settimeout(20); srv.bind(("127.0.0.1", 5201)); srv.listen(1)
+srv.settimeout(20); srv.bind(("127.0.0.1", dport)); srv.listen(1)
 got = []
 def receive():
     c, _ = srv.accept(); n = 0
@@ -88,21 +87,37 @@ t = threading.Thread(target=receive, daemon=True); t.start()
 cli = socket.socket(); cli.settimeout(20)
 cli.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 cli.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"datcp")
-cli.bind(("127.0.0.1", 41001)); cli.connect(("127.0.0.1", 5201))
-subprocess.run([ctl, "flow", "set", "--src", "127.0.0.1:41001", "--dst", "127.0.0.1:5201",
-                "--size", str(size), "--deadline-ms", "5000", "--mode", "datcp"], check=True)
+cli.bind(("127.0.0.1", sport)); cli.connect(("127.0.0.1", dport))
+src, dst = f"127.0.0.1:{sport}", f"127.0.0.1:{dport}"
+def register():
+    subprocess.run([ctl, "flow", "set", "--src", src, "--dst", dst, "--size", str(size),
+                    "--deadline-ms", "5000", "--mode", "datcp"], check=True)
 chunk = b"x" * (1 << 20)
-left = size
-while left:
-    left -= cli.send(chunk[:min(left, len(chunk))])
+def send(n):
+    while n:
+        n -= cli.send(chunk[:min(n, len(chunk))])
+if early:
+    send(early)
+    time.sleep(0.3)  # the early bytes are acknowledged before the flow is registered
+register()
+send(size - early)
 cli.shutdown(socket.SHUT_WR)
 cli.recv(1)  # EOF once the receiver has read everything
 # statistics while the socket is open (the kernel drops them at close)
-print(subprocess.run([ctl, "flow", "get", "--src", "127.0.0.1:41001", "--dst", "127.0.0.1:5201",
-                      "--json"], capture_output=True, text=True).stdout)
+print(subprocess.run([ctl, "flow", "get", "--src", src, "--dst", dst, "--json"],
+                     capture_output=True, text=True).stdout)
 cli.close(); t_close.set(); t.join(20)
 sys.exit(0 if got == [size] else 1)
 PY
+}
+
+# --- a datcp flow on loopback: statistics, the finished event, and at close
+# the closed event with the final numbers, after which nothing is left ---
+size=20000000
+# other flows on this kernel may report too: keep the first two events of ours
+( $CTL events --json --timeout-ms 15000 | grep -m2 '"src":"127.0.0.1:41001"' >/tmp/datcp-kt-events.$$ ) & evpid=$!; pids+=($evpid)
+sleep 0.3
+loopback_flow 41001 5201 "$size" 0 >/tmp/datcp-kt-stats.$$
 check "a $size-byte flow ran on datcp and arrived whole" test $? -eq 0
 wait $evpid
 ev=$(cat /tmp/datcp-kt-events.$$); st=$(cat /tmp/datcp-kt-stats.$$); rm -f /tmp/datcp-kt-events.$$ /tmp/datcp-kt-stats.$$
@@ -120,44 +135,7 @@ check "after close the kernel has deleted registration and statistics" test $rc 
 # and finishes (it once counted from the registration: never reached its size, no event) ---
 ( $CTL events --json --timeout-ms 15000 | grep -m1 '"event":"finished","src":"127.0.0.1:41002"' >/tmp/datcp-kt-late.$$ ) & evpid=$!; pids+=($evpid)
 sleep 0.3
-python3 - "$CTL" "$size" >/tmp/datcp-kt-late-stats.$$ <<'PY'
-import socket, subprocess, sys, threading, time
-ctl, size = sys.argv[1], int(sys.argv[2])
-srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-srv.settimeout(20); srv.bind(("127.0.0.1", 5202)); srv.listen(1)
-got = []
-def receive():
-    c, _ = srv.accept(); n = 0
-    while True:
-        b = c.recv(1 << 20)
-        if not b:
-            break
-        n += len(b)
-    got.append(n); c.shutdown(socket.SHUT_WR)
-    t_close.wait(20); c.close()
-t_close = threading.Event()
-t = threading.Thread(target=receive, daemon=True); t.start()
-cli = socket.socket(); cli.settimeout(20)
-cli.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-cli.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"datcp")
-cli.bind(("127.0.0.1", 41002)); cli.connect(("127.0.0.1", 5202))
-chunk = b"x" * (1 << 20)
-def send(n):
-    while n:
-        n -= cli.send(chunk[:min(n, len(chunk))])
-early = size // 5
-send(early)
-time.sleep(0.3)  # the early bytes are acknowledged before the flow is registered
-subprocess.run([ctl, "flow", "set", "--src", "127.0.0.1:41002", "--dst", "127.0.0.1:5202",
-                "--size", str(size), "--deadline-ms", "5000", "--mode", "datcp"], check=True)
-send(size - early)
-cli.shutdown(socket.SHUT_WR)
-cli.recv(1)
-print(subprocess.run([ctl, "flow", "get", "--src", "127.0.0.1:41002", "--dst", "127.0.0.1:5202",
-                      "--json"], capture_output=True, text=True).stdout)
-cli.close(); t_close.set(); t.join(20)
-sys.exit(0 if got == [size] else 1)
-PY
+loopback_flow 41002 5202 "$size" $((size / 5)) >/tmp/datcp-kt-late-stats.$$
 check "a flow registered after $((size / 5)) of its bytes were acked arrived whole" test $? -eq 0
 wait $evpid
 ev=$(cat /tmp/datcp-kt-late.$$); st=$(cat /tmp/datcp-kt-late-stats.$$); rm -f /tmp/datcp-kt-late.$$ /tmp/datcp-kt-late-stats.$$

@@ -111,14 +111,32 @@ public final class AgentServer implements AutoCloseable {
     Path state = Path.of(conf.get(AgentConf.STATE_DIR));
     Files.createDirectories(state);
     Path snap = state.resolve(SNAPSHOT);
+    boolean handedOver = false;
     if (Files.exists(snap)) {
       try {
         int adopted = registry.restore(Snapshot.readFrom(snap));
+        handedOver = true;
         LOG.log(Level.INFO, "took over {0} live flows from the previous agent", adopted);
       } catch (IOException | RuntimeException e) {
         LOG.log(Level.WARNING, "ignoring unreadable {0}: {1}", new Object[] {snap, e});
       }
       Files.delete(snap);
+    }
+    int journalBytes = conf.get(AgentConf.JOURNAL_BYTES);
+    if (kernel.available() && journalBytes > 0) {
+      if (!handedOver) { // the previous agent was killed (or this is the first start)
+        int adopted = registry.recover(state);
+        if (adopted > 0) {
+          LOG.log(Level.INFO, "recovered {0} live flows of a previous agent that stopped"
+              + " without handing them over (flows.journal)", adopted);
+        }
+      }
+      try {
+        registry.startJournal(state, journalBytes);
+      } catch (IOException e) {
+        LOG.log(Level.WARNING, "no registration journal in {0} ({1}); a killed agent''s flows"
+            + " will not be reported by the next one", new Object[] {state, e.getMessage()});
+      }
     }
     if (kernel.available()) {
       try {
@@ -262,6 +280,7 @@ public final class AgentServer implements AutoCloseable {
       events.close();
     }
     if (registry != null) {
+      registry.stopJournal();
       try {
         registry.snapshot().writeTo(Path.of(conf.get(AgentConf.STATE_DIR)).resolve(SNAPSHOT));
       } catch (IOException e) {

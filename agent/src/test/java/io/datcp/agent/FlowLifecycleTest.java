@@ -1,6 +1,7 @@
 package io.datcp.agent;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import io.datcp.agent.kernel.FlowMeta;
@@ -122,8 +123,12 @@ class FlowLifecycleTest {
 
   /** Subscribes as a NodeManager to the agent's orders; they collect in the returned list. */
   private List<FlowOrder> subscribeToOrders() {
+    return subscribeToOrders("nm-1");
+  }
+
+  private List<FlowOrder> subscribeToOrders(String subscriberId) {
     List<FlowOrder> orders = new CopyOnWriteArrayList<>();
-    client.async().orders(OrdersRequest.newBuilder().setSubscriberId("nm-1").build(),
+    client.async().orders(OrdersRequest.newBuilder().setSubscriberId(subscriberId).build(),
         new StreamObserver<>() {
           @Override
           public void onNext(FlowOrder o) {
@@ -202,6 +207,83 @@ class FlowLifecycleTest {
         .setReason(FlowEndReason.FLOW_END_REASON_WRITTEN).build()).getKnown()).isTrue();
     // the connection's next response continues its epoch count
     assertThat(client.blocking().registerFlow(r).getEpoch()).isEqualTo(2);
+  }
+
+  @Test
+  void theFlowsOfAKilledAgentAreReportedByTheNextOne() throws Exception {
+    // the in-process agent steps aside; a separate agent process registers the flow
+    client.close();
+    agent.close();
+    Path crashed = dir.resolve("crashed");
+    java.util.Map<String, String> s = TestAgents.settings(crashed, scheduler.target(),
+        listener.getLocalPort());
+    FlowRegistration r = loopbackFlow().toBuilder().setSubscriberId("nm-1").build();
+    FlowTuple t = TestAgents.tuple(r);
+    java.nio.file.Files.createDirectories(crashed);
+    Process p = TestAgents.startProcess(s, crashed.resolve("agent.log"));
+    FlowRegistered reg;
+    try (AgentClient c = new AgentClient(crashed.resolve("agent.sock"))) {
+      reg = c.blocking().registerFlow(r);
+      assertThat(reg.getInKernel()).isTrue();
+    } finally {
+      p.destroyForcibly().waitFor(); // SIGKILL: no hand-over
+    }
+    assertThat(crashed.resolve("state/flows.snapshot")).doesNotExist();
+    assertThat(DatcpKernelProbe.meta(t)).isPresent();
+
+    agent = TestAgents.start(s);
+    client = new AgentClient(crashed.resolve("agent.sock"));
+    assertThat(agent.registry().liveFlows()).isEqualTo(1);
+    transfer(); // the kernel's FINISHED event comes to the new agent
+
+    await().atMost(Duration.ofSeconds(10)).until(() -> outcomes().size() == 1);
+    FlowOutcome o = outcomes().get(0);
+    assertThat(o.getJobId()).isEqualTo("job_1700000000000_0101");
+    assertThat(o.getReduceId()).isEqualTo(3);
+    assertThat(o.getBytes()).isEqualTo(FLOW_BYTES);
+    assertThat(o.getDestinationHost()).isEqualTo("reducer-3");
+    assertThat(o.getMet()).isTrue();
+    assertThat(o.getFlow().getEpoch()).isEqualTo(reg.getEpoch());
+    assertThat(o.getFlow().getMapIdsList()).containsExactly(7);
+    assertThat(o.getFinishUnixNanos()).isGreaterThan(o.getStartUnixNanos());
+    await().atMost(Duration.ofSeconds(5)).until(() -> agent.kernel().flowMeta(t).isEmpty());
+    // the plugin's flow id still names the flow; the connection continues its epochs
+    assertThat(client.blocking().endFlow(FlowEnd.newBuilder().setFlowId(reg.getFlowId())
+        .setReason(FlowEndReason.FLOW_END_REASON_WRITTEN).build()).getKnown()).isTrue();
+    FlowRegistered next = client.blocking().registerFlow(r);
+    assertThat(next.getEpoch()).isEqualTo(reg.getEpoch() + 1);
+    assertThat(next.getFlowId()).isGreaterThan(reg.getFlowId());
+  }
+
+  @Test
+  void ordersGoToTheSubscriberThatRegisteredTheFlowAndToAllWhenItIsUnknown() throws Exception {
+    List<FlowOrder> nm1 = subscribeToOrders("nm-1");
+    List<FlowOrder> nm2 = subscribeToOrders("nm-2");
+    String job = "job_1700000000000_0105";
+    FlowRegistration a = TestAgents.registration(job, 41, 43021).setSubscriberId("nm-1").build();
+    FlowRegistration b = TestAgents.registration(job, 42, 43022).setSubscriberId("nm-2").build();
+    FlowRegistration c = TestAgents.registration(job, 43, 43023).build(); // an older plugin
+    FlowRegistration d = TestAgents.registration(job, 44, 43024).setSubscriberId("nm-gone")
+        .build();
+    long fa = client.blocking().registerFlow(a).getFlowId();
+    long fb = client.blocking().registerFlow(b).getFlowId();
+    long fc = client.blocking().registerFlow(c).getFlowId();
+    client.blocking().registerFlow(d);
+    for (FlowRegistration r : List.of(a, b, c, d)) {
+      agent.registry().onKernelEvent(new KernelEvent(TestAgents.tuple(r),
+          KernelEvent.Type.QUENCH, 1, 0, false, 3.0, FlowMeta.Quench.KILL));
+    }
+
+    await().atMost(Duration.ofSeconds(5)).until(() -> nm1.size() == 2 && nm2.size() == 2);
+    Thread.sleep(200); // nothing else arrives
+    assertThat(nm1).extracting(FlowOrder::getFlowId).containsExactly(fa, fc);
+    assertThat(nm2).extracting(FlowOrder::getFlowId).containsExactly(fb, fc);
+    // d's service is not subscribed: its order reaches nobody and is counted
+    assertThat(agent.meters().counter("datcp.agent.orders.undelivered").count()).isEqualTo(1);
+    String longId = "n".repeat(257);
+    assertThatThrownBy(() -> client.blocking().registerFlow(TestAgents.registration(job, 45,
+        43025).setSubscriberId(longId).build()))
+        .hasMessageContaining("subscriber_id: 257 bytes, at most 256");
   }
 
   @Test

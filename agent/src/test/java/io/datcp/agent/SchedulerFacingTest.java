@@ -12,6 +12,8 @@ import io.datcp.agent.testing.FakeScheduler;
 import io.datcp.agent.testing.KernelLock;
 import io.datcp.agent.testing.TestAgents;
 import io.datcp.proto.v1.ContainersRunning;
+import io.datcp.proto.v1.FlowEnd;
+import io.datcp.proto.v1.FlowEndReason;
 import io.datcp.proto.v1.FlowPolicy;
 import io.datcp.proto.v1.FlowRegistered;
 import io.datcp.proto.v1.FlowRegistration;
@@ -25,6 +27,7 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -56,6 +59,7 @@ class SchedulerFacingTest {
   private final List<LogRecord> warnings = new ArrayList<>();
   /** Held strongly: the log manager keeps loggers only weakly. */
   private final Logger clientLog = Logger.getLogger(SchedulerClient.class.getName());
+  private final Logger tokenLog = Logger.getLogger("io.datcp.agent.scheduler.NodeToken");
   private final Handler capture = new Handler() {
     @Override
     public synchronized void publish(LogRecord r) {
@@ -84,6 +88,7 @@ class SchedulerFacingTest {
   @AfterEach
   void stop() throws Exception {
     clientLog.removeHandler(capture);
+    tokenLog.removeHandler(capture);
     if (client != null) {
       client.close();
     }
@@ -242,6 +247,61 @@ class SchedulerFacingTest {
     await().atMost(Duration.ofSeconds(5)).until(() -> !scheduler.lookups.isEmpty());
     assertThat(scheduler.authorizations).isNotEmpty()
         .allMatch(a -> a.equals("Bearer s3cr3t-node-token"));
+  }
+
+  @Test
+  void aReMintedNodeTokenIsReadAgainAndRefusedBatchesGoOutWithTheirIds() throws Exception {
+    tokenLog.addHandler(capture);
+    scheduler = new FakeScheduler();
+    scheduler.requiredToken = "token-1";
+    scheduler.start();
+    Path token = dir.resolve("node.token");
+    Files.writeString(token, "token-1\n");
+    startAgent(Map.of("scheduler.tokenFile", token.toString()));
+    await().atMost(Duration.ofSeconds(5)).until(() -> scheduler.watchers() == 1);
+
+    // the scheduler comes back with new node tokens: the agent's is refused everywhere
+    scheduler.stop();
+    scheduler.requiredToken = "token-2";
+    scheduler.start();
+    assertThat(client.blocking().forward(ShuffleReport.newBuilder().setReporterHost("nm")
+        .addEvents(ShuffleEvent.newBuilder().setTimeUnixNanos(1).setMapOutputIndexed(
+            MapOutputIndexed.newBuilder().setJobId("job_1_1").setMapId(7).setHost("h")
+                .addPartitionBytes(100)))
+        .build()).getAccepted()).isEqualTo(1);
+    FlowRegistered reg = client.blocking().registerFlow(
+        TestAgents.registration("job_1700000000000_0204", 35, 44400).build());
+    client.blocking().endFlow(FlowEnd.newBuilder().setFlowId(reg.getFlowId())
+        .setReason(FlowEndReason.FLOW_END_REASON_ABORTED).build());
+    await().atMost(Duration.ofSeconds(5)).until(() -> scheduler.refused.containsAll(
+        List.of("WatchPolicies", "Report", "ReportOutcomes")));
+    Thread.sleep(500); // retries and reconnects keep being refused meanwhile
+    assertThat(scheduler.reports).isEmpty();
+    assertThat(scheduler.outcomes).isEmpty();
+
+    // the operator puts the new token in the file: no restart needed
+    Path tmp = dir.resolve("node.token.tmp");
+    Files.writeString(tmp, "token-2\n");
+    Files.move(tmp, token, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+    await().atMost(Duration.ofSeconds(10)).until(() -> scheduler.reports.size() == 1
+        && scheduler.outcomes.size() == 1 && scheduler.watchers() == 1);
+    // the refused batches kept their ids: the scheduler sees each once, as batch 1
+    assertThat(scheduler.reports.get(0).getBatchId()).isEqualTo(1);
+    assertThat(scheduler.reports.get(0).getEvents(0).getMapOutputIndexed().getMapId())
+        .isEqualTo(7);
+    assertThat(scheduler.outcomes.get(0).getBatchId()).isEqualTo(1);
+    assertThat(scheduler.outcomes.get(0).getOutcomes(0).getFlow().getJobId())
+        .isEqualTo("job_1700000000000_0204");
+    client.blocking().registerFlow(
+        TestAgents.registration("job_1700000000000_0204", 36, 44401).build());
+    await().atMost(Duration.ofSeconds(5)).until(() -> !scheduler.lookups.isEmpty());
+    assertThat(scheduler.authorizations.get(scheduler.authorizations.size() - 1))
+        .isEqualTo("Bearer token-2");
+    // one line for the refusal episode, not one per refused call
+    synchronized (capture) {
+      assertThat(warnings.stream().filter(r -> r.getMessage().contains("refused the node token")))
+          .hasSize(1);
+    }
   }
 
   @Test

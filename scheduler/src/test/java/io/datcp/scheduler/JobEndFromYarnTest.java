@@ -110,19 +110,28 @@ class JobEndFromYarnTest {
     s.report("node1", List.of(new JobEvent.ShuffleFinished(clock.nanos(), JOB, reduce)));
   }
 
+  /**
+   * A one-reduce job whose flow from map host m1 (watching its policies into {@code updates})
+   * was looked up and whose shuffle finished; YARN already says it succeeded.
+   */
+  private SchedulerService shuffledAndSucceeded(List<PolicyUpdate> updates) {
+    SchedulerService s = service(startRm());
+    s.watch("m1", false, updates::add);
+    started(s, 1);
+    s.lookup("m1", JOB, 0, 10 * MB);
+    shuffleFinished(s, 0);
+    yarnSays("FINISHED", "SUCCEEDED", FINISHED_MILLIS);
+    return s;
+  }
+
   private static JobView view(SchedulerService s) {
     return s.job(JOB).orElseThrow();
   }
 
   @Test
   void aSucceededApplicationEndsTheJobAtYarnsFinishTime() {
-    SchedulerService s = service(startRm());
     List<PolicyUpdate> updates = new CopyOnWriteArrayList<>();
-    s.watch("m1", false, updates::add);
-    started(s, 1);
-    s.lookup("m1", JOB, 0, 10 * MB);
-    shuffleFinished(s, 0);
-    yarnSays("FINISHED", "SUCCEEDED", FINISHED_MILLIS);
+    SchedulerService s = shuffledAndSucceeded(updates);
 
     assertThat(s.pollJobEnds().join()).isEqualTo(1);
 
@@ -219,13 +228,8 @@ class JobEndFromYarnTest {
 
   @Test
   void aJobFinishedReportedWhileTheResourceManagerAnswersIsNotAppliedTwice() {
-    SchedulerService s = service(startRm());
     List<PolicyUpdate> updates = new CopyOnWriteArrayList<>();
-    s.watch("m1", false, updates::add);
-    started(s, 1);
-    s.lookup("m1", JOB, 0, 10 * MB);
-    shuffleFinished(s, 0);
-    yarnSays("FINISHED", "SUCCEEDED", FINISHED_MILLIS);
+    SchedulerService s = shuffledAndSucceeded(updates);
     CompletableFuture<Void> release = new CompletableFuture<>();
     answer = release;
 

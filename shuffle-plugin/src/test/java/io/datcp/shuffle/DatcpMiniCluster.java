@@ -12,6 +12,7 @@ import org.apache.hadoop.mapreduce.MRConfig;
 import org.apache.hadoop.mapreduce.MRJobConfig;
 import org.apache.hadoop.mapreduce.v2.MiniMRYarnCluster;
 import org.apache.hadoop.yarn.conf.YarnConfiguration;
+import org.apache.hadoop.yarn.server.nodemanager.containermanager.AuxServices;
 
 /**
  * Hadoop's MiniMRYarnCluster (ResourceManager, one NodeManager, job history server in this JVM;
@@ -68,6 +69,11 @@ final class DatcpMiniCluster implements AutoCloseable {
     conf.setInt(MRJobConfig.IO_SORT_MB, 20);
     conf.set(MRConfig.SHUFFLE_CONSUMER_PLUGIN, DatcpShuffle.class.getName());
     return conf;
+  }
+
+  /** The NodeManager's auxiliary services, as it loaded them. */
+  AuxServices auxServices() {
+    return cluster.getNodeManager(0).getNMContext().getAuxServices();
   }
 
   @Override

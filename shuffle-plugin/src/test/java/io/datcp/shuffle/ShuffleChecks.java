@@ -42,6 +42,17 @@ final class ShuffleChecks {
     return lines;
   }
 
+  /** Runs a GeneratorJob on the cluster; it must succeed with exactly the expected output. */
+  static Job runGeneratorJob(DatcpMiniCluster cluster, int maps, int reduces, int records,
+      int valueBytes, Path out) throws Exception {
+    Job job = GeneratorJob.create(cluster.jobConf(), maps, reduces, records, valueBytes,
+        new org.apache.hadoop.fs.Path(out.toUri()));
+    assertThat(job.waitForCompletion(false)).as("job succeeded").isTrue();
+    assertThat(readOutput(out))
+        .isEqualTo(GeneratorJob.expectedOutput(maps, reduces, records, valueBytes));
+    return job;
+  }
+
   static long shuffleBytes(Job job) throws IOException, InterruptedException {
     return job.getCounters().findCounter(TaskCounter.REDUCE_SHUFFLE_BYTES).getValue();
   }

@@ -2,7 +2,7 @@ package io.datcp.shuffle;
 
 import static io.datcp.shuffle.ShuffleChecks.assertEveryFetchRegisteredExactly;
 import static io.datcp.shuffle.ShuffleChecks.partitionBytes;
-import static io.datcp.shuffle.ShuffleChecks.readOutput;
+import static io.datcp.shuffle.ShuffleChecks.runGeneratorJob;
 import static io.datcp.shuffle.ShuffleChecks.shuffleBytes;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -95,11 +95,7 @@ class SslShuffleOnMiniYarnTest {
   @Test
   void aJobShufflesOverTlsAndEveryFetchIsRegistered() throws Exception {
     Path out = dir.resolve("out");
-    Job job = GeneratorJob.create(cluster.jobConf(), MAPS, REDUCES, RECORDS, VALUE_BYTES,
-        new org.apache.hadoop.fs.Path(out.toUri()));
-    assertThat(job.waitForCompletion(false)).as("job succeeded").isTrue();
-    assertThat(readOutput(out))
-        .isEqualTo(GeneratorJob.expectedOutput(MAPS, REDUCES, RECORDS, VALUE_BYTES));
+    Job job = runGeneratorJob(cluster, MAPS, REDUCES, RECORDS, VALUE_BYTES, out);
 
     // The reducers fetched every map output from an https:// URL (Fetcher then uses TLS).
     List<URI> mapOutputServers = Arrays.stream(job.getTaskCompletionEvents(0, 100))

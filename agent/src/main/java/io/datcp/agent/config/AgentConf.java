@@ -166,7 +166,8 @@ public final class AgentConf {
   public static final Key<String> TOKEN_FILE = register(new Key<>("scheduler.tokenFile", "",
       Function.identity(), v -> v.isEmpty() || v.startsWith("/"),
       "empty or an absolute path",
-      "File holding this node's bearer token for the scheduler; empty: no credential."));
+      "File holding this node's bearer token for the scheduler; empty: no credential. Read"
+          + " again whenever the scheduler refuses the token (UNAUTHENTICATED)."));
 
   public static final Key<Integer> LOOKUP_TIMEOUT_MS = register(new Key<>(
       "scheduler.lookupTimeoutMillis", 500, Integer::parseInt, v -> v > 0 && v <= 60_000,
@@ -251,7 +252,16 @@ public final class AgentConf {
   public static final Key<String> STATE_DIR = register(new Key<>("state.dir",
       "/var/lib/datcp-agent", Function.identity(), v -> v.startsWith("/"),
       "an absolute path",
-      "Where the agent keeps its flow table across restarts (flows.snapshot)."));
+      "Where the agent keeps its flow table across restarts (flows.snapshot) and its"
+          + " registration journal (flows.journal.0 and .1)."));
+
+  public static final Key<Integer> JOURNAL_BYTES = register(new Key<>("state.journalBytes",
+      32 << 20, Integer::parseInt, v -> v == 0 || v >= 1 << 16 && v <= 1 << 30,
+      "0 (off) or an integer in 65536..1073741824 (bytes)",
+      "Size of each of the two registration journal files (memory-mapped, sparse), from which"
+          + " an agent that was killed without handing over its flows (SIGKILL) is succeeded:"
+          + " the next one reports their outcomes. About 100 bytes per registration; a file"
+          + " must hold the live flows (local.maxLiveFlows) with room to spare."));
 
   public static final Key<String> METRICS_HOST = register(new Key<>("metrics.host", "0.0.0.0",
       Function.identity(), v -> !v.isEmpty(), "an address to bind",

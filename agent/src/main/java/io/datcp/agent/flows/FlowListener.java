@@ -5,8 +5,12 @@ import io.datcp.proto.v1.FlowOutcome;
 
 /** Where the registry sends what it learns: orders for the plugin, outcomes for the scheduler. */
 public interface FlowListener {
-  /** An order for the shuffle service about one of its flows. */
-  void order(long flowId, FlowAction action, String reason);
+  /**
+   * An order for the shuffle service about one of its flows.
+   *
+   * @param subscriber the registering service's subscriber id; empty = unknown
+   */
+  void order(long flowId, String subscriber, FlowAction action, String reason);
 
   /** How a flow ended. */
   void outcome(FlowOutcome outcome);

@@ -21,9 +21,13 @@ import io.datcp.proto.v1.QuenchOutcome;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
+import java.io.IOException;
+import java.nio.file.Path;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -48,6 +52,8 @@ public final class FlowRegistry {
   private static final Pattern HOST = Pattern.compile("[A-Za-z0-9._-]{0,253}");
   /** Reduce indexes beyond this are not a real job's. */
   private static final int MAX_REDUCE_ID = 1_000_000;
+  /** The bound OrdersRequest.subscriber_id has. */
+  private static final int MAX_SUBSCRIBER_BYTES = 256;
 
   private final Kernel kernel;
   private final PolicySource policies;
@@ -72,6 +78,8 @@ public final class FlowRegistry {
   /** Suspended flows to resume once no connection monitor is held (lock order). */
   private final ConcurrentLinkedQueue<Flow> toResume = new ConcurrentLinkedQueue<>();
   private final Outage kernelOutage;
+  /** Registrations written ahead for a crash; null when off. */
+  private volatile FlowJournal journal;
 
   private final Counter registered;
   private final Counter invalid;
@@ -164,6 +172,10 @@ public final class FlowRegistry {
       c.lastUsedMonoNanos = nowMono;
       flows.put(flow.id, flow);
       liveCount.incrementAndGet();
+      FlowJournal j = journal;
+      if (j != null) {
+        j.append(flow); // after the put: a compaction that misses the flow sees it live
+      }
       if (superseded != null) {
         // the next response started on this connection before the kernel saw the last byte
         // of the previous one acknowledged: that response is over on the sender
@@ -194,6 +206,9 @@ public final class FlowRegistry {
     } else if (r.getBytes() < 1 || r.getBytes() > maxFlowBytes) {
       problem = "bytes: " + r.getBytes() + " is not in 1.." + maxFlowBytes
           + " (local.maxFlowBytes)";
+    } else if (r.getSubscriberIdBytes().size() > MAX_SUBSCRIBER_BYTES) {
+      problem = "subscriber_id: " + r.getSubscriberIdBytes().size() + " bytes, at most "
+          + MAX_SUBSCRIBER_BYTES;
     } else if (!HOST.matcher(r.getDestinationHost()).matches()) {
       problem = "destination_host: '" + clip(r.getDestinationHost()) + "' is not a host name";
     } else {
@@ -335,7 +350,7 @@ public final class FlowRegistry {
     String why = e.resumeReason() == KernelEvent.ResumeReason.QUIET
         ? "resumed by the kernel: no congestion towards the destination"
         : "resumed by the kernel: quench timeout";
-    listener.order(f.id, FlowAction.FLOW_ACTION_RESUME, why);
+    listener.order(f.id, f.registration.getSubscriberId(), FlowAction.FLOW_ACTION_RESUME, why);
   }
 
   /** DATCP Algorithm 2: the kernel found the flow cannot meet its deadline. */
@@ -344,7 +359,7 @@ public final class FlowRegistry {
         e.precedence());
     if (e.quenched() == FlowMeta.Quench.KILL && !f.killed) {
       f.killed = true;
-      listener.order(f.id, FlowAction.FLOW_ACTION_KILL, why);
+      listener.order(f.id, f.registration.getSubscriberId(), FlowAction.FLOW_ACTION_KILL, why);
       resumeYielded(f); // a killed flow leaves the link: nobody waits for it
     } else if (e.quenched() == FlowMeta.Quench.SUSPEND && !f.suspended && !f.killed) {
       f.suspended = true;
@@ -356,7 +371,8 @@ public final class FlowRegistry {
           f.yieldedTo.add(o);
         }
       }
-      listener.order(f.id, FlowAction.FLOW_ACTION_SUSPEND, why);
+      listener.order(f.id, f.registration.getSubscriberId(), FlowAction.FLOW_ACTION_SUSPEND,
+          why);
     }
   }
 
@@ -398,7 +414,8 @@ public final class FlowRegistry {
           kernelOutage.down(e.getMessage());
         }
       }
-      listener.order(s.id, FlowAction.FLOW_ACTION_RESUME, "resumed: " + why);
+      listener.order(s.id, s.registration.getSubscriberId(), FlowAction.FLOW_ACTION_RESUME,
+          "resumed: " + why);
     }
   }
 
@@ -613,6 +630,69 @@ public final class FlowRegistry {
       adopted++;
     }
     return adopted;
+  }
+
+  /**
+   * Takes over the flows a previous agent process registered and could not hand over (it was
+   * killed): those in the journal in dir whose 4-tuple the kernel still holds at the same
+   * epoch. Their policy is what the kernel entry says (deadline, importance, φ) until the
+   * scheduler's watch stream resends it. Connections continue their epoch count.
+   */
+  public int recover(Path dir) {
+    FlowJournal.Contents j = FlowJournal.read(dir);
+    nextId.set(Math.max(nextId.get(), j.maxId() + 1));
+    Map<FlowTuple, FlowJournal.Entry> latest = new HashMap<>();
+    for (FlowJournal.Entry e : j.entries()) {
+      latest.merge(e.tuple(), e, (a, b) -> b.id() > a.id() ? b : a);
+    }
+    long now = kernel.nowNs();
+    int adopted = 0;
+    for (FlowJournal.Entry e : latest.values()) {
+      FlowTuple t = e.tuple();
+      FlowMeta m = kernel.flowMeta(t).orElse(null);
+      Connection c = connections.computeIfAbsent(t, Connection::new);
+      synchronized (c) {
+        c.lastEpoch = Math.max(c.lastEpoch, e.epoch());
+        c.lastUsedMonoNanos = now;
+        if (m == null || m.epoch() != e.epoch()
+            || c.current != null && flows.containsKey(c.current.id)) {
+          continue; // finished meanwhile (the entry is gone), or a later flow holds it
+        }
+        FlowRegistration r = e.registration();
+        FlowPolicy p = translator.defaultPolicy(r.getJobId(), r.getReduceId()).toBuilder()
+            .setImportance(m.importance()).setPhi(m.phi())
+            .setDeadlineUnixNanos(m.deadlineNs() == 0 ? 0
+                : e.startUnixNanos() + (m.deadlineNs() - e.startMonoNanos()))
+            .setReason("recovered from the flow journal: the previous agent stopped without"
+                + " handing its flows over")
+            .build();
+        Flow f = new Flow(e.id(), t, e.epoch(), r, e.startUnixNanos(), e.startMonoNanos(), p);
+        f.meta = m;
+        c.current = f;
+        flows.put(f.id, f);
+        liveCount.incrementAndGet();
+        adopted++;
+      }
+    }
+    return adopted;
+  }
+
+  /**
+   * Journals every registration from now on in dir (files of fileBytes), starting with the
+   * flows tracked now; call after {@link #restore} or {@link #recover}, before serving.
+   */
+  public void startJournal(Path dir, int fileBytes) throws IOException {
+    journal = FlowJournal.open(dir, fileBytes, nextId.get() - 1,
+        () -> new ArrayList<>(flows.values()));
+  }
+
+  /** Stops journaling (the agent is stopping; the snapshot takes over). */
+  public void stopJournal() {
+    FlowJournal j = journal;
+    journal = null;
+    if (j != null) {
+      j.close();
+    }
   }
 
   /** Connections known (tests, metrics). */

@@ -61,8 +61,9 @@ public final class LocalServer implements AutoCloseable {
       this.hub = hub;
     }
 
-    public void send(long flowId, FlowAction action, String reason) {
-      hub.send(flowId, action, reason);
+    /** To subscriber, or to every subscriber when it is empty (owner unknown). */
+    public void send(long flowId, String subscriber, FlowAction action, String reason) {
+      hub.send(flowId, subscriber, action, reason);
     }
 
     public int subscribers() {
@@ -134,8 +135,8 @@ public final class LocalServer implements AutoCloseable {
   public static FlowListener listener(OrderSink orders, Consumer<FlowOutcome> outcomeSink) {
     return new FlowListener() {
       @Override
-      public void order(long flowId, FlowAction action, String reason) {
-        orders.send(flowId, action, reason);
+      public void order(long flowId, String subscriber, FlowAction action, String reason) {
+        orders.send(flowId, subscriber, action, reason);
       }
 
       @Override

@@ -9,17 +9,22 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * The shuffle services subscribed to orders. Flows carry no subscriber, and one NodeManager
- * runs one shuffle service, so every order goes to every subscriber; a subscriber ignores flow
- * ids it did not register.
+ * The shuffle services subscribed to orders. An order goes to the subscriber that registered
+ * the flow (its registration's subscriber_id): several NodeManagers on one host, or a restarted
+ * one, must not act on each other's flows. A flow registered without a subscriber id (an older
+ * plugin) has no known owner: its orders go to every subscriber, which ignore flow ids they did
+ * not register. An order whose owner is not subscribed at the moment is dropped and counted.
  */
 final class OrderHub {
   private final Map<String, ServerCallStreamObserver<FlowOrder>> subscribers =
       new ConcurrentHashMap<>();
   private final MeterRegistry meters;
+  private final Counter undelivered;
 
   OrderHub(MeterRegistry meters) {
     this.meters = meters;
+    undelivered = Counter.builder("datcp.agent.orders.undelivered")
+        .description("orders whose flow's subscriber was not subscribed").register(meters);
   }
 
   /** A new subscriber replaces the previous one of the same id. */
@@ -33,20 +38,32 @@ final class OrderHub {
     }
   }
 
-  void send(long flowId, FlowAction action, String reason) {
+  /** Sends to owner, or to every subscriber when owner is empty (unknown). */
+  void send(long flowId, String owner, FlowAction action, String reason) {
     Counter.builder("datcp.agent.orders").tag("action", action.name())
         .description("orders sent to the shuffle service").register(meters).increment();
     FlowOrder order = FlowOrder.newBuilder().setFlowId(flowId).setAction(action)
         .setReason(reason).build();
-    for (Map.Entry<String, ServerCallStreamObserver<FlowOrder>> e : subscribers.entrySet()) {
-      ServerCallStreamObserver<FlowOrder> out = e.getValue();
-      synchronized (out) {
-        if (out.isCancelled()) {
-          subscribers.remove(e.getKey(), out);
-        } else {
-          out.onNext(order);
-        }
+    if (!owner.isEmpty()) {
+      ServerCallStreamObserver<FlowOrder> out = subscribers.get(owner);
+      if (out == null || !deliver(owner, out, order)) {
+        undelivered.increment();
       }
+      return;
+    }
+    for (Map.Entry<String, ServerCallStreamObserver<FlowOrder>> e : subscribers.entrySet()) {
+      deliver(e.getKey(), e.getValue(), order);
+    }
+  }
+
+  private boolean deliver(String id, ServerCallStreamObserver<FlowOrder> out, FlowOrder order) {
+    synchronized (out) {
+      if (out.isCancelled()) {
+        subscribers.remove(id, out);
+        return false;
+      }
+      out.onNext(order);
+      return true;
     }
   }
 

@@ -15,9 +15,11 @@ import io.datcp.proto.v1.ShuffleReport;
 import io.datcp.proto.v1.ShuffleReportServiceGrpc;
 import io.datcp.proto.v1.WatchRequest;
 import io.grpc.CallCredentials;
+import io.grpc.Channel;
+import io.grpc.ClientInterceptors;
 import io.grpc.ManagedChannel;
-import io.grpc.Metadata;
 import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
 import io.grpc.netty.NettyChannelBuilder;
 import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.ClientResponseObserver;
@@ -25,17 +27,12 @@ import io.grpc.stub.StreamObserver;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
-import java.io.IOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
@@ -63,6 +60,8 @@ public final class SchedulerClient implements PolicySource, AutoCloseable {
 
   private final String hostName;
   private final ManagedChannel channel;
+  /** Null without scheduler.tokenFile. */
+  private final NodeToken token;
   private final FlowPolicyServiceGrpc.FlowPolicyServiceStub policyStub;
   private final FlowPolicyServiceGrpc.FlowPolicyServiceBlockingStub policyBlocking;
   private final ShuffleReportServiceGrpc.ShuffleReportServiceBlockingStub reportBlocking;
@@ -99,13 +98,17 @@ public final class SchedulerClient implements PolicySource, AutoCloseable {
     this.hostName = hostName;
     String target = conf.get(AgentConf.SCHEDULER_TARGET);
     channel = NettyChannelBuilder.forTarget(target).usePlaintext().build();
-    CallCredentials creds = bearer(conf.get(AgentConf.TOKEN_FILE));
-    FlowPolicyServiceGrpc.FlowPolicyServiceStub ps = FlowPolicyServiceGrpc.newStub(channel);
+    String tokenFile = conf.get(AgentConf.TOKEN_FILE);
+    token = tokenFile.isEmpty() ? null : NodeToken.read(tokenFile);
+    Channel calls = token == null ? channel
+        : ClientInterceptors.intercept(channel, token.interceptor());
+    FlowPolicyServiceGrpc.FlowPolicyServiceStub ps = FlowPolicyServiceGrpc.newStub(calls);
     FlowPolicyServiceGrpc.FlowPolicyServiceBlockingStub pb =
-        FlowPolicyServiceGrpc.newBlockingStub(channel);
+        FlowPolicyServiceGrpc.newBlockingStub(calls);
     ShuffleReportServiceGrpc.ShuffleReportServiceBlockingStub rb =
-        ShuffleReportServiceGrpc.newBlockingStub(channel);
-    if (creds != null) {
+        ShuffleReportServiceGrpc.newBlockingStub(calls);
+    if (token != null) {
+      CallCredentials creds = token.credentials();
       ps = ps.withCallCredentials(creds);
       pb = pb.withCallCredentials(creds);
       rb = rb.withCallCredentials(creds);
@@ -122,16 +125,16 @@ public final class SchedulerClient implements PolicySource, AutoCloseable {
     int capacity = conf.get(AgentConf.REPORT_QUEUE);
     int maxBatch = conf.get(AgentConf.REPORT_BATCH);
     long flush = conf.get(AgentConf.REPORT_FLUSH_MS);
-    outcomes = new BatchSender<>("outcomes", (batch, id) -> policyBlocking
+    outcomes = new BatchSender<>("outcomes", (batch, id) -> withCurrentToken(() -> policyBlocking
         .withDeadlineAfter(REPORT_DEADLINE_MS, TimeUnit.MILLISECONDS)
         .reportOutcomes(FlowOutcomes.newBuilder().setAgentHost(hostName)
             .addAllOutcomes(batch).setReporterId(reporterId + "/outcomes").setBatchId(id)
-            .build()),
+            .build())),
         outage, capacity, maxBatch, flush, backoff(), meters);
-    forwarded = new BatchSender<>("shuffle-reports", (batch, id) -> reportBlocking
-        .withDeadlineAfter(REPORT_DEADLINE_MS, TimeUnit.MILLISECONDS)
-        .report(ShuffleReport.newBuilder().setReporterHost(hostName).addAllEvents(batch)
-            .setReporterId(reporterId + "/shuffle").setBatchId(id).build()),
+    forwarded = new BatchSender<>("shuffle-reports", (batch, id) -> withCurrentToken(
+        () -> reportBlocking.withDeadlineAfter(REPORT_DEADLINE_MS, TimeUnit.MILLISECONDS)
+            .report(ShuffleReport.newBuilder().setReporterHost(hostName).addAllEvents(batch)
+                .setReporterId(reporterId + "/shuffle").setBatchId(id).build())),
         outage, capacity, maxBatch, flush, backoff(), meters);
     lookupsSkipped = Counter.builder("datcp.agent.lookups").tag("result", "skipped")
         .description("policy lookups by result").register(meters);
@@ -147,30 +150,26 @@ public final class SchedulerClient implements PolicySource, AutoCloseable {
     return new Backoff(reconnectMinMs, reconnectMaxMs);
   }
 
-  private static CallCredentials bearer(String tokenFile) {
-    if (tokenFile.isEmpty()) {
-      return null;
-    }
-    String token;
+  /**
+   * Runs a blocking call; when the scheduler refused the token and the token file gave a new
+   * one meanwhile, runs it again at once (a batch keeps its id, so the scheduler's dedup holds).
+   */
+  private <R> R withCurrentToken(Supplier<R> call) {
+    long g = token == null ? 0 : token.generation();
     try {
-      token = Files.readString(Path.of(tokenFile), StandardCharsets.UTF_8).trim();
-    } catch (IOException e) {
-      throw new IllegalArgumentException("configuration key 'scheduler.tokenFile': cannot read "
-          + tokenFile + " (" + e.getMessage() + ")");
-    }
-    if (token.isEmpty() || token.contains("\n")) {
-      throw new IllegalArgumentException("configuration key 'scheduler.tokenFile': " + tokenFile
-          + " must hold one non-empty token line");
-    }
-    Metadata headers = new Metadata();
-    headers.put(Metadata.Key.of("authorization", Metadata.ASCII_STRING_MARSHALLER),
-        "Bearer " + token);
-    return new CallCredentials() {
-      @Override
-      public void applyRequestMetadata(RequestInfo info, Executor executor, MetadataApplier a) {
-        a.apply(headers);
+      return call.get();
+    } catch (StatusRuntimeException e) {
+      if (!refusedUnder(e.getStatus(), g)) {
+        throw e;
       }
-    };
+      return call.get();
+    }
+  }
+
+  /** True when s is a refusal of the credential and a newer token is there to retry with. */
+  private boolean refusedUnder(Status s, long generation) {
+    return token != null && s.getCode() == Status.Code.UNAUTHENTICATED
+        && token.generation() != generation;
   }
 
   /** Starts the policy update stream; updates for live flows go to sink. */
@@ -199,13 +198,15 @@ public final class SchedulerClient implements PolicySource, AutoCloseable {
     // than the registration itself, and that thread's context is not the caller's (which
     // ends, cancelled, when RegisterFlow answers)
     try {
-      lookupThread.execute(() -> lookupAsync(lookup.get(), onAnswer));
+      lookupThread.execute(() -> lookupAsync(lookup.get(), onAnswer, true));
     } catch (RejectedExecutionException e) {
       lookupSlots.release(); // closing
     }
   }
 
-  private void lookupAsync(PolicyLookup lookup, Consumer<FlowPolicy> onAnswer) {
+  private void lookupAsync(PolicyLookup lookup, Consumer<FlowPolicy> onAnswer,
+      boolean mayRetry) {
+    long tokenGeneration = token == null ? 0 : token.generation();
     policyStub.withDeadlineAfter(lookupTimeoutMs, TimeUnit.MILLISECONDS)
         .lookupPolicy(lookup, new StreamObserver<>() {
           @Override
@@ -219,11 +220,21 @@ public final class SchedulerClient implements PolicySource, AutoCloseable {
 
           @Override
           public void onError(Throwable t) {
-            lookupSlots.release();
             Status s = Status.fromThrowable(t);
+            if (mayRetry && refusedUnder(s, tokenGeneration)) {
+              // the old token was refused and the file holds a new one: ask again, once
+              try {
+                lookupThread.execute(() -> lookupAsync(lookup, onAnswer, false));
+                return; // keeps its slot
+              } catch (RejectedExecutionException e) {
+                // closing
+              }
+            }
+            lookupSlots.release();
             if (s.getCode() == Status.Code.UNAVAILABLE
-                || s.getCode() == Status.Code.DEADLINE_EXCEEDED) {
-              outage.down(s.toString());
+                || s.getCode() == Status.Code.DEADLINE_EXCEEDED
+                || s.getCode() == Status.Code.UNAUTHENTICATED) {
+              outage.down(s.toString()); // lookups slow down to the probe until it answers
             }
           }
 
@@ -276,6 +287,8 @@ public final class SchedulerClient implements PolicySource, AutoCloseable {
       CountDownLatch done = new CountDownLatch(1);
       List<FlowPolicy> snapshot = new ArrayList<>();
       boolean[] live = {false};
+      long tokenGeneration = token == null ? 0 : token.generation();
+      Status[] ended = {Status.OK};
       policyStub.watchPolicies(WatchRequest.newBuilder().setAgentHost(hostName).setResync(true)
           .build(), new ClientResponseObserver<WatchRequest, PolicyUpdate>() {
             @Override
@@ -306,8 +319,9 @@ public final class SchedulerClient implements PolicySource, AutoCloseable {
 
             @Override
             public void onError(Throwable t) {
+              ended[0] = Status.fromThrowable(t);
               if (!closed) {
-                outage.down(Status.fromThrowable(t).toString());
+                outage.down(ended[0].toString());
               }
               done.countDown();
             }
@@ -319,7 +333,7 @@ public final class SchedulerClient implements PolicySource, AutoCloseable {
           });
       try {
         done.await();
-        if (!closed) {
+        if (!closed && !refusedUnder(ended[0], tokenGeneration)) { // a new token: at once
           Thread.sleep(backoff.nextDelayMillis());
         }
       } catch (InterruptedException e) {

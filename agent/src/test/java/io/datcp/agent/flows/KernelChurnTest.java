@@ -39,7 +39,7 @@ class KernelChurnTest {
           "local.registerRatePerSecond", "1e12", "local.registerBurst", "1000000000")),
           "churn-host", kernel, PolicySource.NONE, new FlowListener() {
             @Override
-            public void order(long flowId, FlowAction action, String reason) {}
+            public void order(long flowId, String subscriber, FlowAction action, String reason) {}
 
             @Override
             public void outcome(FlowOutcome o) {

@@ -17,6 +17,7 @@ import io.grpc.ServerCall;
 import io.grpc.ServerCallHandler;
 import io.grpc.ServerInterceptor;
 import io.grpc.ServerInterceptors;
+import io.grpc.Status;
 import io.grpc.netty.NettyServerBuilder;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
@@ -48,6 +49,11 @@ public final class FakeScheduler implements AutoCloseable {
   /** Snapshot sent on every resync watch. */
   public volatile List<PolicyUpdate> snapshot = List.of();
   public volatile SwitchConfig switchConfig;
+  /** When set, calls without "Bearer " + this are refused with UNAUTHENTICATED, as the
+   *  scheduler's node authentication does. */
+  public volatile String requiredToken;
+  /** Calls refused for their credential. */
+  public final List<String> refused = new CopyOnWriteArrayList<>();
   private int port;
   private Server server;
 
@@ -58,6 +64,12 @@ public final class FakeScheduler implements AutoCloseable {
           ServerCallHandler<Q, A> next) {
         String auth = h.get(Metadata.Key.of("authorization", Metadata.ASCII_STRING_MARSHALLER));
         authorizations.add(auth == null ? "" : auth);
+        String required = requiredToken;
+        if (required != null && !("Bearer " + required).equals(auth)) {
+          refused.add(call.getMethodDescriptor().getBareMethodName());
+          call.close(Status.UNAUTHENTICATED.withDescription("unknown node token"), new Metadata());
+          return new ServerCall.Listener<>() {};
+        }
         return next.startCall(call, h);
       }
     };

@@ -7,8 +7,11 @@ import io.datcp.agent.kernel.FlowTuple;
 import io.datcp.agent.kernel.KernelException;
 import io.datcp.proto.v1.FlowRegistration;
 import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 
 /** Agents for tests: their own socket and state directory, the kmod build's libdatcp. */
@@ -37,6 +40,29 @@ public final class TestAgents {
 
   public static AgentServer start(Map<String, String> settings) throws IOException {
     return AgentServer.builder(AgentConf.fromMap(settings)).start();
+  }
+
+  /**
+   * Starts an agent in its own JVM (to be killed with SIGKILL: {@link Process#destroyForcibly})
+   * and returns once it is ready; its output goes to log. The caller destroys it.
+   */
+  public static Process startProcess(Map<String, String> settings, Path log)
+      throws IOException, InterruptedException {
+    List<String> cmd = new ArrayList<>(List.of(
+        ProcessHandle.current().info().command().orElse("java"),
+        "-cp", System.getProperty("java.class.path"), "io.datcp.agent.AgentMain"));
+    settings.forEach((k, v) -> cmd.addAll(List.of("-D", k + "=" + v)));
+    Process p = new ProcessBuilder(cmd).redirectErrorStream(true)
+        .redirectOutput(log.toFile()).start();
+    long until = System.nanoTime() + 60_000_000_000L;
+    while (!Files.readString(log).contains("datcp agent ready")) {
+      if (!p.isAlive() || System.nanoTime() > until) {
+        p.destroyForcibly().waitFor();
+        throw new IOException("agent process did not start: " + Files.readString(log));
+      }
+      Thread.sleep(50);
+    }
+    return p;
   }
 
   /** A well-formed registration on a synthetic TEST-NET tuple. */

@@ -199,12 +199,8 @@ public final class AbScenario {
         reduces.add(t);
       }
     }
-    long shuffleFinish = reduces.isEmpty() ? 0
-        : (long) reduces.stream().mapToLong(r -> (Long) r.get("shuffleFinishMillis")).max()
-            .getAsLong() + releasedAt;
-    long firstFetch = reduces.isEmpty() ? 0
-        : (long) reduces.stream().mapToLong(r -> (Long) r.get("firstFetchMillis")).min()
-            .getAsLong() + releasedAt;
+    long shuffleFinish = extreme(reduces, "shuffleFinishMillis", true, 0) + releasedAt;
+    long firstFetch = extreme(reduces, "firstFetchMillis", false, 0) + releasedAt;
     d.put("lastMapFinishMillis", lastMap - releasedAt);
     // shuffle time: from the last map's end (no byte can move earlier) to the end of the copy
     d.put("shuffleMillis", shuffleFinish - lastMap);
@@ -214,9 +210,8 @@ public final class AbScenario {
     d.put("completionMillis", info.getFinishTime() - releasedAt);
     // Hadoop's reduce learns of finished maps by polling every second: the wait from the last
     // map's end to the poll that brought it is up to 1 s of chance, the same on and off
-    long lastKnown = reduces.isEmpty() ? lastMap
-        : (long) reduces.stream().mapToLong(r -> (Long) r.get("lastMapsKnownMillis")).max()
-            .getAsLong() + releasedAt;
+    long lastKnown = extreme(reduces, "lastMapsKnownMillis", true, lastMap - releasedAt)
+        + releasedAt;
     long pollWait = Math.max(0, lastKnown - lastMap);
     d.put("pollWaitMillis", pollWait);
     d.put("completionLessPollMillis", info.getFinishTime() - releasedAt - pollWait);
@@ -225,6 +220,13 @@ public final class AbScenario {
     d.put("maps", maps);
     d.put("reduces", reduces);
     return d;
+  }
+
+  /** Largest (or smallest) value of a time over the reduces, or {@code none} without reduces. */
+  private static long extreme(List<Map<String, Object>> reduces, String key, boolean max,
+      long none) {
+    return reduces.stream().mapToLong(r -> (Long) r.get(key))
+        .reduce(max ? Math::max : Math::min).orElse(none);
   }
 
   /**

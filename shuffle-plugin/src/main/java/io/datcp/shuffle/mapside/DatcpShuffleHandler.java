@@ -33,6 +33,7 @@ import org.apache.hadoop.mapred.SpillRecord;
 import org.apache.hadoop.mapreduce.TaskAttemptID;
 import org.apache.hadoop.metrics2.lib.DefaultMetricsSystem;
 import org.apache.hadoop.yarn.api.records.ApplicationId;
+import org.apache.hadoop.yarn.server.api.AuxiliaryLocalPathHandler;
 import org.apache.hadoop.yarn.server.api.ContainerInitializationContext;
 import org.apache.hadoop.yarn.server.api.ContainerTerminationContext;
 import org.slf4j.Logger;
@@ -61,6 +62,7 @@ public class DatcpShuffleHandler extends ShuffleHandler implements FlowHost {
   private EventForwarder forwarder;
   private ExecutorService indexReader;
   private String host;
+  private volatile String subscriberId = "";
   private final FlowOrders orders = new FlowOrders();
   private final Map<String, AtomicInteger> containersPerJob = new ConcurrentHashMap<>();
   private final Set<String> indexedMapOutputs = Collections.newSetFromMap(
@@ -72,11 +74,13 @@ public class DatcpShuffleHandler extends ShuffleHandler implements FlowHost {
       });
   private final AtomicBoolean pipelineWarned = new AtomicBoolean();
   private final FlowMetrics metrics = new FlowMetrics();
+  private NodeLocalDirs nodeLocalDirs;
 
   @Override
   protected void serviceInit(Configuration conf) throws Exception {
     config = AgentConfig.from(conf); // fails start-up on a bad key
     host = Events.localHostName();
+    nodeLocalDirs = new NodeLocalDirs(conf);
     super.serviceInit(conf);
     DefaultMetricsSystem.instance().register(FlowMetrics.SOURCE_NAME,
         "DATCP flows of the shuffle service", metrics);
@@ -92,8 +96,8 @@ public class DatcpShuffleHandler extends ShuffleHandler implements FlowHost {
       t.setDaemon(true);
       return t;
     });
-    agent.subscribeOrders(host + "/" + ManagementFactory.getRuntimeMXBean().getPid(),
-        orders::dispatch);
+    subscriberId = host + "/" + ManagementFactory.getRuntimeMXBean().getPid();
+    agent.subscribeOrders(subscriberId, orders::dispatch);
     super.serviceStart();
     LOG.info("DATCP shuffle service: agent socket {}, register timeout {} ms",
         config.socketPath(), config.registerTimeout().toMillis());
@@ -115,6 +119,13 @@ public class DatcpShuffleHandler extends ShuffleHandler implements FlowHost {
         agent.close();
       }
     }
+  }
+
+  /** The NodeManager's handler, or the NodeManager's local directories when it gave none. */
+  @Override
+  public AuxiliaryLocalPathHandler getAuxiliaryLocalPathHandler() {
+    AuxiliaryLocalPathHandler nodeManagers = super.getAuxiliaryLocalPathHandler();
+    return nodeManagers != null ? nodeManagers : nodeLocalDirs;
   }
 
   /** Hadoop's own context, but accepted channels pass through the hook that adds the tracker. */
@@ -143,6 +154,11 @@ public class DatcpShuffleHandler extends ShuffleHandler implements FlowHost {
   @Override
   public AgentConfig config() {
     return config;
+  }
+
+  @Override
+  public String subscriberId() {
+    return subscriberId;
   }
 
   @Override

@@ -12,6 +12,10 @@ interface FlowHost {
 
   FlowOrders orders();
 
+  /** The id this service subscribes to the agent's orders with; its registrations carry it, so
+   *  the agent sends their orders here and not to another NodeManager's service. */
+  String subscriberId();
+
   FlowMetrics metrics();
 
   /** A response for these map attempts of the job is about to be sent. */

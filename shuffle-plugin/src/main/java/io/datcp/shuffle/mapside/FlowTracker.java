@@ -191,6 +191,7 @@ final class FlowTracker extends ChannelDuplexHandler {
         .setSourceAddress(local.getAddress().getHostAddress()).setSourcePort(local.getPort())
         .setDestinationAddress(remote.getAddress().getHostAddress())
         .setDestinationPort(remote.getPort())
+        .setSubscriberId(service.subscriberId()) // the agent sends this flow's orders back here
         .build(); // destination_host stays empty: naming the peer needs a DNS lookup
     long waitMs = service.config().registerTimeout().toMillis();
     if (waitMs > 0) {

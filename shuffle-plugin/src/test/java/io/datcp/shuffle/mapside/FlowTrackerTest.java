@@ -95,6 +95,11 @@ class FlowTrackerTest {
       }
 
       @Override
+      public String subscriberId() {
+        return "tracker-test";
+      }
+
+      @Override
       public FlowMetrics metrics() {
         return metrics;
       }
@@ -220,6 +225,7 @@ class FlowTrackerTest {
       assertThat(first.getSourcePort()).isEqualTo(port);
       assertThat(first.getDestinationPort()).isEqualTo(s.getLocalPort());
       assertThat(first.getDestinationAddress()).isEqualTo("127.0.0.1");
+      assertThat(first.getSubscriberId()).isEqualTo("tracker-test"); // its orders come back here
       assertThat(agent.flows.get(1).registration().getSourcePort()).isEqualTo(port);
       for (FakeAgent.Flow f : agent.flows) {
         FlowEnd end = agent.ends.get(f.flowId());
