@@ -14,6 +14,8 @@ import io.datcp.proto.v1.FlowEnd;
 import io.datcp.proto.v1.FlowEndReason;
 import io.datcp.proto.v1.FlowRegistration;
 import io.datcp.proto.v1.FlowRegistrationAnswer;
+import io.datcp.proto.v1.FlowRegistrationAnswers;
+import io.datcp.proto.v1.FlowRegistrationBatch;
 import io.datcp.proto.v1.FlowRegistrationItem;
 import io.datcp.proto.v1.PolicyLookup;
 import io.grpc.Status;
@@ -23,6 +25,7 @@ import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.BlockingQueue;
@@ -36,10 +39,11 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * RegisterFlows over the Unix socket with the real kernel (root; holds the kernel lock): each
- * item is handled as RegisterFlow would handle it, answered with its sequence, and a refused
- * item neither changes anything nor ends the stream; a cancelled stream leaves what it
- * registered and nothing else.
+ * RegisterFlows and RegisterFlowBatches over the Unix socket with the real kernel (root; holds
+ * the kernel lock): each item is handled as RegisterFlow would handle it, answered with its
+ * sequence (on batches: one message per batch, answers in item order), and a refused item
+ * neither changes anything nor ends the stream; a cancelled stream leaves what it registered
+ * and nothing else.
  */
 class RegistrationStreamTest {
   private static final String JOB = "job_1700000000000_0101";
@@ -122,6 +126,54 @@ class RegistrationStreamTest {
 
     @Override
     public void onNext(FlowRegistrationAnswer a) {
+      answers.add(a);
+    }
+
+    @Override
+    public void onError(Throwable t) {
+      end.complete(Status.fromThrowable(t));
+    }
+
+    @Override
+    public void onCompleted() {
+      end.complete(Status.OK);
+    }
+  }
+
+  /** A RegisterFlowBatches call whose answer messages land in a queue. */
+  private final class Batches implements
+      ClientResponseObserver<FlowRegistrationBatch, FlowRegistrationAnswers> {
+    final BlockingQueue<FlowRegistrationAnswers> answers = new LinkedBlockingQueue<>();
+    final CompletableFuture<Status> end = new CompletableFuture<>();
+    ClientCallStreamObserver<FlowRegistrationBatch> requests;
+
+    Batches() {
+      client.async().registerFlowBatches(this);
+    }
+
+    @Override
+    public void beforeStart(ClientCallStreamObserver<FlowRegistrationBatch> r) {
+      requests = r;
+    }
+
+    /** Sends one batch, item i with sequence first + i, and returns its answers. */
+    List<FlowRegistrationAnswer> send(long first, List<FlowRegistration> regs)
+        throws InterruptedException {
+      FlowRegistrationBatch.Builder b = FlowRegistrationBatch.newBuilder();
+      for (int i = 0; i < regs.size(); i++) {
+        FlowRegistrationItem.Builder item = b.addItemsBuilder().setSequence(first + i);
+        if (regs.get(i) != null) {
+          item.setRegistration(regs.get(i));
+        }
+      }
+      requests.onNext(b.build());
+      FlowRegistrationAnswers a = answers.poll(10, TimeUnit.SECONDS);
+      assertThat(a).as("an answer within 10 s").isNotNull();
+      return a.getAnswersList();
+    }
+
+    @Override
+    public void onNext(FlowRegistrationAnswers a) {
       answers.add(a);
     }
 
@@ -287,6 +339,98 @@ class RegistrationStreamTest {
     assertThat(s.answers).isEmpty();
     s.requests.cancel("done", null);
     await().atMost(Duration.ofSeconds(5)).until(() -> openStreams() == 0);
+  }
+
+  @Test
+  void aBatchIsAnsweredByOneMessageInItemOrderEachAnswerAboutItsOwnItem() throws Exception {
+    start(Map.of());
+    Batches b = new Batches();
+    for (int round = 0; round < 3; round++) {
+      List<FlowRegistration> sent = new ArrayList<>();
+      for (int i = 0; i < 40; i++) {
+        sent.add(TestAgents.registration(JOB, 1 + i % 5, 46000 + i).setBytes(1000 + i).build());
+      }
+      List<FlowRegistrationAnswer> answers = b.send(1000L * round, sent);
+      assertThat(answers).hasSize(40);
+      for (int i = 0; i < 40; i++) {
+        FlowRegistrationAnswer a = answers.get(i);
+        FlowRegistration r = sent.get(i);
+        assertThat(a.getSequence()).isEqualTo(1000L * round + i);
+        assertThat(a.getRegistered().getPolicy().getFlow().getDestinationPort())
+            .isEqualTo(r.getDestinationPort());
+        assertThat(a.getRegistered().getInKernel()).isTrue();
+        // each round is the connections' next response: a new epoch, the item's own size
+        assertThat(a.getRegistered().getEpoch()).isEqualTo(round + 1);
+        FlowMeta m = agent.kernel().flowMeta(TestAgents.tuple(r)).orElseThrow();
+        assertThat(m.sizeBytes()).isEqualTo(r.getBytes());
+        assertThat(m.epoch()).isEqualTo(round + 1);
+      }
+    }
+    assertThat(openStreams()).isEqualTo(1);
+    b.requests.onCompleted();
+    assertThat(b.end.get(10, TimeUnit.SECONDS).getCode()).isEqualTo(Status.Code.OK);
+    await().atMost(Duration.ofSeconds(5)).until(() -> openStreams() == 0);
+  }
+
+  @Test
+  void refusedItemsOfABatchGetRegisterFlowsErrorsAndChangeNothing() throws Exception {
+    start(Map.of());
+    FlowRegistration good = TestAgents.registration(JOB, 2, 47001).build();
+    FlowRegistration other = TestAgents.registration("job_1700000000000_0102", 2, 47001)
+        .build(); // same 4-tuple, another job: the live flow owns it
+    FlowRegistration bad = TestAgents.registration(JOB, 2, 47002).setBytes(-5).build();
+    FlowRegistration badAddress = TestAgents.registration(JOB, 2, 47003)
+        .setSourceAddress("evil.example").build();
+    Batches b = new Batches();
+    List<FlowRegistrationAnswer> a = b.send(1, Arrays.asList(good, bad, null, other,
+        badAddress, TestAgents.registration(JOB, 2, 47004).build()));
+    assertThat(a).extracting(FlowRegistrationAnswer::getSequence).containsExactly(1L, 2L, 3L,
+        4L, 5L, 6L);
+    assertThat(a.get(0).getRegistered().getInKernel()).isTrue();
+    assertThat(a.get(1).getError().getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT.value());
+    assertThat(a.get(1).getError().getMessage()).startsWith("bytes: -5 is not in 1..");
+    assertThat(a.get(2).getError().getMessage()).isEqualTo("registration: missing");
+    assertThat(a.get(3).getError().getCode()).isEqualTo(Status.Code.ALREADY_EXISTS.value());
+    assertThat(a.get(3).getError().getMessage()).contains(JOB);
+    assertThat(a.get(4).getError().getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT.value());
+    assertThat(a.get(4).getError().getMessage()).startsWith("source_address: 'evil.example'");
+    assertThat(a.get(5).getRegistered().getInKernel()).isTrue();
+    assertThat(agent.kernel().flowMeta(TestAgents.tuple(bad))).isEmpty();
+    assertThat(agent.kernel().flowMeta(TestAgents.tuple(good)).orElseThrow().epoch())
+        .isEqualTo(1);
+    assertThat(agent.registry().liveFlows()).isEqualTo(2);
+
+    // a batch over the bound is refused whole, item by item, and the stream goes on
+    List<FlowRegistration> tooMany = new ArrayList<>();
+    for (int i = 0; i <= 256; i++) {
+      tooMany.add(TestAgents.registration(JOB, 3, 48000 + i).build());
+    }
+    List<FlowRegistrationAnswer> refused = b.send(100, tooMany);
+    assertThat(refused).hasSize(257).allSatisfy(r -> {
+      assertThat(r.getError().getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT.value());
+      assertThat(r.getError().getMessage()).isEqualTo("items: 257 items in one batch, allowed "
+          + "1..256");
+    });
+    assertThat(refused.get(256).getSequence()).isEqualTo(356);
+    assertThat(agent.registry().liveFlows()).isEqualTo(2);
+    assertThat(b.send(500, List.of(TestAgents.registration(JOB, 3, 48000).build())).get(0)
+        .getRegistered().getInKernel()).isTrue();
+    assertThat(b.end).isNotDone();
+  }
+
+  @Test
+  void overTheRateLimitABatchItemIsResourceExhausted() throws Exception {
+    start(Map.of("local.registerRatePerSecond", "0.001", "local.registerBurst", "2"));
+    Batches b = new Batches();
+    List<FlowRegistrationAnswer> a = b.send(0, List.of(
+        TestAgents.registration(JOB, 3, 49000).build(),
+        TestAgents.registration(JOB, 3, 49001).build(),
+        TestAgents.registration(JOB, 3, 49002).build()));
+    assertThat(a.get(0).hasRegistered()).isTrue();
+    assertThat(a.get(1).hasRegistered()).isTrue();
+    assertThat(a.get(2).getError().getCode()).isEqualTo(Status.Code.RESOURCE_EXHAUSTED.value());
+    assertThat(a.get(2).getError().getMessage()).contains("local.registerRatePerSecond");
+    assertThat(agent.registry().liveFlows()).isEqualTo(2);
   }
 
   @Test

@@ -7,6 +7,8 @@ import io.datcp.proto.v1.FlowOrder;
 import io.datcp.proto.v1.FlowRegistered;
 import io.datcp.proto.v1.FlowRegistration;
 import io.datcp.proto.v1.FlowRegistrationAnswer;
+import io.datcp.proto.v1.FlowRegistrationAnswers;
+import io.datcp.proto.v1.FlowRegistrationBatch;
 import io.datcp.proto.v1.FlowRegistrationItem;
 import io.datcp.proto.v1.LocalAgentServiceGrpc;
 import io.datcp.proto.v1.OrdersRequest;
@@ -59,12 +61,15 @@ public final class FakeAgent implements AutoCloseable {
   private volatile Function<FlowRegistration, FlowAction> ordersBeforeReply = r -> null;
   /** How long RegisterFlow takes to answer (a slow agent), milliseconds. */
   public volatile long replyDelayMs;
-  /** False: RegisterFlows answers UNIMPLEMENTED (an agent that predates the stream). */
+  /** False: RegisterFlowBatches answers UNIMPLEMENTED (an agent that predates the stream). */
   public volatile boolean streams = true;
-  /** Registrations that came over RegisterFlows streams, and the streams opened. */
+  /** Registrations and batches that came over RegisterFlowBatches streams, streams opened. */
   public final AtomicInteger streamedRegistrations = new AtomicInteger();
+  public final AtomicInteger streamedBatches = new AtomicInteger();
   public final AtomicInteger streamsOpened = new AtomicInteger();
-  private final List<StreamObserver<FlowRegistrationAnswer>> openStreams =
+  /** Item sequences in the order the agent read them. */
+  public final List<Long> sequencesRead = new CopyOnWriteArrayList<>();
+  private final List<StreamObserver<FlowRegistrationAnswers>> openStreams =
       new CopyOnWriteArrayList<>();
 
   public FakeAgent(Path dir) throws IOException {
@@ -93,9 +98,9 @@ public final class FakeAgent implements AutoCloseable {
     }
   }
 
-  /** Ends every open RegisterFlows stream with UNAVAILABLE (as an agent going away would). */
+  /** Ends every open registration stream with UNAVAILABLE (as an agent going away would). */
   public void breakStreams() {
-    for (StreamObserver<FlowRegistrationAnswer> s : openStreams) {
+    for (StreamObserver<FlowRegistrationAnswers> s : openStreams) {
       openStreams.remove(s);
       synchronized (s) {
         s.onError(Status.UNAVAILABLE.withDescription("test broke the stream").asRuntimeException());
@@ -117,7 +122,9 @@ public final class FakeAgent implements AutoCloseable {
     replyDelayMs = 0;
     streams = true;
     streamedRegistrations.set(0);
+    streamedBatches.set(0);
     streamsOpened.set(0);
+    sequencesRead.clear();
   }
 
   public List<ShuffleEvent> events(ShuffleEvent.EventCase kind) {
@@ -149,15 +156,18 @@ public final class FakeAgent implements AutoCloseable {
       return FlowRegistered.newBuilder().setFlowId(id).setEpoch(1).setInKernel(true).build();
     }
 
-    /** As the agent: one answer per item with its sequence; job "job_bad" is refused. */
+    /**
+     * As the agent: one message per batch, one answer per item with its sequence, in order; job
+     * "job_bad" is refused.
+     */
     @Override
-    public StreamObserver<FlowRegistrationItem> registerFlows(
-        StreamObserver<FlowRegistrationAnswer> answers) {
+    public StreamObserver<FlowRegistrationBatch> registerFlowBatches(
+        StreamObserver<FlowRegistrationAnswers> answers) {
       if (!streams) {
         answers.onError(Status.UNIMPLEMENTED.asRuntimeException());
         return new StreamObserver<>() {
           @Override
-          public void onNext(FlowRegistrationItem item) { }
+          public void onNext(FlowRegistrationBatch batch) { }
 
           @Override
           public void onError(Throwable t) { }
@@ -170,19 +180,24 @@ public final class FakeAgent implements AutoCloseable {
       openStreams.add(answers);
       return new StreamObserver<>() {
         @Override
-        public void onNext(FlowRegistrationItem item) {
-          streamedRegistrations.incrementAndGet();
-          FlowRegistrationAnswer.Builder a = FlowRegistrationAnswer.newBuilder()
-              .setSequence(item.getSequence());
-          if (item.getRegistration().getJobId().equals("job_bad")) {
-            a.getErrorBuilder().setCode(Status.Code.INVALID_ARGUMENT.value())
-                .setMessage("job_id: 'job_bad' is not a job id");
-          } else {
-            a.setRegistered(register(item.getRegistration()));
+        public void onNext(FlowRegistrationBatch batch) {
+          streamedBatches.incrementAndGet();
+          FlowRegistrationAnswers.Builder all = FlowRegistrationAnswers.newBuilder();
+          for (FlowRegistrationItem item : batch.getItemsList()) {
+            streamedRegistrations.incrementAndGet();
+            sequencesRead.add(item.getSequence());
+            FlowRegistrationAnswer.Builder a = all.addAnswersBuilder()
+                .setSequence(item.getSequence());
+            if (item.getRegistration().getJobId().equals("job_bad")) {
+              a.getErrorBuilder().setCode(Status.Code.INVALID_ARGUMENT.value())
+                  .setMessage("job_id: 'job_bad' is not a job id");
+            } else {
+              a.setRegistered(register(item.getRegistration()));
+            }
           }
           synchronized (answers) {
             if (openStreams.contains(answers)) {
-              answers.onNext(a.build());
+              answers.onNext(all.build());
             }
           }
         }

@@ -26,6 +26,11 @@ final class Abi {
       super(p);
       read();
     }
+
+    /** Offset of a field as JNA lays it out (StructLayoutTest checks it against C's). */
+    static int offsetOf(String field) {
+      return new FlowKey().fieldOffset(field);
+    }
   }
 
   /** struct datcp_flow_meta. */
@@ -49,6 +54,11 @@ final class Abi {
     public FlowMeta(Pointer p) {
       super(p);
       read();
+    }
+
+    /** Offset of a field as JNA lays it out (StructLayoutTest checks it against C's). */
+    static int offsetOf(String field) {
+      return new FlowMeta().fieldOffset(field);
     }
   }
 

@@ -3,6 +3,7 @@ package io.datcp.agent.kernel;
 import com.sun.jna.Memory;
 import com.sun.jna.Pointer;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -25,11 +26,33 @@ public final class DatcpKernel implements Kernel {
     k.setAutoRead(false);
     return k;
   });
-  private final ThreadLocal<Abi.FlowMeta> metas = ThreadLocal.withInitial(() -> {
-    Abi.FlowMeta m = new Abi.FlowMeta();
-    m.setAutoRead(false);
-    return m;
-  });
+  /** Field offsets of setFlow's key and meta, which it writes into native memory directly. */
+  private static final long K_SADDR = Abi.FlowKey.offsetOf("saddr");
+  private static final long K_DADDR = Abi.FlowKey.offsetOf("daddr");
+  private static final long K_SPORT = Abi.FlowKey.offsetOf("sport");
+  private static final long K_DPORT = Abi.FlowKey.offsetOf("dport");
+  private static final long M_SIZE = Abi.FlowMeta.offsetOf("size_bytes");
+  private static final long M_DEADLINE = Abi.FlowMeta.offsetOf("deadline_ns");
+  private static final long M_START = Abi.FlowMeta.offsetOf("start_ns");
+  private static final long M_EPOCH = Abi.FlowMeta.offsetOf("epoch");
+  private static final long M_IMPORTANCE = Abi.FlowMeta.offsetOf("importance_q");
+  private static final long M_PHI = Abi.FlowMeta.offsetOf("phi_q");
+  private static final long M_MODE = Abi.FlowMeta.offsetOf("mode");
+  private static final long M_QUENCH = Abi.FlowMeta.offsetOf("quench");
+  private static final long M_FLAGS = Abi.FlowMeta.offsetOf("flags");
+  private static final long M_RESUME = Abi.FlowMeta.offsetOf("resume");
+  private static final boolean LITTLE_ENDIAN = ByteOrder.nativeOrder() == ByteOrder.LITTLE_ENDIAN;
+
+  /** One thread's setFlow arguments: the key, and the meta in memory of its own. */
+  private record FlowWrite(Memory key, Memory meta) {
+    FlowWrite {
+      key.clear(); // padding bytes go into the map too
+      meta.clear();
+    }
+  }
+
+  private final ThreadLocal<FlowWrite> flowWrites = ThreadLocal.withInitial(() ->
+      new FlowWrite(new Memory(new Abi.FlowKey().size()), new Memory(new Abi.FlowMeta().size())));
 
   private DatcpKernel() {}
 
@@ -92,18 +115,27 @@ public final class DatcpKernel implements Kernel {
 
   @Override
   public void setFlow(FlowTuple key, FlowMeta meta) throws KernelException {
-    Abi.FlowMeta m = metas.get();
-    m.size_bytes = meta.sizeBytes();
-    m.deadline_ns = meta.deadlineNs();
-    m.start_ns = meta.startNs();
-    m.epoch = meta.epoch();
-    m.importance_q = (int) Math.round(meta.importance() * Q);
-    m.phi_q = (int) Math.round(meta.phi() * Q);
-    m.mode = (byte) meta.mode().code;
-    m.quench = (byte) meta.quench().code;
-    m.flags = Abi.F_SIZE_KNOWN;
-    m.resume = (byte) meta.resume();
-    check(LibDatcp.datcp_flow_set(key(key), m));
+    FlowWrite w = flowWrites.get();
+    Memory k = w.key();
+    // the addresses' 16 bytes are in network order, the ports in host order
+    k.setLong(K_SADDR, networkOrder(key.srcHi()));
+    k.setLong(K_SADDR + 8, networkOrder(key.srcLo()));
+    k.setLong(K_DADDR, networkOrder(key.dstHi()));
+    k.setLong(K_DADDR + 8, networkOrder(key.dstLo()));
+    k.setShort(K_SPORT, (short) key.srcPort());
+    k.setShort(K_DPORT, (short) key.dstPort());
+    Memory m = w.meta();
+    m.setLong(M_SIZE, meta.sizeBytes());
+    m.setLong(M_DEADLINE, meta.deadlineNs());
+    m.setLong(M_START, meta.startNs());
+    m.setInt(M_EPOCH, meta.epoch());
+    m.setInt(M_IMPORTANCE, (int) Math.round(meta.importance() * Q));
+    m.setInt(M_PHI, (int) Math.round(meta.phi() * Q));
+    m.setByte(M_MODE, (byte) meta.mode().code);
+    m.setByte(M_QUENCH, (byte) meta.quench().code);
+    m.setByte(M_FLAGS, (byte) Abi.F_SIZE_KNOWN);
+    m.setByte(M_RESUME, (byte) meta.resume());
+    check(LibDatcp.datcp_flow_set(k, m));
   }
 
   @Override
@@ -236,6 +268,10 @@ public final class DatcpKernel implements Kernel {
 
   private static String ns(String netns) {
     return netns == null || netns.isEmpty() ? null : netns;
+  }
+
+  private static long networkOrder(long v) {
+    return LITTLE_ENDIAN ? Long.reverseBytes(v) : v;
   }
 
   private Abi.FlowKey key(FlowTuple t) {

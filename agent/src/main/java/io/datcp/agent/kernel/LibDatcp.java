@@ -49,7 +49,12 @@ final class LibDatcp {
 
   static native int datcp_port_add(short port);
 
-  static native int datcp_flow_set(Abi.FlowKey key, Abi.FlowMeta meta);
+  /**
+   * key: struct datcp_flow_key, meta: struct datcp_flow_meta, written by the caller at the
+   * offsets of {@link Abi.FlowKey} and {@link Abi.FlowMeta} (plain pointers: a Structure
+   * argument costs reflective field writes and JNI up-calls on every call).
+   */
+  static native int datcp_flow_set(Pointer key, Pointer meta);
 
   static native int datcp_flow_get(Abi.FlowKey key, Abi.FlowMeta meta, int[] hasMeta,
       Abi.FlowStats stats, int[] hasStats);

@@ -8,6 +8,8 @@ import io.datcp.proto.v1.FlowOrder;
 import io.datcp.proto.v1.FlowRegistered;
 import io.datcp.proto.v1.FlowRegistration;
 import io.datcp.proto.v1.FlowRegistrationAnswer;
+import io.datcp.proto.v1.FlowRegistrationAnswers;
+import io.datcp.proto.v1.FlowRegistrationBatch;
 import io.datcp.proto.v1.FlowRegistrationItem;
 import io.datcp.proto.v1.LocalAgentServiceGrpc;
 import io.datcp.proto.v1.OrdersRequest;
@@ -29,12 +31,15 @@ final class LocalAgentGrpcService extends LocalAgentServiceGrpc.LocalAgentServic
   /** Most events in one Forward call (the scheduler's batch bound). */
   static final int MAX_FORWARD_EVENTS = 1000;
   /**
-   * Items of one RegisterFlows stream read ahead of the answers the caller has taken: enough
-   * to keep the event loop busy, few enough that a caller who stops reading holds little.
+   * Messages of one RegisterFlows or RegisterFlowBatches stream read ahead of the answers the
+   * caller has taken: enough to keep the event loop busy, few enough that a caller who stops
+   * reading holds little (at most this many batches of MAX_BATCH_ITEMS).
    */
   static final int STREAM_READ_AHEAD = 64;
-  /** Reads are requested again in groups of this many handled items (a call per item costs). */
+  /** Reads are requested again in groups of this many handled messages (a call each costs). */
   static final int STREAM_REQUEST_BATCH = 16;
+  /** Most items in one FlowRegistrationBatch (the proto's documented bound). */
+  static final int MAX_BATCH_ITEMS = 256;
 
   private final FlowRegistry registry;
   private final OrderHub orders;
@@ -50,7 +55,7 @@ final class LocalAgentGrpcService extends LocalAgentServiceGrpc.LocalAgentServic
     this.orders = orders;
     this.forward = forward;
     Gauge.builder("datcp.agent.registration.streams", openStreams, AtomicInteger::get)
-        .description("RegisterFlows streams open").register(meters);
+        .description("RegisterFlows and RegisterFlowBatches streams open").register(meters);
   }
 
   @Override
@@ -69,23 +74,73 @@ final class LocalAgentGrpcService extends LocalAgentServiceGrpc.LocalAgentServic
   @Override
   public StreamObserver<FlowRegistrationItem> registerFlows(
       StreamObserver<FlowRegistrationAnswer> out) {
-    return new RegistrationStream((ServerCallStreamObserver<FlowRegistrationAnswer>) out);
+    return new RegistrationStream<>((ServerCallStreamObserver<FlowRegistrationAnswer>) out,
+        this::answer);
+  }
+
+  @Override
+  public StreamObserver<FlowRegistrationBatch> registerFlowBatches(
+      StreamObserver<FlowRegistrationAnswers> out) {
+    return new RegistrationStream<>((ServerCallStreamObserver<FlowRegistrationAnswers>) out,
+        this::answer);
+  }
+
+  /** One item, as RegisterFlow handles it; a refusal becomes the answer's error. */
+  private FlowRegistrationAnswer answer(FlowRegistrationItem item) {
+    FlowRegistrationAnswer.Builder answer = FlowRegistrationAnswer.newBuilder()
+        .setSequence(item.getSequence());
+    if (!item.hasRegistration()) {
+      return answer.setError(error(Status.Code.INVALID_ARGUMENT, "registration: missing"))
+          .build();
+    }
+    try {
+      answer.setRegistered(registry.register(item.getRegistration()));
+    } catch (Rejected e) {
+      answer.setError(error(status(e).getCode(), e.getMessage()));
+    }
+    return answer.build();
+  }
+
+  /** Every item in order; a batch out of bounds is refused whole, before any item is handled. */
+  private FlowRegistrationAnswers answer(FlowRegistrationBatch batch) {
+    FlowRegistrationAnswers.Builder answers = FlowRegistrationAnswers.newBuilder();
+    int n = batch.getItemsCount();
+    if (n == 0 || n > MAX_BATCH_ITEMS) {
+      RegistrationError refused = error(Status.Code.INVALID_ARGUMENT, "items: " + n
+          + " items in one batch, allowed 1.." + MAX_BATCH_ITEMS);
+      for (FlowRegistrationItem item : batch.getItemsList()) {
+        answers.addAnswers(FlowRegistrationAnswer.newBuilder().setSequence(item.getSequence())
+            .setError(refused));
+      }
+      return answers.build();
+    }
+    for (int i = 0; i < n; i++) {
+      answers.addAnswers(answer(batch.getItems(i)));
+    }
+    return answers.build();
+  }
+
+  private static RegistrationError error(Status.Code code, String message) {
+    return RegistrationError.newBuilder().setCode(code.value()).setMessage(message).build();
   }
 
   /**
-   * One RegisterFlows stream. Every callback runs on the socket's event loop (direct executor,
-   * serialised per call), so its state needs no lock. Reads are requested by hand: an item is
-   * read only while the caller takes answers, so a caller who stops reading stalls its own
-   * stream (HTTP/2 flow control) instead of filling the agent's memory.
+   * One RegisterFlows or RegisterFlowBatches stream: one answer message per message read. Every
+   * callback runs on the socket's event loop (direct executor, serialised per call), so its
+   * state needs no lock. Reads are requested by hand: a message is read only while the caller
+   * takes answers, so a caller who stops reading stalls its own stream (HTTP/2 flow control)
+   * instead of filling the agent's memory.
    */
-  private final class RegistrationStream implements StreamObserver<FlowRegistrationItem> {
-    private final ServerCallStreamObserver<FlowRegistrationAnswer> out;
-    /** Items handled and not requested again yet (all of them while answers cannot be sent). */
+  private final class RegistrationStream<I, A> implements StreamObserver<I> {
+    private final ServerCallStreamObserver<A> out;
+    private final Function<I, A> handler;
+    /** Messages handled and not requested again yet (all of them while answers cannot go). */
     private int owed;
     private boolean closed;
 
-    RegistrationStream(ServerCallStreamObserver<FlowRegistrationAnswer> out) {
+    RegistrationStream(ServerCallStreamObserver<A> out, Function<I, A> handler) {
       this.out = out;
+      this.handler = handler;
       openStreams.incrementAndGet();
       out.disableAutoRequest();
       out.setOnReadyHandler(this::ready);
@@ -102,21 +157,8 @@ final class LocalAgentGrpcService extends LocalAgentServiceGrpc.LocalAgentServic
     }
 
     @Override
-    public void onNext(FlowRegistrationItem item) {
-      FlowRegistrationAnswer.Builder answer = FlowRegistrationAnswer.newBuilder()
-          .setSequence(item.getSequence());
-      if (!item.hasRegistration()) {
-        answer.setError(RegistrationError.newBuilder().setCode(Status.Code.INVALID_ARGUMENT
-            .value()).setMessage("registration: missing"));
-      } else {
-        try {
-          answer.setRegistered(registry.register(item.getRegistration()));
-        } catch (Rejected e) {
-          answer.setError(RegistrationError.newBuilder().setCode(status(e).getCode().value())
-              .setMessage(e.getMessage()));
-        }
-      }
-      out.onNext(answer.build());
+    public void onNext(I message) {
+      out.onNext(handler.apply(message));
       if (++owed >= STREAM_REQUEST_BATCH && out.isReady()) {
         int n = owed;
         owed = 0;

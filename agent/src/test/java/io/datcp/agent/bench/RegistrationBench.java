@@ -3,25 +3,32 @@ package io.datcp.agent.bench;
 import com.google.common.util.concurrent.FutureCallback;
 import com.google.common.util.concurrent.Futures;
 import com.google.common.util.concurrent.MoreExecutors;
+import com.sun.jna.Library;
+import com.sun.jna.Native;
 import io.datcp.agent.testing.AgentClient;
 import io.datcp.proto.v1.FlowEnd;
 import io.datcp.proto.v1.FlowEndReason;
 import io.datcp.proto.v1.FlowRegistered;
 import io.datcp.proto.v1.FlowRegistration;
 import io.datcp.proto.v1.FlowRegistrationAnswer;
+import io.datcp.proto.v1.FlowRegistrationAnswers;
+import io.datcp.proto.v1.FlowRegistrationBatch;
 import io.datcp.proto.v1.FlowRegistrationItem;
 import io.datcp.proto.v1.LocalAgentServiceGrpc;
 import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.ClientResponseObserver;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
+import java.util.concurrent.locks.LockSupport;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -30,12 +37,15 @@ import picocli.CommandLine.Option;
  * Registration throughput and latency against a running agent, as the shuffle plugin calls it:
  * gRPC over the agent's Unix socket, each answer sent after the kernel entry is written, so the
  * latency from the call to the answer bounds the one from the call to the kernel map entry.
- * Two ways side by side: "unary" (one RegisterFlow call per flow, a future per call, as the
- * plugin did before) and "stream" (items on one long-lived RegisterFlows stream, answers matched
- * by sequence, handled on the transport thread, as the plugin's AgentClient does now). Flows go
- * round-robin over kept-alive connections (each registration is the connection's next response,
- * a new epoch). Prints registrations/s and latency percentiles per way and concurrency, then the
- * ratios stream / unary. Not a test; see agent/bench/run-bench.sh.
+ * Three ways side by side: "unary" (one RegisterFlow call per flow, a future per call), "stream"
+ * (one item per message on one long-lived RegisterFlows stream, answers matched by sequence and
+ * handled on the transport thread) and "batch" (RegisterFlowBatches as the plugin's AgentClient
+ * uses it: items queue up and the client's event loop sends what queued as one message). Flows
+ * go round-robin over kept-alive connections (each registration is the connection's next
+ * response, a new epoch). Each way runs closed loop (a fixed number of calls outstanding, the
+ * next sent as one is answered) and open loop (a fixed offered rate: does the agent keep up,
+ * and at what latency). Prints registrations/s and latency percentiles per way and load, then
+ * the ratios to unary. Not a test; see agent/bench/run-bench.sh.
  */
 @Command(name = "registration-bench", mixinStandardHelpOptions = true)
 public final class RegistrationBench implements Runnable {
@@ -51,25 +61,41 @@ public final class RegistrationBench implements Runnable {
   @Option(names = "--connections", defaultValue = "1000", description = "distinct 4-tuples")
   private int connections;
 
-  @Option(names = "--in-flight", split = ",", defaultValue = "1,8,64",
-      description = "calls outstanding at once (1 = one call after the other)")
+  @Option(names = "--in-flight", split = ",", defaultValue = "1,8,16,64",
+      description = "closed loop: calls outstanding at once (1 = one call after the other)")
   private int[] inFlight;
 
-  @Option(names = "--modes", split = ",", defaultValue = "unary,stream",
-      description = "unary (RegisterFlow per flow) and/or stream (RegisterFlows)")
+  @Option(names = "--rates", split = ",", defaultValue = "20000,50000",
+      description = "open loop: registrations offered per second, paced (latency from each "
+          + "one's planned start, so a sender held up by slow answers is not hidden); at most "
+          + OPEN_LOOP_WINDOW + " in flight")
+  private int[] rates;
+
+  @Option(names = "--modes", split = ",", defaultValue = "unary,stream,batch",
+      description = "unary (RegisterFlow per flow), stream (RegisterFlows), batch "
+          + "(RegisterFlowBatches)")
   private String[] modes;
 
   @Option(names = "--agent-pid", defaultValue = "0",
       description = "agent process: also print its CPU time per registration")
   private long agentPid;
 
+  /** Open loop: most registrations outstanding (beyond it the sender falls behind its plan). */
+  private static final int OPEN_LOOP_WINDOW = 1024;
+
+  /** Registrations per request message in the last run (1 but for batch). */
+  private double itemsPerMessage;
+
   public static void main(String[] args) {
     System.exit(new CommandLine(new RegistrationBench()).execute(args));
   }
 
-  /** One row: registrations/s, p50, p99, max (microseconds), agent CPU per registration. */
+  /**
+   * One row: registrations/s, p50, p99, max (microseconds), agent CPU per registration (and
+   * its system part), registrations per request message.
+   */
   private record Row(double rate, double p50, double p99, double max, double cpu,
-      double sys) { }
+      double sys, double perMessage) { }
 
   @Override
   public void run() {
@@ -77,16 +103,26 @@ public final class RegistrationBench implements Runnable {
       LocalAgentServiceGrpc.LocalAgentServiceFutureStub stub = client.future();
       long[] lastId = new long[connections];
       for (String mode : modes) {
-        runOnce(client, mode, warmup, 64, lastId);
+        runOnce(client, mode, warmup, 64, 0, lastId);
       }
-      System.out.printf("%-7s %-10s %9s %10s %9s %9s %10s %13s %9s %6s%n", "mode",
+      System.out.printf("%-7s %-10s %9s %10s %9s %9s %10s %13s %9s %8s %6s%n", "mode",
           "in-flight", "flows", "flows/s", "p50 us", "p99 us", "max us", "agent cpu us",
-          "of it sys", "load1");
+          "of it sys", "per msg", "load1");
       Map<String, Row> rows = new LinkedHashMap<>();
+      List<String> loads = new ArrayList<>();
       for (int k : inFlight) {
+        loads.add(String.valueOf(k));
+      }
+      for (int r : rates) {
+        loads.add("@" + r + "/s");
+      }
+      for (String load : loads) {
+        boolean open = load.startsWith("@");
+        int k = open ? OPEN_LOOP_WINDOW : Integer.parseInt(load);
+        int rate = open ? Integer.parseInt(load.substring(1, load.length() - 2)) : 0;
         for (String mode : modes) {
           long[] cpu0 = agentUserSystemMicros();
-          long[] lat = runOnce(client, mode, flows, k, lastId);
+          long[] lat = runOnce(client, mode, flows, k, rate, lastId);
           long[] cpu1 = agentUserSystemMicros();
           long cpu = cpu1[0] + cpu1[1] - cpu0[0] - cpu0[1];
           long sys = cpu1[1] - cpu0[1];
@@ -96,31 +132,33 @@ public final class RegistrationBench implements Runnable {
           Row r = new Row(flows / secs, sorted[sorted.length / 2] / 1e3,
               sorted[(int) (sorted.length * 0.99)] / 1e3, sorted[sorted.length - 1] / 1e3,
               agentPid == 0 ? Double.NaN : (double) cpu / flows,
-              agentPid == 0 ? Double.NaN : (double) sys / flows);
-          rows.put(mode + "/" + k, r);
-          System.out.printf("%-7s %-10d %9d %10.0f %9.1f %9.1f %10.1f %13.1f %9.1f %6s%n", mode,
-              k, flows, r.rate, r.p50, r.p99, r.max, r.cpu, r.sys, load1());
+              agentPid == 0 ? Double.NaN : (double) sys / flows, itemsPerMessage);
+          rows.put(mode + "/" + load, r);
+          System.out.printf("%-7s %-10s %9d %10.0f %9.1f %9.1f %10.1f %13.1f %9.1f %8.1f %6s%n",
+              mode, load, flows, r.rate, r.p50, r.p99, r.max, r.cpu, r.sys, r.perMessage, load1());
         }
       }
-      if (rows.keySet().stream().anyMatch(m -> m.startsWith("unary/"))
-          && rows.keySet().stream().anyMatch(m -> m.startsWith("stream/"))) {
+      if (Arrays.asList(modes).contains("unary") && modes.length > 1) {
         System.out.println();
-        System.out.printf("%-10s %16s %16s %16s %16s%n", "in-flight", "flows/s ratio",
-            "p50 ratio", "p99 ratio", "cpu/reg ratio");
-        for (int k : inFlight) {
-          Row u = rows.get("unary/" + k);
-          Row st = rows.get("stream/" + k);
-          System.out.printf("%-10d %15.2fx %15.2fx %15.2fx %15.2fx%n", k, st.rate / u.rate,
-              st.p50 / u.p50, st.p99 / u.p99, st.cpu / u.cpu);
+        System.out.printf("%-7s %-10s %16s %16s %16s %16s%n", "mode", "in-flight",
+            "flows/s ratio", "p50 ratio", "p99 ratio", "cpu/reg ratio");
+        for (String mode : modes) {
+          if (mode.equals("unary")) {
+            continue;
+          }
+          for (String load : loads) {
+            Row u = rows.get("unary/" + load);
+            Row st = rows.get(mode + "/" + load);
+            System.out.printf("%-7s %-10s %15.2fx %15.2fx %15.2fx %15.2fx%n", mode, load,
+                st.rate / u.rate, st.p50 / u.p50, st.p99 / u.p99, st.cpu / u.cpu);
+          }
         }
-        System.out.println("(stream / unary; flows/s above 1 and latency below 1 favour the "
-            + "stream)");
+        System.out.println("(to unary; flows/s above 1 and latency below 1 favour the mode)");
       }
       // leave nothing behind: end every connection's last flow (deletes its kernel entry)
-      LocalAgentServiceGrpc.LocalAgentServiceBlockingStub b = client.blocking();
       for (long id : lastId) {
         if (id != 0) {
-          b.endFlow(FlowEnd.newBuilder().setFlowId(id)
+          client.blocking().endFlow(FlowEnd.newBuilder().setFlowId(id)
               .setReason(FlowEndReason.FLOW_END_REASON_ABORTED).build());
         }
       }
@@ -137,13 +175,7 @@ public final class RegistrationBench implements Runnable {
     }
   }
 
-  /** The agent's user + system CPU time (/proc/PID/stat, clock ticks of 10 ms), microseconds. */
-  private long agentCpuMicros() {
-    long[] us = agentUserSystemMicros();
-    return us[0] + us[1];
-  }
-
-  /** The agent's user and system CPU time, microseconds. */
+  /** The agent's user and system CPU time (/proc/PID/stat, ticks of 10 ms), microseconds. */
   private long[] agentUserSystemMicros() {
     if (agentPid == 0) {
       return new long[2];
@@ -158,17 +190,20 @@ public final class RegistrationBench implements Runnable {
   }
 
   /** Latencies in nanoseconds, then the run's wall time as the last element. */
-  private long[] runOnce(AgentClient client, String mode, int n, int window, long[] lastId)
-      throws InterruptedException {
+  private long[] runOnce(AgentClient client, String mode, int n, int window, int rate,
+      long[] lastId) throws InterruptedException {
     FlowRegistration[] regs = registrations();
     long[] lat;
+    itemsPerMessage = 1;
     if (mode.equals("stream")) {
-      lat = runStream(client.async(), regs, n, window, lastId);
+      lat = runStream(client.async(), regs, n, window, new Pace(rate), lastId);
+    } else if (mode.equals("batch")) {
+      lat = runBatch(client, regs, n, window, new Pace(rate), lastId);
     } else if (mode.equals("unary")) {
-      lat = runUnary(client.future(), regs, n, window, lastId);
+      lat = runUnary(client.future(), regs, n, window, new Pace(rate), lastId);
     } else {
       throw new CommandLine.ParameterException(new CommandLine(this),
-          "--modes: '" + mode + "' is not unary or stream");
+          "--modes: '" + mode + "' is not unary, stream or batch");
     }
     return lat;
   }
@@ -187,19 +222,20 @@ public final class RegistrationBench implements Runnable {
 
   /** Latencies in nanoseconds, then the run's wall time as the last element. */
   private long[] runUnary(LocalAgentServiceGrpc.LocalAgentServiceFutureStub stub,
-      FlowRegistration[] regs, int n, int window, long[] lastId) throws InterruptedException {
+      FlowRegistration[] regs, int n, int window, Pace pace, long[] lastId)
+      throws InterruptedException {
     long[] lat = new long[n + 1];
     AtomicLongArray ids = new AtomicLongArray(connections);
     Semaphore slots = new Semaphore(window);
     CountDownLatch done = new CountDownLatch(n);
     AtomicInteger failures = new AtomicInteger();
     AtomicLong firstError = new AtomicLong();
-    long t0 = System.nanoTime();
+    long t0 = pace.begin();
     for (int i = 0; i < n; i++) {
       // one call per connection in flight: a connection sends its responses in turn
       int c = i % connections;
       slots.acquire();
-      long start = System.nanoTime();
+      long start = pace.start(i);
       int idx = i;
       Futures.addCallback(stub.registerFlow(regs[c]), new FutureCallback<FlowRegistered>() {
         @Override
@@ -234,7 +270,8 @@ public final class RegistrationBench implements Runnable {
 
   /** As runUnary, over one RegisterFlows stream: item i carries sequence i. */
   private long[] runStream(LocalAgentServiceGrpc.LocalAgentServiceStub stub,
-      FlowRegistration[] regs, int n, int window, long[] lastId) throws InterruptedException {
+      FlowRegistration[] regs, int n, int window, Pace pace, long[] lastId)
+      throws InterruptedException {
     long[] lat = new long[n + 1];
     long[] starts = new long[n];
     AtomicLongArray ids = new AtomicLongArray(connections);
@@ -278,10 +315,10 @@ public final class RegistrationBench implements Runnable {
           }
         });
     FlowRegistrationItem.Builder item = FlowRegistrationItem.newBuilder();
-    long t0 = System.nanoTime();
+    long t0 = pace.begin();
     for (int i = 0; i < n; i++) {
       slots.acquire();
-      starts[i] = System.nanoTime();
+      starts[i] = pace.start(i);
       call[0].onNext(item.setSequence(i).setRegistration(regs[i % connections]).build());
     }
     done.await();
@@ -295,5 +332,140 @@ public final class RegistrationBench implements Runnable {
       System.err.printf("%d of %d registrations refused%n", failures.get(), n);
     }
     return lat;
+  }
+
+  /**
+   * As runStream over RegisterFlowBatches, batching as the plugin's AgentClient does: the caller
+   * queues its item and, unless a send is pending, schedules one on the channel's event loop,
+   * which sends everything queued by then (at most 256 items per message).
+   */
+  private long[] runBatch(AgentClient client, FlowRegistration[] regs, int n, int window,
+      Pace pace, long[] lastId) throws InterruptedException {
+    long[] lat = new long[n + 1];
+    long[] starts = new long[n];
+    AtomicLongArray ids = new AtomicLongArray(connections);
+    Semaphore slots = new Semaphore(window);
+    CountDownLatch done = new CountDownLatch(n);
+    AtomicInteger failures = new AtomicInteger();
+    AtomicInteger messages = new AtomicInteger();
+    CountDownLatch closed = new CountDownLatch(1);
+    List<FlowRegistrationItem> queued = new ArrayList<>();
+    boolean[] scheduled = new boolean[1];
+    ClientCallStreamObserver<FlowRegistrationBatch>[] call = new ClientCallStreamObserver[1];
+    client.async().withExecutor(MoreExecutors.directExecutor()).registerFlowBatches(
+        new ClientResponseObserver<FlowRegistrationBatch, FlowRegistrationAnswers>() {
+          @Override
+          public void beforeStart(ClientCallStreamObserver<FlowRegistrationBatch> r) {
+            call[0] = r;
+          }
+
+          @Override
+          public void onNext(FlowRegistrationAnswers all) {
+            long now = System.nanoTime();
+            for (FlowRegistrationAnswer a : all.getAnswersList()) {
+              int idx = (int) a.getSequence();
+              lat[idx] = now - starts[idx];
+              if (a.hasRegistered()) {
+                ids.set(idx % connections, a.getRegistered().getFlowId());
+              } else if (failures.getAndIncrement() == 0) {
+                System.err.println("registration refused: " + a.getError());
+              }
+              slots.release();
+              done.countDown();
+            }
+          }
+
+          @Override
+          public void onError(Throwable t) {
+            System.err.println("registration stream failed: " + t);
+            for (long i = done.getCount(); i > 0; i--) {
+              done.countDown();
+            }
+            closed.countDown();
+          }
+
+          @Override
+          public void onCompleted() {
+            closed.countDown();
+          }
+        });
+    Runnable flush = () -> {
+      synchronized (queued) {
+        scheduled[0] = false;
+        for (int from = 0; from < queued.size(); from += 256) {
+          call[0].onNext(FlowRegistrationBatch.newBuilder()
+              .addAllItems(queued.subList(from, Math.min(queued.size(), from + 256))).build());
+          messages.incrementAndGet();
+        }
+        queued.clear();
+      }
+    };
+    FlowRegistrationItem.Builder item = FlowRegistrationItem.newBuilder();
+    long t0 = pace.begin();
+    for (int i = 0; i < n; i++) {
+      slots.acquire();
+      starts[i] = pace.start(i);
+      synchronized (queued) {
+        queued.add(item.setSequence(i).setRegistration(regs[i % connections]).build());
+        if (!scheduled[0]) {
+          scheduled[0] = true;
+          client.eventLoop().execute(flush);
+        }
+      }
+    }
+    done.await();
+    lat[n] = System.nanoTime() - t0;
+    call[0].onCompleted();
+    closed.await(10, java.util.concurrent.TimeUnit.SECONDS);
+    for (int c = 0; c < connections; c++) {
+      lastId[c] = ids.get(c);
+    }
+    if (failures.get() > 0) {
+      System.err.printf("%d of %d registrations refused%n", failures.get(), n);
+    }
+    itemsPerMessage = (double) n / messages.get();
+    return lat;
+  }
+
+  /**
+   * When registration i starts: at once (closed loop), or at its planned time for an open loop
+   * at a fixed rate. The sender parks until then: spinning would take the client's one CPU from
+   * its event loop, which sends the batches and reads the answers. The thread's timer slack is
+   * set to 1 us first (prctl), or it would oversleep by the default 50 us.
+   */
+  private static final class Pace {
+    private interface LibC extends Library {
+      LibC INSTANCE = Native.load("c", LibC.class);
+
+      int prctl(int option, long arg2, long arg3, long arg4, long arg5);
+    }
+
+    private static final int PR_SET_TIMERSLACK = 29;
+    private final double periodNanos;
+    private long origin;
+
+    Pace(int rate) {
+      periodNanos = rate == 0 ? 0 : 1e9 / rate;
+    }
+
+    long begin() {
+      if (periodNanos != 0) {
+        LibC.INSTANCE.prctl(PR_SET_TIMERSLACK, 1_000, 0, 0, 0);
+      }
+      origin = System.nanoTime();
+      return origin;
+    }
+
+    long start(int i) {
+      if (periodNanos == 0) {
+        return System.nanoTime();
+      }
+      long planned = origin + (long) (i * periodNanos);
+      for (long early = planned - System.nanoTime(); early > 0;
+          early = planned - System.nanoTime()) {
+        LockSupport.parkNanos(early);
+      }
+      return planned;
+    }
   }
 }

@@ -32,6 +32,11 @@ public final class AgentClient implements AutoCloseable {
     return LocalAgentServiceGrpc.newStub(channel);
   }
 
+  /** The channel's event loop (one thread), for callers that batch on it as the plugin does. */
+  public EpollEventLoopGroup eventLoop() {
+    return group;
+  }
+
   public LocalAgentServiceGrpc.LocalAgentServiceFutureStub future() {
     return LocalAgentServiceGrpc.newFutureStub(channel);
   }

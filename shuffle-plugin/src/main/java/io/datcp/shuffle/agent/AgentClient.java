@@ -11,6 +11,8 @@ import io.datcp.proto.v1.FlowOrder;
 import io.datcp.proto.v1.FlowRegistered;
 import io.datcp.proto.v1.FlowRegistration;
 import io.datcp.proto.v1.FlowRegistrationAnswer;
+import io.datcp.proto.v1.FlowRegistrationAnswers;
+import io.datcp.proto.v1.FlowRegistrationBatch;
 import io.datcp.proto.v1.FlowRegistrationItem;
 import io.datcp.proto.v1.LocalAgentServiceGrpc;
 import io.datcp.proto.v1.OrdersRequest;
@@ -28,6 +30,8 @@ import io.grpc.netty.shaded.io.netty.util.concurrent.DefaultThreadFactory;
 import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.ClientResponseObserver;
 import java.io.Closeable;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
@@ -42,16 +46,20 @@ import org.slf4j.LoggerFactory;
  * bounded by the rpc timeout and fails fast while the agent is absent; callers treat a failure as
  * "plain Hadoop shuffle" and this class logs one line per outage.
  *
- * <p>Registrations go over one long-lived RegisterFlows stream (a unary call per flow costs the
- * agent an HTTP/2 stream each). While that stream is broken, for {@link #STREAM_RETRY_MS} after
- * each break, registrations use RegisterFlow; an agent without RegisterFlows gets RegisterFlow
- * for good.
+ * <p>Registrations go over one long-lived RegisterFlowBatches stream (a unary call per flow costs
+ * the agent an HTTP/2 stream each): a registration is queued and the client's event loop sends
+ * everything queued by the time it runs as one batch, so a burst of fetches costs one message
+ * each way while a lone registration waits for no timer. While that stream is broken, for
+ * {@link #STREAM_RETRY_MS} after each break, registrations use RegisterFlow; an agent without
+ * RegisterFlowBatches gets RegisterFlow for good.
  */
 public final class AgentClient implements Closeable {
   private static final Logger LOG = LoggerFactory.getLogger(AgentClient.class);
   private static final long MAX_RESUBSCRIBE_DELAY_MS = 10_000;
   /** After a registration stream breaks, registrations use RegisterFlow this long. */
   static final long STREAM_RETRY_MS = 1_000;
+  /** Most items per batch: the agent refuses batches of more than 256. */
+  static final int MAX_BATCH_ITEMS = 256;
 
   private final AgentConfig config;
   private final EventLoopGroup eventLoop;
@@ -59,7 +67,7 @@ public final class AgentClient implements Closeable {
   private final ScheduledExecutorService timer;
   private final OutageLog outage;
   private volatile boolean closed;
-  /** Guards the registration stream's state and serialises its sends. */
+  /** Guards the registration stream's state and queue, and serialises its sends. */
   private final Object streamLock = new Object();
   private RegistrationStream stream;
   private long nextSequence;
@@ -132,8 +140,13 @@ public final class AgentClient implements Closeable {
       long sequence = ++nextSequence;
       Pending p = new Pending(registration, SettableFuture.create(), System.nanoTime());
       stream.pending.put(sequence, p);
-      stream.requests.onNext(FlowRegistrationItem.newBuilder().setSequence(sequence)
+      stream.queued.add(FlowRegistrationItem.newBuilder().setSequence(sequence)
           .setRegistration(registration).build());
+      if (!stream.flushScheduled) {
+        stream.flushScheduled = true;
+        // close() shuts the loop down only after it has set closed under this lock
+        eventLoop.execute(stream::flush);
+      }
       return p.future;
     }
   }
@@ -143,38 +156,60 @@ public final class AgentClient implements Closeable {
       long sentNanos) { }
 
   /**
-   * One RegisterFlows call. Answers are handled on the transport thread (they only complete
-   * futures), without a hop through gRPC's executor.
+   * One RegisterFlowBatches call. Answers are handled on the transport thread (they only
+   * complete futures), without a hop through gRPC's executor.
    */
   private final class RegistrationStream
-      implements ClientResponseObserver<FlowRegistrationItem, FlowRegistrationAnswer> {
+      implements ClientResponseObserver<FlowRegistrationBatch, FlowRegistrationAnswers> {
     final Map<Long, Pending> pending = new ConcurrentHashMap<>();
-    ClientCallStreamObserver<FlowRegistrationItem> requests;
+    /** Items not sent yet, and whether a flush is on the event loop's queue (streamLock). */
+    final List<FlowRegistrationItem> queued = new ArrayList<>();
+    boolean flushScheduled;
+    ClientCallStreamObserver<FlowRegistrationBatch> requests;
     /** Closed: set before the stream is dropped, even when that happens inside its start. */
     volatile boolean done;
 
     RegistrationStream() {
       LocalAgentServiceGrpc.newStub(channel).withExecutor(MoreExecutors.directExecutor())
-          .registerFlows(this); // sets requests in beforeStart
+          .registerFlowBatches(this); // sets requests in beforeStart
     }
 
     @Override
-    public void beforeStart(ClientCallStreamObserver<FlowRegistrationItem> requestStream) {
+    public void beforeStart(ClientCallStreamObserver<FlowRegistrationBatch> requestStream) {
       requests = requestStream;
     }
 
-    @Override
-    public void onNext(FlowRegistrationAnswer answer) {
-      Pending p = pending.remove(answer.getSequence());
-      if (p == null) {
-        return; // expired meanwhile
+    /** On the event loop: sends what queued up, in batches of at most MAX_BATCH_ITEMS. */
+    void flush() {
+      synchronized (streamLock) {
+        flushScheduled = false;
+        if (done) { // onError has failed or re-sent every pending item
+          queued.clear();
+          return;
+        }
+        for (int from = 0; from < queued.size(); from += MAX_BATCH_ITEMS) {
+          requests.onNext(FlowRegistrationBatch.newBuilder()
+              .addAllItems(queued.subList(from, Math.min(queued.size(), from + MAX_BATCH_ITEMS)))
+              .build());
+        }
+        queued.clear();
       }
+    }
+
+    @Override
+    public void onNext(FlowRegistrationAnswers answers) {
       outage.succeeded();
-      if (answer.hasRegistered()) {
-        p.future.set(answer.getRegistered());
-      } else {
-        p.future.setException(Status.fromCodeValue(answer.getError().getCode())
-            .withDescription(answer.getError().getMessage()).asRuntimeException());
+      for (FlowRegistrationAnswer answer : answers.getAnswersList()) {
+        Pending p = pending.remove(answer.getSequence());
+        if (p == null) {
+          continue; // expired meanwhile
+        }
+        if (answer.hasRegistered()) {
+          p.future.set(answer.getRegistered());
+        } else {
+          p.future.setException(Status.fromCodeValue(answer.getError().getCode())
+              .withDescription(answer.getError().getMessage()).asRuntimeException());
+        }
       }
     }
 
@@ -196,7 +231,8 @@ public final class AgentClient implements Closeable {
       }
       // no more sends on this stream from here on
       if (status.getCode() == Status.Code.UNIMPLEMENTED) {
-        LOG.info("DATCP agent at {} has no RegisterFlows stream; registering with RegisterFlow",
+        LOG.info("DATCP agent at {} has no RegisterFlowBatches stream; registering with "
+            + "RegisterFlow",
             config.socketPath());
         // the agent handled none of them: each goes again as a RegisterFlow call
         for (Long sequence : pending.keySet()) {

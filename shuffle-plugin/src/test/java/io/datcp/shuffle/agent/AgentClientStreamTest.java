@@ -25,7 +25,10 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
-/** The plugin's registrations over the RegisterFlows stream, and the fall-backs to RegisterFlow. */
+/**
+ * The plugin's registrations over the RegisterFlowBatches stream (what queued up goes as one
+ * batch), and the fall-backs to RegisterFlow.
+ */
 class AgentClientStreamTest {
   private Path dir;
   private FakeAgent agent;
@@ -94,6 +97,41 @@ class AgentClientStreamTest {
     } finally {
       callers.shutdownNow();
     }
+  }
+
+  @Test
+  void aBurstGoesInFewerBatchesInOrderAndEachRegistrationGetsItsOwnAnswer() throws Exception {
+    client(2000);
+    get(client.registerFlow(registration("job_1_0001", 1))); // the stream is open
+    List<ListenableFuture<FlowRegistered>> sent = new ArrayList<>();
+    for (int port = 100; port < 1100; port++) {
+      // every third one refused: answers are matched by sequence, not by position
+      sent.add(client.registerFlow(registration(port % 3 == 0 ? "job_bad" : "job_1_0001",
+          port)));
+    }
+    Map<Integer, Long> answered = new HashMap<>();
+    for (int i = 0; i < sent.size(); i++) {
+      int port = 100 + i;
+      ListenableFuture<FlowRegistered> f = sent.get(i);
+      if (port % 3 == 0) {
+        assertThatThrownBy(() -> get(f)).isInstanceOf(ExecutionException.class)
+            .satisfies(e -> assertThat(Status.fromThrowable(e.getCause()).getCode())
+                .isEqualTo(Status.Code.INVALID_ARGUMENT));
+      } else {
+        answered.put(port, get(f).getFlowId());
+      }
+    }
+    // the agent's id for each 4-tuple is the one its caller got back
+    Map<Integer, Long> recorded = new HashMap<>();
+    agent.flows.forEach(f -> recorded.put(f.registration().getDestinationPort(), f.flowId()));
+    recorded.remove(1);
+    assertThat(answered).hasSize(667).isEqualTo(recorded);
+    assertThat(agent.streamedRegistrations.get()).isEqualTo(1001);
+    // sent in the order registered, and a burst shares messages (the event loop sends what
+    // queued up while it was busy)
+    assertThat(agent.sequencesRead).isSorted().doesNotHaveDuplicates().hasSize(1001);
+    assertThat(agent.streamedBatches.get()).isLessThan(1001);
+    assertThat(agent.streamsOpened.get()).isEqualTo(1);
   }
 
   @Test
