@@ -152,9 +152,15 @@ public final class JobRegistry {
       job.containersRunning(e.host(), e.running());
       touchAll(job, touched);
     } else if (event instanceof JobEvent.MapCompleted e) {
-      job.mapCompleted(e.reduceId(), e.mapId(), e.host(), e.runTimeNanos(), e.outputBytes(),
-          e.mapsRunning(), e.timeUnixNanos());
-      touchAll(job, touched);
+      // Every reduce reports every map: only the first report of a map (or a new running count)
+      // moves the job's demand on all its hosts; re-planning them all on each report made a
+      // job's reports cost O(reduces^2) per map.
+      if (job.mapCompleted(e.reduceId(), e.mapId(), e.host(), e.runTimeNanos(),
+          e.outputBytes(), e.mapsRunning(), e.timeUnixNanos())) {
+        touchAll(job, touched);
+      } else {
+        touch(job, e.reduceId(), touched);
+      }
     } else if (event instanceof JobEvent.FetchStarted e) {
       touch(job, e.reduceId(), touched);
     } else if (event instanceof JobEvent.FetchFinished e) {
