@@ -229,7 +229,7 @@ public final class SchedulerService {
         if (job.finished()) {
           hub.jobFinished(out, job.id(), now);
         } else if (e instanceof JobEvent.FetchFinished f) {
-          hub.notInterested(f.sourceHost(), f.jobId(),
+          hub.notInterested(f.sourceHost(), f.jobId(), f.reduceId(),
               PolicyUpdateHub.fetched(f.reduceId(), f.sourceHost(), f.mapIds()));
         }
         if (yarn != null && !job.attributesKnown() && (job.attributesAskedUnixNanos() == 0
@@ -407,7 +407,7 @@ public final class SchedulerService {
         flowLog.add(o);
         (o.met() ? outcomesMet : outcomesMissed).increment();
         PolicyUpdateHub.FlowRef ended = new PolicyUpdateHub.FlowRef(o.reduceId(), o.flow());
-        hub.notInterested(caller.host(), o.jobId(), f -> f.equals(ended)
+        hub.notInterested(caller.host(), o.jobId(), o.reduceId(), f -> f.equals(ended)
             || (f.reduceId() == o.reduceId() && (o.flow() == null || f.key() == null)));
         applied++;
       }
@@ -802,14 +802,13 @@ public final class SchedulerService {
       return;
     }
     PolicyDecision decision = JobRegistry.decision(job, policies);
-    hub.interestIn(job.id()).forEach((agent, flows) -> flows.forEach((flow, bytes) -> {
-      Job.Reduce r = job.reduce(flow.reduceId());
-      if (r != null && r.host().equals(host)) {
+    for (Job.Reduce r : job.reducesOn(host)) {
+      hub.interestIn(job.id(), r.id()).forEach((agent, flows) -> flows.forEach((flow, bytes) -> {
         hub.queue(out, agent, PolicyUpdate.of(now, policyFor(job.id(), flow, d, bytes, now,
             decision)));
         updatesSent.increment();
-      }
-    }));
+      }));
+    }
   }
 
   /** Importance, phi, mode or quench may have changed for any job: re-send interested flows. */

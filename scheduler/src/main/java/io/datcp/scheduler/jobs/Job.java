@@ -319,6 +319,11 @@ public final class Job {
     }
   }
 
+  /** Reduces of this job on {@code host}, shuffling or not; safe to read without the lock. */
+  public List<Reduce> reducesOn(String host) {
+    return reducesByHost.getOrDefault(host, List.of());
+  }
+
   /** Reduces of this job still shuffling on {@code host}. */
   public List<Reduce> shufflingOn(String host) {
     List<Reduce> on = new ArrayList<>();
