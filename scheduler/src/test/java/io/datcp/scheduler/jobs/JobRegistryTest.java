@@ -68,4 +68,17 @@ class JobRegistryTest {
     r.apply(new JobEvent.MapCompleted(T, "j", 2, 0, "m0", 5, 100, 0), running, T);
     assertThat(running).containsExactlyInAnyOrder("node0", "node1", "node2");
   }
+
+  @Test
+  void jobsDroppedFromTheHistoryAreDrainedOnce() {
+    JobRegistry r = new JobRegistry(1, true);
+    for (String job : List.of("j1", "j2", "j3")) {
+      r.apply(new JobEvent.ReduceStarted(T, job, 0, "node1", 1, 1, CONF, 0), new HashSet<>(), T);
+      r.apply(new JobEvent.JobFinished(T + 1, job, true), new HashSet<>(), T + 1);
+    }
+
+    assertThat(r.drainEvicted()).containsExactly("j1", "j2");
+    assertThat(r.drainEvicted()).isEmpty();
+    assertThat(r.finishedJobs()).extracting(Job::id).containsExactly("j3");
+  }
 }
