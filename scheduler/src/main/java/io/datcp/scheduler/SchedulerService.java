@@ -98,8 +98,9 @@ public final class SchedulerService {
   /** Reducer host -> job -> deadline; written under the host's lock, read anywhere. */
   private final Map<String, Map<String, Deadline>> hostPlans = new ConcurrentHashMap<>();
   /**
-   * Job -> reducer host -> its demand on that host's downlink, republished under the job's lock
-   * after every change, so a host's plan never reads another job's state while it changes.
+   * Job -> reducer host -> its demand on that host's downlink, an immutable record replaced
+   * under the job's lock after every change, so a host's plan never reads another job's state
+   * while it changes.
    */
   private final Map<String, Map<String, Demand>> demands = new ConcurrentHashMap<>();
   private final PolicyUpdateHub hub = new PolicyUpdateHub();
@@ -755,24 +756,36 @@ public final class SchedulerService {
   /**
    * Republishes {@code job}'s demand on the hosts it shuffles on (none once it finished):
    * computed afresh on {@code changed} hosts (null: all), kept on the others, unless its map
-   * slots come from container counts, which every reduce start or shuffle end moves. Caller
-   * holds the job's lock.
+   * slots come from container counts, which every reduce start or shuffle end moves. Each
+   * host's demand is one immutable record, replaced whole, so a plan reads a consistent one;
+   * a report that touched one host costs O(1), not O(the job's reduces). Caller holds the
+   * job's lock.
    */
   private void publishDemands(Job job, Set<String> changed) {
     if (job.finished()) {
       demands.remove(job.id());
       return;
     }
-    boolean all = changed == null || job.mapSlotsFromContainers() >= 0;
-    Map<String, Demand> before = demands.getOrDefault(job.id(), Map.of());
-    Map<String, Demand> byHost = new HashMap<>();
-    for (Job.Reduce r : job.reduces()) {
-      if (r.shuffling()) {
-        byHost.computeIfAbsent(r.host(), h -> all || changed.contains(h) || !before.containsKey(h)
-            ? demand(job, h) : before.get(h));
+    Map<String, Demand> byHost = demands.computeIfAbsent(job.id(),
+        j -> new ConcurrentHashMap<>());
+    if (changed == null || job.mapSlotsFromContainers() >= 0) {
+      Set<String> shuffling = new HashSet<>();
+      for (Job.Reduce r : job.reduces()) {
+        if (r.shuffling()) {
+          shuffling.add(r.host());
+        }
+      }
+      byHost.keySet().retainAll(shuffling);
+      shuffling.forEach(h -> byHost.put(h, demand(job, h)));
+      return;
+    }
+    for (String h : changed) {
+      if (job.shufflingOn(h).isEmpty()) {
+        byHost.remove(h);
+      } else {
+        byHost.put(h, demand(job, h));
       }
     }
-    demands.put(job.id(), Map.copyOf(byHost));
   }
 
   private static Demand demand(Job job, String host) {
