@@ -19,4 +19,15 @@ public final class InvalidFieldException extends IllegalArgumentException {
       throw new InvalidFieldException(field, message);
     }
   }
+
+  /**
+   * Throws when {@code ok} is false, naming field {@code prefix + field}. Every event and outcome
+   * of every report is validated: joining the name only on failure keeps a dozen string
+   * concatenations per event off the request path.
+   */
+  public static void require(boolean ok, String prefix, String field, String message) {
+    if (!ok) {
+      throw new InvalidFieldException(prefix + field, message);
+    }
+  }
 }

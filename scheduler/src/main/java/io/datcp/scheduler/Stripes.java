@@ -1,5 +1,6 @@
 package io.datcp.scheduler;
 
+import java.util.Arrays;
 import java.util.Collection;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -40,14 +41,18 @@ final class Stripes {
     if (keys.size() == 1) {
       return hold(keys.iterator().next());
     }
-    boolean[] wanted = new boolean[locks.length];
-    keys.forEach(k -> wanted[index(k)] = true);
-    int[] taken = new int[Math.min(keys.size(), locks.length)];
+    int[] wanted = new int[keys.size()];
+    int k = 0;
+    for (String key : keys) {
+      wanted[k++] = index(key);
+    }
+    Arrays.sort(wanted);
+    int[] taken = new int[wanted.length];
     int n = 0;
     for (int i = 0; i < wanted.length; i++) {
-      if (wanted[i]) {
-        locks[i].lock();
-        taken[n++] = i;
+      if (i == 0 || wanted[i] != wanted[i - 1]) {
+        locks[wanted[i]].lock();
+        taken[n++] = wanted[i];
       }
     }
     int count = n;

@@ -4,8 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.datcp.scheduler.config.SchedulerConf;
+import io.datcp.scheduler.flows.FlowOutcome;
 import io.datcp.scheduler.flows.FlowPolicy;
 import io.datcp.scheduler.flows.PolicyUpdate;
+import io.datcp.scheduler.flows.QuenchOutcome;
 import io.datcp.scheduler.jobs.JobConf;
 import io.datcp.scheduler.jobs.JobEvent;
 import io.datcp.scheduler.jobs.JobPriority;
@@ -142,5 +144,20 @@ class SchedulerServiceTest {
 
     // 20 MB for both reduces at 80 Mbit/s usable: 2.0 s (counting the job twice gave 4.0 s).
     assertThat(s.lookup("m1", "two_1", 0, 10 * MB).deadlineNanos()).isEqualTo(2 * S);
+  }
+
+  @Test
+  void anInvalidOutcomeIsNamedByItsPositionAndField() {
+    // names are joined only when a check fails (issue 9 item 10), so check the joined name
+    SchedulerService s = startedJob(TestServices.dev());
+    long t = clock.nanos();
+    FlowOutcome ok = new FlowOutcome("etl_1", 0, "m1", "node1", MB, t, 0, t + S, true,
+        QuenchOutcome.NONE, null);
+    FlowOutcome negative = new FlowOutcome("etl_1", 0, "m1", "node1", -1, t, 0, t + S, true,
+        QuenchOutcome.NONE, null);
+
+    assertThatThrownBy(() -> s.reportOutcomes("m1", List.of(ok, negative)))
+        .isInstanceOfSatisfying(InvalidFieldException.class,
+            e -> assertThat(e.field()).isEqualTo("outcomes[1].bytes"));
   }
 }

@@ -51,4 +51,23 @@ class StripesTest {
   void theCountMustBeAPowerOfTwo() {
     assertThatThrownBy(() -> new Stripes(100)).isInstanceOf(IllegalArgumentException.class);
   }
+
+  @Test
+  void aKeyNamedTwiceIsTakenOnceAndReleasedFully() throws Exception {
+    Stripes stripes = new Stripes(4096);
+    try (Stripes.Held held = stripes.hold(List.of("job_1", "job_2", "job_1"))) {
+      assertThat(held).isNotNull();
+    }
+    ExecutorService other = Executors.newSingleThreadExecutor();
+    try {
+      // a stripe locked twice and unlocked once would keep this thread waiting
+      assertThat(other.submit(() -> {
+        try (Stripes.Held again = stripes.hold("job_1")) {
+          return true;
+        }
+      }).get(10, TimeUnit.SECONDS)).isTrue();
+    } finally {
+      other.shutdownNow();
+    }
+  }
 }

@@ -20,20 +20,20 @@ public record FlowKey(String jobId, int reduceId, String sourceHost, List<Intege
 
   /** Checks every field, naming the first bad one under {@code prefix}. */
   public void validate(String prefix) {
-    require(jobId != null && !jobId.isEmpty() && jobId.length() <= 128, prefix + "jobId",
+    require(jobId != null && !jobId.isEmpty() && jobId.length() <= 128, prefix, "jobId",
         "must be a job id of 1-128 characters");
-    require(reduceId >= 0, prefix + "reduceId", "must be >= 0");
-    require(sourceHost != null && sourceHost.length() <= 255, prefix + "sourceHost",
+    require(reduceId >= 0, prefix, "reduceId", "must be >= 0");
+    require(sourceHost != null && sourceHost.length() <= 255, prefix, "sourceHost",
         "longer than 255 characters");
     require(mapIds.size() <= 100_000 && mapIds.stream().allMatch(m -> m >= 0),
-        prefix + "mapIds", "must be >= 0");
-    require(sourceAddress != null && sourceAddress.length() <= 64, prefix + "sourceAddress",
+        prefix, "mapIds", "must be >= 0");
+    require(sourceAddress != null && sourceAddress.length() <= 64, prefix, "sourceAddress",
         "longer than 64 characters");
     require(destinationAddress != null && destinationAddress.length() <= 64,
-        prefix + "destinationAddress", "longer than 64 characters");
-    require(sourcePort >= 0 && sourcePort <= 65535, prefix + "sourcePort", "must be in 0-65535");
-    require(destinationPort >= 0 && destinationPort <= 65535, prefix + "destinationPort",
+        prefix, "destinationAddress", "longer than 64 characters");
+    require(sourcePort >= 0 && sourcePort <= 65535, prefix, "sourcePort", "must be in 0-65535");
+    require(destinationPort >= 0 && destinationPort <= 65535, prefix, "destinationPort",
         "must be in 0-65535");
-    require(epoch >= 0, prefix + "epoch", "must be >= 0");
+    require(epoch >= 0, prefix, "epoch", "must be >= 0");
   }
 }

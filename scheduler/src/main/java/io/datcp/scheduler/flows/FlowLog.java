@@ -2,17 +2,20 @@ package io.datcp.scheduler.flows;
 
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.HashMap;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
  * Flow outcomes per job for the dashboard: a bounded window of recent flows plus exact met/total
  * counts. Outcomes that name their {@link FlowKey} are kept by it: a second outcome of the same
  * flow replaces the first instead of counting twice. The scheduler adds outcomes of known jobs
- * only and forgets jobs that leave its history, so memory stays bounded. Thread-safe.
+ * only and forgets jobs that leave its history, so memory stays bounded. Thread-safe, with a
+ * lock per job: agents' outcome reports run on the server's event loops, and one lock for the
+ * whole log stalled them all whenever its holder was preempted.
  */
 public final class FlowLog {
   /** Met and total flows of one job (or of all jobs). */
@@ -23,76 +26,95 @@ public final class FlowLog {
     }
   }
 
+  /** One job's recent flows and counts; guarded by itself. */
+  private static final class JobFlows {
+    private final LinkedHashMap<Object, FlowOutcome> recent = new LinkedHashMap<>();
+    private long sequence;
+    private long met;
+    private long total;
+  }
+
   private final int retainPerJob;
-  private final Map<String, LinkedHashMap<Object, FlowOutcome>> byJob = new HashMap<>();
-  private long sequence;
-  private final Map<String, long[]> tallies = new HashMap<>();
-  private long met;
-  private long total;
+  private final Map<String, JobFlows> byJob = new ConcurrentHashMap<>();
+  // Totals rise before met and met falls before totals, so a reader never sees met > total.
+  private final LongAdder met = new LongAdder();
+  private final LongAdder total = new LongAdder();
 
   public FlowLog(int retainPerJob) {
     this.retainPerJob = retainPerJob;
   }
 
-  public synchronized void add(FlowOutcome o) {
-    LinkedHashMap<Object, FlowOutcome> q = byJob.computeIfAbsent(o.jobId(),
-        j -> new LinkedHashMap<>());
-    long[] t = tallies.computeIfAbsent(o.jobId(), j -> new long[2]);
-    FlowOutcome before = q.remove(o.flow() != null ? o.flow() : (Object) (++sequence));
-    if (before != null) {
-      t[1]--;
-      total--;
-      if (before.met()) {
-        t[0]--;
-        met--;
+  public void add(FlowOutcome o) {
+    JobFlows j = byJob.computeIfAbsent(o.jobId(), id -> new JobFlows());
+    synchronized (j) {
+      Object key = o.flow() != null ? o.flow() : (Object) (++j.sequence);
+      FlowOutcome before = j.recent.remove(key);
+      if (before != null) {
+        if (before.met()) {
+          j.met--;
+          met.decrement();
+        }
+        j.total--;
+        total.decrement();
       }
-    }
-    q.put(o.flow() != null ? o.flow() : (Object) sequence, o);
-    if (q.size() > retainPerJob) {
-      Iterator<Object> oldest = q.keySet().iterator();
-      oldest.next();
-      oldest.remove();
-    }
-    t[1]++;
-    total++;
-    if (o.met()) {
-      t[0]++;
-      met++;
+      j.recent.put(key, o);
+      if (j.recent.size() > retainPerJob) {
+        Iterator<Object> oldest = j.recent.keySet().iterator();
+        oldest.next();
+        oldest.remove();
+      }
+      j.total++;
+      total.increment();
+      if (o.met()) {
+        j.met++;
+        met.increment();
+      }
     }
   }
 
   /** The most recent {@code limit} flows of a job, oldest first. */
-  public synchronized List<FlowOutcome> flows(String jobId, int limit) {
-    LinkedHashMap<Object, FlowOutcome> q = byJob.get(jobId);
-    if (q == null) {
+  public List<FlowOutcome> flows(String jobId, int limit) {
+    JobFlows j = byJob.get(jobId);
+    if (j == null) {
       return List.of();
     }
-    List<FlowOutcome> all = new ArrayList<>(q.values());
+    List<FlowOutcome> all;
+    synchronized (j) {
+      all = new ArrayList<>(j.recent.values());
+    }
     return Collections.unmodifiableList(all.subList(Math.max(0, all.size() - limit), all.size()));
   }
 
   /** The most recent {@code limit} flows over all jobs, in no particular order across jobs. */
-  public synchronized List<FlowOutcome> recent(int limit) {
+  public List<FlowOutcome> recent(int limit) {
     List<FlowOutcome> all = new ArrayList<>();
-    for (LinkedHashMap<Object, FlowOutcome> q : byJob.values()) {
-      all.addAll(q.values());
+    for (JobFlows j : byJob.values()) {
+      synchronized (j) {
+        all.addAll(j.recent.values());
+      }
     }
     all.sort((a, b) -> Long.compare(a.startUnixNanos(), b.startUnixNanos()));
     return List.copyOf(all.subList(Math.max(0, all.size() - limit), all.size()));
   }
 
-  public synchronized Tally tally(String jobId) {
-    long[] t = tallies.get(jobId);
-    return t == null ? new Tally(0, 0) : new Tally(t[0], t[1]);
+  public Tally tally(String jobId) {
+    JobFlows j = byJob.get(jobId);
+    if (j == null) {
+      return new Tally(0, 0);
+    }
+    synchronized (j) {
+      return new Tally(j.met, j.total);
+    }
   }
 
-  public synchronized Tally overall() {
-    return new Tally(met, total);
+  /** Over all jobs ever added, including forgotten ones; may lag adds in progress. */
+  public Tally overall() {
+    long m = met.sum();
+    return new Tally(m, total.sum());
   }
 
   /** Forgets a job that dropped out of the finished-jobs history. */
-  public synchronized void forget(String jobId) {
+  public void forget(String jobId) {
     byJob.remove(jobId);
-    tallies.remove(jobId);
   }
 }

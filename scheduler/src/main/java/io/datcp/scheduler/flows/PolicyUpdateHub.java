@@ -34,8 +34,13 @@ public final class PolicyUpdateHub {
     void send(PolicyUpdate update);
   }
 
-  /** job -> agent host -> flow -> bytes. */
-  private final Map<String, Map<String, Map<FlowRef, Long>>> interest = new ConcurrentHashMap<>();
+  /**
+   * job -> reduce -> agent host -> flow -> bytes. By reduce because a re-plan pushes the flows
+   * of one reducer host: walking all of a large job's flows for each of its hosts made a re-plan
+   * of every host O(reduces x flows in flight).
+   */
+  private final Map<String, Map<Integer, Map<String, Map<FlowRef, Long>>>> interest =
+      new ConcurrentHashMap<>();
   private final Map<String, List<Sink>> watchers = new ConcurrentHashMap<>();
 
   /** An update waiting for delivery to one agent host. */
@@ -100,45 +105,51 @@ public final class PolicyUpdateHub {
   /** Remembers that {@code agentHost} asked about a flow of {@code bytes}. */
   public void interested(String agentHost, String jobId, FlowRef flow, long bytes) {
     interest.computeIfAbsent(jobId, j -> new ConcurrentHashMap<>())
+        .computeIfAbsent(flow.reduceId(), r -> new ConcurrentHashMap<>())
         .computeIfAbsent(agentHost, h -> new ConcurrentHashMap<>())
         .put(flow, bytes);
   }
 
   /** The size {@code agentHost} last asked about for a flow it still follows, else null. */
   public Long interestIn(String agentHost, String jobId, FlowRef flow) {
-    Map<FlowRef, Long> flows = interest.getOrDefault(jobId, Map.of()).get(agentHost);
+    Map<FlowRef, Long> flows = interestIn(jobId, flow.reduceId()).get(agentHost);
     return flows == null ? null : flows.get(flow);
   }
 
-  /** Flows of {@code agentHost} in the job that ended: no more updates for them. */
-  public void notInterested(String agentHost, String jobId, Predicate<FlowRef> ended) {
-    Map<String, Map<FlowRef, Long>> hosts = interest.get(jobId);
-    if (hosts == null) {
-      return;
-    }
-    Map<FlowRef, Long> flows = hosts.get(agentHost);
+  /**
+   * Flows of {@code agentHost} to reduce {@code reduceId} of the job that ended: no more
+   * updates for them.
+   */
+  public void notInterested(String agentHost, String jobId, int reduceId,
+      Predicate<FlowRef> ended) {
+    Map<Integer, Map<String, Map<FlowRef, Long>>> reduces = interest.get(jobId);
+    Map<String, Map<FlowRef, Long>> hosts = reduces == null ? null : reduces.get(reduceId);
+    Map<FlowRef, Long> flows = hosts == null ? null : hosts.get(agentHost);
     if (flows != null && flows.keySet().removeIf(ended) && flows.isEmpty()) {
       hosts.remove(agentHost);
       if (hosts.isEmpty()) {
-        interest.remove(jobId);
+        reduces.remove(reduceId);
+        if (reduces.isEmpty()) {
+          interest.remove(jobId);
+        }
       }
     }
   }
 
-  /** Agents (with flows and sizes) interested in a job: host -> flow -> bytes. */
-  public Map<String, Map<FlowRef, Long>> interestIn(String jobId) {
-    return interest.getOrDefault(jobId, Map.of());
+  /** Agents (with flows and sizes) interested in one reduce of a job: host -> flow -> bytes. */
+  public Map<String, Map<FlowRef, Long>> interestIn(String jobId, int reduceId) {
+    return interest.getOrDefault(jobId, Map.of()).getOrDefault(reduceId, Map.of());
   }
 
   /** Every flow {@code agentHost} is interested in, for a resync snapshot. */
   public List<Interest> interestOf(String agentHost) {
     List<Interest> out = new ArrayList<>();
-    interest.forEach((jobId, hosts) -> {
+    interest.forEach((jobId, reduces) -> reduces.values().forEach(hosts -> {
       Map<FlowRef, Long> flows = hosts.get(agentHost);
       if (flows != null) {
         flows.forEach((f, bytes) -> out.add(new Interest(jobId, f, bytes)));
       }
-    });
+    }));
     return out;
   }
 
@@ -163,13 +174,13 @@ public final class PolicyUpdateHub {
 
   /** Tells interested agents the job is over and forgets the interest. */
   public void jobFinished(Outbox out, String jobId, long nowUnixNanos) {
-    Map<String, Map<FlowRef, Long>> hosts = interest.remove(jobId);
-    if (hosts == null) {
+    Map<Integer, Map<String, Map<FlowRef, Long>>> reduces = interest.remove(jobId);
+    if (reduces == null) {
       return;
     }
-    hosts.forEach((host, flows) -> flows.keySet().forEach(f -> queue(out, host,
-        new PolicyUpdate(nowUnixNanos, new FlowPolicy(jobId, f.reduceId(), 0, 0, 0, 0, 0, null,
-            null, "job finished", "", f.key()), true, false))));
+    reduces.values().forEach(hosts -> hosts.forEach((host, flows) -> flows.keySet().forEach(
+        f -> queue(out, host, new PolicyUpdate(nowUnixNanos, new FlowPolicy(jobId, f.reduceId(),
+            0, 0, 0, 0, 0, null, null, "job finished", "", f.key()), true, false)))));
   }
 
   /**

@@ -2,13 +2,15 @@ package io.datcp.scheduler.jobs;
 
 import io.datcp.scheduler.policy.PolicyDecision;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Collection;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.PriorityQueue;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentSkipListMap;
 
 /**
@@ -34,6 +36,12 @@ public final class Job {
     long fetchedBytes;
     /** When the first flow to this reduce looked up its policy; 0 before. */
     long firstFlowUnixNanos;
+    /**
+     * Bytes of done, unfetched maps whose size for this reduce is known, and the count of those
+     * whose size is not: kept as events arrive, so the remaining bytes cost O(1), not O(maps).
+     */
+    long knownLeftBytes;
+    int unknownLeft;
 
     Reduce(int id, String host, long shuffleStartUnixNanos) {
       this.id = id;
@@ -81,7 +89,14 @@ public final class Job {
   private final int totalReduces;
   private final long startUnixNanos;
   private final Map<Integer, CompletedMap> maps = new HashMap<>();
+  /** Run times of completed maps around their median: the lower half (max first) and upper. */
+  private final PriorityQueue<Long> lowerRunTimes = new PriorityQueue<>(Comparator.reverseOrder());
+  private final PriorityQueue<Long> upperRunTimes = new PriorityQueue<>();
+  /** Maps in {@link #maps} or {@link #partitions}. */
+  private int mapsDone;
   private final Map<Integer, Reduce> reduces = new ConcurrentSkipListMap<>();
+  /** Reduces by host, each list replaced whole on change, so readers need no lock. */
+  private final Map<String, List<Reduce>> reducesByHost = new ConcurrentHashMap<>();
   private int mapsRunning = -1;
   private long lastMapCompletionUnixNanos;
   private long knownOutputBytes;
@@ -169,12 +184,7 @@ public final class Job {
 
   /** Hosts running a reduce of this job (whether still shuffling or not). */
   public boolean hasReduceOn(String host) {
-    for (Reduce r : reduces.values()) {
-      if (r.host.equals(host)) {
-        return true;
-      }
-    }
-    return false;
+    return reducesByHost.containsKey(host);
   }
 
   /**
@@ -204,13 +214,7 @@ public final class Job {
 
   /** Maps known done: reported by a reduce (MapCompleted) or by the map side (its index). */
   public int mapsDone() {
-    int done = maps.size();
-    for (Integer mapId : partitions.keySet()) {
-      if (!maps.containsKey(mapId)) {
-        done++;
-      }
-    }
-    return done;
+    return mapsDone;
   }
 
   /** -1 when no report said. */
@@ -225,8 +229,8 @@ public final class Job {
 
   /** Whether a flow to one of its reduces still shuffling on {@code host} has started. */
   public boolean flowingOn(String host) {
-    for (Reduce r : reduces.values()) {
-      if (r.shuffling() && r.host.equals(host) && r.firstFlowUnixNanos != 0) {
+    for (Reduce r : reducesByHost.getOrDefault(host, List.of())) {
+      if (r.shuffling() && r.firstFlowUnixNanos != 0) {
         return true;
       }
     }
@@ -263,50 +267,68 @@ public final class Job {
    * one job run the same function, so their lengths are similar and the median predicts the rest.
    */
   public long medianMapRunTimeNanos() {
-    if (maps.isEmpty()) {
+    if (lowerRunTimes.isEmpty()) {
       return -1;
     }
-    long[] times = new long[maps.size()];
-    int n = 0;
-    for (CompletedMap m : maps.values()) {
-      times[n++] = m.runTimeNanos();
-    }
-    Arrays.sort(times);
-    return n % 2 == 1 ? times[n / 2] : (times[n / 2 - 1] + times[n / 2]) / 2;
+    // the halves differ in size by at most one, the lower being the larger
+    return lowerRunTimes.size() > upperRunTimes.size() ? lowerRunTimes.peek()
+        : (lowerRunTimes.peek() + upperRunTimes.peek()) / 2;
   }
 
-  /** Bytes {@code reduce} still has to fetch from maps that are done, bytes. */
+  private void addRunTime(long nanos) {
+    if (lowerRunTimes.isEmpty() || nanos <= lowerRunTimes.peek()) {
+      lowerRunTimes.add(nanos);
+    } else {
+      upperRunTimes.add(nanos);
+    }
+    if (lowerRunTimes.size() > upperRunTimes.size() + 1) {
+      upperRunTimes.add(lowerRunTimes.poll());
+    } else if (upperRunTimes.size() > lowerRunTimes.size()) {
+      lowerRunTimes.add(upperRunTimes.poll());
+    }
+  }
+
+  /**
+   * Bytes {@code reduce} still has to fetch from maps that are done, bytes: exact sizes where
+   * known, the job's mean output size for the rest.
+   */
   public long remainingBytes(Reduce reduce) {
-    long perMapEstimate = outputEstimate();
-    long left = 0;
-    for (Integer mapId : maps.keySet()) {
-      if (!reduce.fetchedMaps.contains(mapId)) {
-        left += bytesFor(reduce, mapId, perMapEstimate);
-      }
-    }
-    for (Map.Entry<Integer, long[]> p : partitions.entrySet()) {
-      // A map whose index was read is done even if no reduce reported its completion yet.
-      if (!maps.containsKey(p.getKey()) && !reduce.fetchedMaps.contains(p.getKey())) {
-        left += bytesFor(reduce, p.getKey(), perMapEstimate);
-      }
-    }
-    return left;
+    return reduce.knownLeftBytes + reduce.unknownLeft * outputEstimate();
   }
 
-  /** Exact size from the map side's index, else from the reduce's report, else an estimate. */
-  private long bytesFor(Reduce reduce, int mapId, long estimate) {
-    long[] parts = partitions.get(mapId);
-    if (parts != null && reduce.id < parts.length) {
-      return parts[reduce.id];
+  /**
+   * Adds ({@code sign} 1) or takes back (-1) what map {@code mapId} leaves {@code reduce} to
+   * fetch: nothing unless the map is done and not fetched yet; its exact size from the map
+   * side's index, else from the reduce's report, else one unknown size. Every change of those
+   * inputs takes the share back before and adds it after.
+   */
+  private void account(Reduce reduce, int mapId, int sign) {
+    // A map whose index was read is done even if no reduce reported its completion yet.
+    if (!(maps.containsKey(mapId) || partitions.containsKey(mapId))
+        || reduce.fetchedMaps.contains(mapId)) {
+      return;
     }
-    return reduce.outputBytes.getOrDefault(mapId, estimate);
+    long[] parts = partitions.get(mapId);
+    Long reported = reduce.outputBytes.get(mapId);
+    if (parts != null && reduce.id < parts.length) {
+      reduce.knownLeftBytes += sign * parts[reduce.id];
+    } else if (reported != null) {
+      reduce.knownLeftBytes += sign * reported;
+    } else {
+      reduce.unknownLeft += sign;
+    }
+  }
+
+  /** Reduces of this job on {@code host}, shuffling or not; safe to read without the lock. */
+  public List<Reduce> reducesOn(String host) {
+    return reducesByHost.getOrDefault(host, List.of());
   }
 
   /** Reduces of this job still shuffling on {@code host}. */
   public List<Reduce> shufflingOn(String host) {
     List<Reduce> on = new ArrayList<>();
-    for (Reduce r : reduces.values()) {
-      if (r.shuffling() && r.host.equals(host)) {
+    for (Reduce r : reducesByHost.getOrDefault(host, List.of())) {
+      if (r.shuffling()) {
         on.add(r);
       }
     }
@@ -339,31 +361,88 @@ public final class Job {
   }
 
   void reduceStarted(int reduceId, String host, long time) {
-    reduces.computeIfAbsent(reduceId, r -> new Reduce(r, host, time));
+    if (reduces.containsKey(reduceId)) {
+      return;
+    }
+    Reduce r = new Reduce(reduceId, host, time);
+    // once per reduce: every map done so far is still to fetch
+    maps.keySet().forEach(m -> account(r, m, 1));
+    partitions.keySet().forEach(m -> {
+      if (!maps.containsKey(m)) {
+        account(r, m, 1);
+      }
+    });
+    reduces.put(reduceId, r);
+    reducesByHost.merge(host, List.of(r), (a, b) -> {
+      List<Reduce> both = new ArrayList<>(a);
+      both.addAll(b);
+      return List.copyOf(both);
+    });
   }
 
-  void mapCompleted(int reduceId, int mapId, String host, long runTimeNanos, long outputBytes,
+  /**
+   * Records one reduce's report of a completed map; returns whether it changed what the job's
+   * reduces on other hosts still wait for (a map newly done, the running map count, or the mean
+   * output size that unknown sizes are estimated with), else only reduce {@code reduceId}'s
+   * remaining bytes changed, if anything.
+   */
+  boolean mapCompleted(int reduceId, int mapId, String host, long runTimeNanos, long outputBytes,
       int running, long time) {
-    if (maps.putIfAbsent(mapId, new CompletedMap(host, runTimeNanos, time)) == null) {
+    boolean jobWide = false;
+    if (!maps.containsKey(mapId)) {
+      boolean wasDone = partitions.containsKey(mapId);
+      if (!wasDone) {
+        mapsDone++;
+      }
+      reduces.values().forEach(r -> account(r, mapId, -1));
+      maps.put(mapId, new CompletedMap(host, runTimeNanos, time));
+      reduces.values().forEach(r -> account(r, mapId, 1));
+      addRunTime(runTimeNanos);
       lastMapCompletionUnixNanos = Math.max(lastMapCompletionUnixNanos, time);
+      jobWide = true;
     }
-    if (running >= 0) {
+    if (running >= 0 && running != mapsRunning) {
       mapsRunning = running;
+      jobWide = true;
     }
     Reduce r = reduces.get(reduceId);
-    if (r != null && outputBytes >= 0 && r.outputBytes.put(mapId, outputBytes) == null) {
-      knownOutputBytes += outputBytes;
-      knownOutputs++;
+    if (r != null && outputBytes >= 0) {
+      account(r, mapId, -1);
+      Long earlier = r.outputBytes.put(mapId, outputBytes);
+      account(r, mapId, 1);
+      if (earlier == null) {
+        long before = outputEstimate();
+        knownOutputBytes += outputBytes;
+        knownOutputs++;
+        jobWide |= outputEstimate() != before && anyUnknownSizes();
+      }
     }
+    return jobWide;
+  }
+
+  private boolean anyUnknownSizes() {
+    for (Reduce r : reduces.values()) {
+      if (r.unknownLeft > 0) {
+        return true;
+      }
+    }
+    return false;
   }
 
   void mapOutputIndexed(int mapId, long[] partitionBytes) {
-    if (partitions.putIfAbsent(mapId, partitionBytes) == null) {
-      for (long b : partitionBytes) {
-        knownOutputBytes += b;
-      }
-      knownOutputs += partitionBytes.length;
+    if (partitions.containsKey(mapId)) {
+      return;
     }
+    if (!maps.containsKey(mapId)) {
+      mapsDone++;
+    }
+    reduces.values().forEach(r -> account(r, mapId, -1));
+    partitions.put(mapId, partitionBytes);
+    reduces.values().forEach(r -> account(r, mapId, 1));
+    for (long b : partitionBytes) {
+      knownOutputBytes += b;
+    }
+    knownOutputs += partitionBytes.length;
   }
 
   void containersRunning(String host, int running) {
@@ -384,7 +463,10 @@ public final class Job {
     if (r == null) {
       return;
     }
-    r.fetchedMaps.addAll(mapIds);
+    for (Integer m : mapIds) {
+      account(r, m, -1);
+      r.fetchedMaps.add(m);
+    }
     r.fetchedBytes += bytes;
   }
 

@@ -22,11 +22,11 @@ public sealed interface JobEvent {
     @Override
     public void validate(String prefix) {
       common(prefix, timeUnixNanos, jobId, reduceId);
-      require(host != null && !host.isEmpty() && host.length() <= 255, prefix + "host",
+      require(host != null && !host.isEmpty() && host.length() <= 255, prefix, "host",
           "must be a host name of 1-255 characters");
-      require(totalMaps > 0, prefix + "totalMaps", "must be positive (maps)");
-      require(totalReduces > reduceId, prefix + "totalReduces", "must exceed reduceId (reduces)");
-      require(jobSubmitTimeUnixNanos >= 0, prefix + "jobSubmitTimeUnixNanos",
+      require(totalMaps > 0, prefix, "totalMaps", "must be positive (maps)");
+      require(totalReduces > reduceId, prefix, "totalReduces", "must exceed reduceId (reduces)");
+      require(jobSubmitTimeUnixNanos >= 0, prefix, "jobSubmitTimeUnixNanos",
           "must be 0 (unknown) or nanoseconds since the epoch");
     }
   }
@@ -37,10 +37,10 @@ public sealed interface JobEvent {
     @Override
     public void validate(String prefix) {
       common(prefix, timeUnixNanos, jobId, reduceId);
-      require(mapId >= 0, prefix + "mapId", "must be >= 0");
-      require(runTimeNanos >= 0, prefix + "runTimeNanos", "must be >= 0 (nanoseconds)");
-      require(outputBytes >= -1, prefix + "outputBytes", "must be >= 0 bytes, or -1 when unknown");
-      require(mapsRunning >= -1, prefix + "mapsRunning", "must be >= 0, or -1 when unknown");
+      require(mapId >= 0, prefix, "mapId", "must be >= 0");
+      require(runTimeNanos >= 0, prefix, "runTimeNanos", "must be >= 0 (nanoseconds)");
+      require(outputBytes >= -1, prefix, "outputBytes", "must be >= 0 bytes, or -1 when unknown");
+      require(mapsRunning >= -1, prefix, "mapsRunning", "must be >= 0, or -1 when unknown");
     }
   }
 
@@ -50,8 +50,8 @@ public sealed interface JobEvent {
     @Override
     public void validate(String prefix) {
       common(prefix, timeUnixNanos, jobId, reduceId);
-      require(bytes >= -1, prefix + "bytes", "must be >= 0 bytes, or -1 when unknown");
-      require(mapIds.stream().allMatch(m -> m >= 0), prefix + "mapIds", "must be >= 0");
+      require(bytes >= -1, prefix, "bytes", "must be >= 0 bytes, or -1 when unknown");
+      require(mapIds.stream().allMatch(m -> m >= 0), prefix, "mapIds", "must be >= 0");
     }
   }
 
@@ -61,9 +61,9 @@ public sealed interface JobEvent {
     @Override
     public void validate(String prefix) {
       common(prefix, timeUnixNanos, jobId, reduceId);
-      require(bytes >= 0, prefix + "bytes", "must be >= 0 (bytes)");
-      require(durationNanos >= 0, prefix + "durationNanos", "must be >= 0 (nanoseconds)");
-      require(mapIds.stream().allMatch(m -> m >= 0), prefix + "mapIds", "must be >= 0");
+      require(bytes >= 0, prefix, "bytes", "must be >= 0 (bytes)");
+      require(durationNanos >= 0, prefix, "durationNanos", "must be >= 0 (nanoseconds)");
+      require(mapIds.stream().allMatch(m -> m >= 0), prefix, "mapIds", "must be >= 0");
     }
   }
 
@@ -92,12 +92,12 @@ public sealed interface JobEvent {
     @Override
     public void validate(String prefix) {
       common(prefix, timeUnixNanos, jobId, 0);
-      require(mapId >= 0, prefix + "mapId", "must be >= 0");
-      require(host != null && !host.isEmpty() && host.length() <= 255, prefix + "host",
+      require(mapId >= 0, prefix, "mapId", "must be >= 0");
+      require(host != null && !host.isEmpty() && host.length() <= 255, prefix, "host",
           "must be a host name of 1-255 characters");
       require(!partitionBytes.isEmpty() && partitionBytes.size() <= 100_000,
-          prefix + "partitionBytes", "must have one entry per reduce (1-100000)");
-      require(partitionBytes.stream().allMatch(b -> b >= 0), prefix + "partitionBytes",
+          prefix, "partitionBytes", "must have one entry per reduce (1-100000)");
+      require(partitionBytes.stream().allMatch(b -> b >= 0), prefix, "partitionBytes",
           "must be >= 0 (bytes)");
     }
   }
@@ -108,16 +108,16 @@ public sealed interface JobEvent {
     @Override
     public void validate(String prefix) {
       common(prefix, timeUnixNanos, jobId, 0);
-      require(host != null && !host.isEmpty() && host.length() <= 255, prefix + "host",
+      require(host != null && !host.isEmpty() && host.length() <= 255, prefix, "host",
           "must be a host name of 1-255 characters");
-      require(running >= 0, prefix + "running", "must be >= 0 (containers)");
+      require(running >= 0, prefix, "running", "must be >= 0 (containers)");
     }
   }
 
   private static void common(String prefix, long timeUnixNanos, String jobId, int reduceId) {
-    require(timeUnixNanos > 0, prefix + "timeUnixNanos", "must be nanoseconds since the epoch");
-    require(jobId != null && !jobId.isEmpty() && jobId.length() <= 128, prefix + "jobId",
+    require(timeUnixNanos > 0, prefix, "timeUnixNanos", "must be nanoseconds since the epoch");
+    require(jobId != null && !jobId.isEmpty() && jobId.length() <= 128, prefix, "jobId",
         "must be a job id of 1-128 characters");
-    require(reduceId >= 0, prefix + "reduceId", "must be >= 0");
+    require(reduceId >= 0, prefix, "reduceId", "must be >= 0");
   }
 }

@@ -11,8 +11,10 @@ import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Queue;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
 
 /**
  * The live job model: running jobs by id plus a bounded history of finished ones.
@@ -26,7 +28,7 @@ public final class JobRegistry {
   private final Map<String, Job> running = new ConcurrentHashMap<>();
   /** Jobs with a reduce shuffling on each host, each job once however many reduces it has. */
   private final Map<String, Set<Job>> shufflingByHost = new ConcurrentHashMap<>();
-  /** Guards the finished history, held map outputs and evicted ids. */
+  /** Guards the finished history and held map outputs. */
   private final Object shared = new Object();
   private final LinkedHashMap<String, Job> finished = new LinkedHashMap<>();
   /** Map-side partition sizes of jobs no reduce has reported yet, oldest job first. */
@@ -35,7 +37,12 @@ public final class JobRegistry {
   private int pendingOutputCount;
   private final int retainFinished;
   private final boolean trustReportedAttributes;
-  private final List<String> evicted = new ArrayList<>();
+  /**
+   * Ids dropped from the history, for the caller to forget elsewhere. Lock-free: every report
+   * drains it, and a drain under the history's monitor made that monitor a global lock on the
+   * event loops (JFR: waits of 10 ms when its holder was preempted).
+   */
+  private final Queue<String> evicted = new ConcurrentLinkedQueue<>();
 
   /** Most map outputs held for jobs not yet known; the oldest job's are dropped beyond it. */
   static final int MAX_PENDING_OUTPUTS = 100_000;
@@ -152,9 +159,15 @@ public final class JobRegistry {
       job.containersRunning(e.host(), e.running());
       touchAll(job, touched);
     } else if (event instanceof JobEvent.MapCompleted e) {
-      job.mapCompleted(e.reduceId(), e.mapId(), e.host(), e.runTimeNanos(), e.outputBytes(),
-          e.mapsRunning(), e.timeUnixNanos());
-      touchAll(job, touched);
+      // Every reduce reports every map: only the first report of a map (or a new running count)
+      // moves the job's demand on all its hosts; re-planning them all on each report made a
+      // job's reports cost O(reduces^2) per map.
+      if (job.mapCompleted(e.reduceId(), e.mapId(), e.host(), e.runTimeNanos(),
+          e.outputBytes(), e.mapsRunning(), e.timeUnixNanos())) {
+        touchAll(job, touched);
+      } else {
+        touch(job, e.reduceId(), touched);
+      }
     } else if (event instanceof JobEvent.FetchStarted e) {
       touch(job, e.reduceId(), touched);
     } else if (event instanceof JobEvent.FetchFinished e) {
@@ -360,10 +373,13 @@ public final class JobRegistry {
 
   /** Ids of finished jobs dropped from the history since the last call. */
   public List<String> drainEvicted() {
-    synchronized (shared) {
-      List<String> out = List.copyOf(evicted);
-      evicted.clear();
-      return out;
+    if (evicted.isEmpty()) {
+      return List.of();
     }
+    List<String> out = new ArrayList<>();
+    for (String id = evicted.poll(); id != null; id = evicted.poll()) {
+      out.add(id);
+    }
+    return out;
   }
 }

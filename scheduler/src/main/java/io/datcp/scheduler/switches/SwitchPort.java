@@ -43,20 +43,20 @@ public record SwitchPort(@JsonProperty("interface") String iface, long rateBitsP
   /** Checks every field, naming the first bad one under {@code prefix}. */
   public void validate(String prefix) {
     require(iface != null && (iface.equals("*") || iface.matches("[A-Za-z0-9_.@-]{1,15}")),
-        prefix + "interface", "must be an interface name (1-15 of A-Za-z0-9_.@-) or *");
-    require(rateBitsPerSecond > 0, prefix + "rateBitsPerSecond", "must be positive (bits/s)");
-    require(bufferBytes > 0, prefix + "bufferBytes", "must be positive (bytes)");
-    require(mark != null, prefix + "mark", "must be none|red|step|pfdct");
-    require(redMinBytes > 0 && redMinBytes < redMaxBytes, prefix + "redMinBytes",
+        prefix, "interface", "must be an interface name (1-15 of A-Za-z0-9_.@-) or *");
+    require(rateBitsPerSecond > 0, prefix, "rateBitsPerSecond", "must be positive (bits/s)");
+    require(bufferBytes > 0, prefix, "bufferBytes", "must be positive (bytes)");
+    require(mark != null, prefix, "mark", "must be none|red|step|pfdct");
+    require(redMinBytes > 0 && redMinBytes < redMaxBytes, prefix, "redMinBytes",
         "must be positive and below redMaxBytes (bytes)");
-    require(redMaxBytes <= bufferBytes, prefix + "redMaxBytes", "must not exceed bufferBytes");
-    require(redMaxP >= 0 && redMaxP <= 1, prefix + "redMaxP", "must be in [0, 1]");
-    require(kBytes > 0 && kBytes <= bufferBytes, prefix + "kBytes",
+    require(redMaxBytes <= bufferBytes, prefix, "redMaxBytes", "must not exceed bufferBytes");
+    require(redMaxP >= 0 && redMaxP <= 1, prefix, "redMaxP", "must be in [0, 1]");
+    require(kBytes > 0 && kBytes <= bufferBytes, prefix, "kBytes",
         "must be positive and not above bufferBytes (bytes)");
-    require(dscpBand != null, prefix + "dscpBand", "is required");
+    require(dscpBand != null, prefix, "dscpBand", "is required");
     dscpBand.forEach((dscp, band) -> {
-      require(dscp >= 0 && dscp <= 63, prefix + "dscpBand", "DSCP " + dscp + " not in 0-63");
-      require(band >= 0 && band < BANDS, prefix + "dscpBand",
+      require(dscp >= 0 && dscp <= 63, prefix, "dscpBand", "DSCP " + dscp + " not in 0-63");
+      require(band >= 0 && band < BANDS, prefix, "dscpBand",
           "band " + band + " not in 0-" + (BANDS - 1));
     });
   }

@@ -192,10 +192,15 @@ class RestApiTest {
   @Test
   void prometheusMetricsAndTheDashboardAreServedWithoutAToken() throws Exception {
     server.service().lookup("m1", "job_unknown", 0, 1000);
+    assertThat(get("/api/v1/jobs").statusCode()).isEqualTo(200);
     HttpResponse<String> metrics = get("/metrics");
     assertThat(metrics.statusCode()).isEqualTo(200);
     assertThat(metrics.body()).contains("datcp_policy_lookup_seconds_count 1",
         "datcp_jobs_running");
+    // per-route request metrics: count, sum and max, no per-request quantile histograms
+    assertThat(metrics.body()).contains("datcp_http_request_duration_seconds_count");
+    assertThat(metrics.body().lines().filter(l -> l.startsWith("datcp_http_")))
+        .noneMatch(l -> l.contains("quantile="));
     HttpResponse<String> page = get("/");
     assertThat(page.statusCode()).isEqualTo(200);
     assertThat(page.body()).contains("<table id=\"jobs\"");

@@ -6,7 +6,10 @@ import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
-/** The resync gate: no live update reaches a stream before its snapshot has ended. */
+/**
+ * The resync gate: no live update reaches a stream before its snapshot has ended; interest is
+ * found by job and reduce.
+ */
 class PolicyUpdateHubTest {
   private static PolicyUpdate update(long time, boolean snapshotEnd) {
     return new PolicyUpdate(time, null, false, snapshotEnd);
@@ -49,5 +52,30 @@ class PolicyUpdateHubTest {
     assertThat(got).extracting(PolicyUpdate::timeUnixNanos).containsExactly(1L);
     assertThat(hub.watcherCount()).isZero();
     assertThat(later.updates()).isEmpty();
+  }
+
+  @Test
+  void interestIsKeptPerReduceSoARePlanOfOneHostReadsOnlyItsFlows() {
+    PolicyUpdateHub hub = new PolicyUpdateHub();
+    PolicyUpdateHub.FlowRef toReduce0 = new PolicyUpdateHub.FlowRef(0, null);
+    PolicyUpdateHub.FlowRef toReduce1 = new PolicyUpdateHub.FlowRef(1, null);
+    hub.interested("m1", "j", toReduce0, 10);
+    hub.interested("m2", "j", toReduce0, 20);
+    hub.interested("m1", "j", toReduce1, 30);
+
+    assertThat(hub.interestIn("j", 0)).containsOnlyKeys("m1", "m2");
+    assertThat(hub.interestIn("j", 1)).containsOnlyKeys("m1");
+    assertThat(hub.interestIn("m1", "j", toReduce1)).isEqualTo(30L);
+
+    hub.notInterested("m1", "j", 0, f -> true);
+    assertThat(hub.interestIn("j", 0)).containsOnlyKeys("m2");
+    assertThat(hub.interestIn("m1", "j", toReduce1)).isEqualTo(30L);
+    assertThat(hub.interestOf("m1")).containsExactly(new PolicyUpdateHub.Interest("j", toReduce1,
+        30));
+
+    hub.notInterested("m2", "j", 0, f -> true);
+    hub.notInterested("m1", "j", 1, f -> true);
+    assertThat(hub.interestIn("j", 0)).isEmpty();
+    assertThat(hub.interestOf("m1")).isEmpty();
   }
 }

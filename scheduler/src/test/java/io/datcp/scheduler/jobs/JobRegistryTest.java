@@ -4,9 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 
-/** The per-host index of shuffling jobs (issue 9 item 7). */
+/** The per-host index of shuffling jobs (issue 9 item 7) and which hosts events re-plan. */
 class JobRegistryTest {
   private static final long T = 1_700_000_000_000_000_000L;
   private static final JobConf CONF = new JobConf("q", "u", "n", JobPriority.NORMAL);
@@ -43,5 +44,41 @@ class JobRegistryTest {
         new HashSet<>(), T);
 
     assertThat(job.remainingBytes(job.reduce(1))).isEqualTo(9L);
+  }
+
+  @Test
+  void onlyTheFirstReportOfAMapReplansEveryHostOfTheJob() {
+    JobRegistry r = new JobRegistry(10, true);
+    for (int reduce = 0; reduce < 3; reduce++) {
+      r.apply(new JobEvent.ReduceStarted(T, "j", reduce, "node" + reduce, 2, 3, CONF, 0),
+          new HashSet<>(), T);
+    }
+    Set<String> first = new HashSet<>();
+    r.apply(new JobEvent.MapCompleted(T, "j", 0, 0, "m0", 5, 100, 1), first, T);
+    assertThat(first).containsExactlyInAnyOrder("node0", "node1", "node2");
+
+    // Every reduce reports every map; the later reports change only their own reduce's bytes
+    // (issue 9 item 10: re-planning all hosts on each made a map cost O(reduces^2)).
+    Set<String> later = new HashSet<>();
+    r.apply(new JobEvent.MapCompleted(T, "j", 1, 0, "m0", 5, 100, 1), later, T);
+    assertThat(later).containsExactly("node1");
+
+    // A new running map count moves every host's estimate of the last map's end.
+    Set<String> running = new HashSet<>();
+    r.apply(new JobEvent.MapCompleted(T, "j", 2, 0, "m0", 5, 100, 0), running, T);
+    assertThat(running).containsExactlyInAnyOrder("node0", "node1", "node2");
+  }
+
+  @Test
+  void jobsDroppedFromTheHistoryAreDrainedOnce() {
+    JobRegistry r = new JobRegistry(1, true);
+    for (String job : List.of("j1", "j2", "j3")) {
+      r.apply(new JobEvent.ReduceStarted(T, job, 0, "node1", 1, 1, CONF, 0), new HashSet<>(), T);
+      r.apply(new JobEvent.JobFinished(T + 1, job, true), new HashSet<>(), T + 1);
+    }
+
+    assertThat(r.drainEvicted()).containsExactly("j1", "j2");
+    assertThat(r.drainEvicted()).isEmpty();
+    assertThat(r.finishedJobs()).extracting(Job::id).containsExactly("j3");
   }
 }

@@ -1,0 +1,134 @@
+package io.datcp.scheduler.jobs;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The job model keeps remaining bytes and the median map length as events arrive (issue 9 item
+ * 10: recounting every map on each report made a report cost O(maps)); they must equal a count
+ * from scratch after any sequence of events.
+ */
+class JobTest {
+  private static final long T = 1_700_000_000_000_000_000L;
+  private static final JobConf CONF = new JobConf("q", "u", "n", JobPriority.NORMAL);
+
+  /** What a job was told, and the remaining bytes and median counted from it from scratch. */
+  private static final class Recount {
+    final Map<Integer, Long> runTimes = new HashMap<>();
+    final Map<Integer, long[]> partitions = new HashMap<>();
+    final Map<Integer, Map<Integer, Long>> reported = new HashMap<>();
+    final Map<Integer, Set<Integer>> fetched = new HashMap<>();
+    final Set<Integer> reduces = new HashSet<>();
+    long knownBytes;
+    int known;
+
+    long remaining(int reduce) {
+      long estimate = known > 0 ? knownBytes / known : 0;
+      Set<Integer> done = new HashSet<>(runTimes.keySet());
+      done.addAll(partitions.keySet());
+      long left = 0;
+      for (int m : done) {
+        if (fetched.getOrDefault(reduce, Set.of()).contains(m)) {
+          continue;
+        }
+        long[] parts = partitions.get(m);
+        left += parts != null && reduce < parts.length ? parts[reduce]
+            : reported.getOrDefault(reduce, Map.of()).getOrDefault(m, estimate);
+      }
+      return left;
+    }
+
+    long median() {
+      List<Long> times = new ArrayList<>(runTimes.values());
+      if (times.isEmpty()) {
+        return -1;
+      }
+      times.sort(null);
+      int n = times.size();
+      return n % 2 == 1 ? times.get(n / 2) : (times.get(n / 2 - 1) + times.get(n / 2)) / 2;
+    }
+  }
+
+  @Test
+  void remainingBytesAndTheMedianMapLengthEqualACountFromScratchAfterEveryEvent() {
+    Random rnd = new Random(42);
+    for (int round = 0; round < 50; round++) {
+      int totalMaps = 1 + rnd.nextInt(30);
+      int totalReduces = 1 + rnd.nextInt(6);
+      Job job = new Job("j", CONF, true, totalMaps, totalReduces, T);
+      Recount r = new Recount();
+      for (int step = 0; step < 300; step++) {
+        int map = rnd.nextInt(totalMaps);
+        int reduce = rnd.nextInt(totalReduces);
+        switch (rnd.nextInt(5)) {
+          case 0 -> {
+            job.reduceStarted(reduce, "node" + reduce % 3, T);
+            r.reduces.add(reduce);
+          }
+          case 1 -> {
+            long runTime = 1 + rnd.nextInt(1000);
+            long bytes = rnd.nextInt(4) == 0 ? -1 : rnd.nextInt(1_000_000);
+            job.mapCompleted(reduce, map, "m", runTime, bytes, rnd.nextInt(5) - 1, T + step);
+            r.runTimes.putIfAbsent(map, runTime);
+            if (r.reduces.contains(reduce) && bytes >= 0
+                && r.reported.computeIfAbsent(reduce, x -> new HashMap<>()).put(map, bytes)
+                == null) {
+              r.knownBytes += bytes;
+              r.known++;
+            }
+          }
+          case 2 -> {
+            // sometimes fewer partitions than reduces: the rest fall back to reports
+            long[] parts = new long[rnd.nextInt(totalReduces + 1)];
+            for (int i = 0; i < parts.length; i++) {
+              parts[i] = rnd.nextInt(1_000_000);
+            }
+            job.mapOutputIndexed(map, parts);
+            if (r.partitions.putIfAbsent(map, parts) == null) {
+              for (long b : parts) {
+                r.knownBytes += b;
+              }
+              r.known += parts.length;
+            }
+          }
+          default -> {
+            List<Integer> maps = List.of(map, rnd.nextInt(totalMaps));
+            job.fetchFinished(reduce, maps, 1);
+            if (r.reduces.contains(reduce)) {
+              r.fetched.computeIfAbsent(reduce, x -> new HashSet<>()).addAll(maps);
+            }
+          }
+        }
+        for (int id : r.reduces) {
+          assertThat(job.remainingBytes(job.reduce(id))).as("round %d step %d reduce %d",
+              round, step, id).isEqualTo(r.remaining(id));
+        }
+        Set<Integer> done = new HashSet<>(r.runTimes.keySet());
+        done.addAll(r.partitions.keySet());
+        assertThat(job.mapsDone()).isEqualTo(done.size());
+        assertThat(job.medianMapRunTimeNanos()).isEqualTo(r.median());
+      }
+    }
+  }
+
+  @Test
+  void reducesAreFoundByHost() {
+    Job job = new Job("j", CONF, true, 4, 3, T);
+    job.reduceStarted(0, "node1", T);
+    job.reduceStarted(1, "node2", T);
+    job.reduceStarted(2, "node1", T);
+    job.shuffleFinished(0, T + 1);
+
+    assertThat(job.shufflingOn("node1")).extracting(Job.Reduce::id).containsExactly(2);
+    assertThat(job.hasReduceOn("node1")).isTrue();
+    assertThat(job.hasReduceOn("node3")).isFalse();
+  }
+}
