@@ -268,17 +268,67 @@ public final class RegistrationBench implements Runnable {
     return lat;
   }
 
+  /**
+   * The answers of one streamed run: latency per sequence number, the last flow id per
+   * connection, a window of registrations in flight, refusals counted and the first one shown.
+   */
+  private final class Answers {
+    final long[] lat;
+    final long[] starts;
+    final AtomicLongArray ids = new AtomicLongArray(connections);
+    final Semaphore slots;
+    final CountDownLatch done;
+    final AtomicInteger failures = new AtomicInteger();
+    final CountDownLatch closed = new CountDownLatch(1);
+
+    Answers(int n, int window) {
+      lat = new long[n + 1];
+      starts = new long[n];
+      slots = new Semaphore(window);
+      done = new CountDownLatch(n);
+    }
+
+    void answer(FlowRegistrationAnswer a, long now) {
+      int idx = (int) a.getSequence();
+      lat[idx] = now - starts[idx];
+      if (a.hasRegistered()) {
+        ids.set(idx % connections, a.getRegistered().getFlowId());
+      } else if (failures.getAndIncrement() == 0) {
+        System.err.println("registration refused: " + a.getError());
+      }
+      slots.release();
+      done.countDown();
+    }
+
+    void failed(Throwable t) {
+      System.err.println("registration stream failed: " + t);
+      for (long i = done.getCount(); i > 0; i--) {
+        done.countDown();
+      }
+      closed.countDown();
+    }
+
+    /** Waits for every answer; total time in lat[n], last ids into lastId. */
+    long[] finish(long t0, Runnable complete, long[] lastId) throws InterruptedException {
+      done.await();
+      lat[starts.length] = System.nanoTime() - t0;
+      complete.run();
+      closed.await(10, java.util.concurrent.TimeUnit.SECONDS);
+      for (int c = 0; c < connections; c++) {
+        lastId[c] = ids.get(c);
+      }
+      if (failures.get() > 0) {
+        System.err.printf("%d of %d registrations refused%n", failures.get(), starts.length);
+      }
+      return lat;
+    }
+  }
+
   /** As runUnary, over one RegisterFlows stream: item i carries sequence i. */
   private long[] runStream(LocalAgentServiceGrpc.LocalAgentServiceStub stub,
       FlowRegistration[] regs, int n, int window, Pace pace, long[] lastId)
       throws InterruptedException {
-    long[] lat = new long[n + 1];
-    long[] starts = new long[n];
-    AtomicLongArray ids = new AtomicLongArray(connections);
-    Semaphore slots = new Semaphore(window);
-    CountDownLatch done = new CountDownLatch(n);
-    AtomicInteger failures = new AtomicInteger();
-    CountDownLatch closed = new CountDownLatch(1);
+    Answers answers = new Answers(n, window);
     ClientCallStreamObserver<FlowRegistrationItem>[] call = new ClientCallStreamObserver[1];
     stub.withExecutor(MoreExecutors.directExecutor()).registerFlows(
         new ClientResponseObserver<FlowRegistrationItem, FlowRegistrationAnswer>() {
@@ -289,49 +339,27 @@ public final class RegistrationBench implements Runnable {
 
           @Override
           public void onNext(FlowRegistrationAnswer a) {
-            int idx = (int) a.getSequence();
-            lat[idx] = System.nanoTime() - starts[idx];
-            if (a.hasRegistered()) {
-              ids.set(idx % connections, a.getRegistered().getFlowId());
-            } else if (failures.getAndIncrement() == 0) {
-              System.err.println("registration refused: " + a.getError());
-            }
-            slots.release();
-            done.countDown();
+            answers.answer(a, System.nanoTime());
           }
 
           @Override
           public void onError(Throwable t) {
-            System.err.println("registration stream failed: " + t);
-            for (long i = done.getCount(); i > 0; i--) {
-              done.countDown();
-            }
-            closed.countDown();
+            answers.failed(t);
           }
 
           @Override
           public void onCompleted() {
-            closed.countDown();
+            answers.closed.countDown();
           }
         });
     FlowRegistrationItem.Builder item = FlowRegistrationItem.newBuilder();
     long t0 = pace.begin();
     for (int i = 0; i < n; i++) {
-      slots.acquire();
-      starts[i] = pace.start(i);
+      answers.slots.acquire();
+      answers.starts[i] = pace.start(i);
       call[0].onNext(item.setSequence(i).setRegistration(regs[i % connections]).build());
     }
-    done.await();
-    lat[n] = System.nanoTime() - t0;
-    call[0].onCompleted();
-    closed.await(10, java.util.concurrent.TimeUnit.SECONDS);
-    for (int c = 0; c < connections; c++) {
-      lastId[c] = ids.get(c);
-    }
-    if (failures.get() > 0) {
-      System.err.printf("%d of %d registrations refused%n", failures.get(), n);
-    }
-    return lat;
+    return answers.finish(t0, () -> call[0].onCompleted(), lastId);
   }
 
   /**
@@ -341,14 +369,8 @@ public final class RegistrationBench implements Runnable {
    */
   private long[] runBatch(AgentClient client, FlowRegistration[] regs, int n, int window,
       Pace pace, long[] lastId) throws InterruptedException {
-    long[] lat = new long[n + 1];
-    long[] starts = new long[n];
-    AtomicLongArray ids = new AtomicLongArray(connections);
-    Semaphore slots = new Semaphore(window);
-    CountDownLatch done = new CountDownLatch(n);
-    AtomicInteger failures = new AtomicInteger();
+    Answers answers = new Answers(n, window);
     AtomicInteger messages = new AtomicInteger();
-    CountDownLatch closed = new CountDownLatch(1);
     List<FlowRegistrationItem> queued = new ArrayList<>();
     boolean[] scheduled = new boolean[1];
     ClientCallStreamObserver<FlowRegistrationBatch>[] call = new ClientCallStreamObserver[1];
@@ -363,30 +385,18 @@ public final class RegistrationBench implements Runnable {
           public void onNext(FlowRegistrationAnswers all) {
             long now = System.nanoTime();
             for (FlowRegistrationAnswer a : all.getAnswersList()) {
-              int idx = (int) a.getSequence();
-              lat[idx] = now - starts[idx];
-              if (a.hasRegistered()) {
-                ids.set(idx % connections, a.getRegistered().getFlowId());
-              } else if (failures.getAndIncrement() == 0) {
-                System.err.println("registration refused: " + a.getError());
-              }
-              slots.release();
-              done.countDown();
+              answers.answer(a, now);
             }
           }
 
           @Override
           public void onError(Throwable t) {
-            System.err.println("registration stream failed: " + t);
-            for (long i = done.getCount(); i > 0; i--) {
-              done.countDown();
-            }
-            closed.countDown();
+            answers.failed(t);
           }
 
           @Override
           public void onCompleted() {
-            closed.countDown();
+            answers.closed.countDown();
           }
         });
     Runnable flush = () -> {
@@ -403,8 +413,8 @@ public final class RegistrationBench implements Runnable {
     FlowRegistrationItem.Builder item = FlowRegistrationItem.newBuilder();
     long t0 = pace.begin();
     for (int i = 0; i < n; i++) {
-      slots.acquire();
-      starts[i] = pace.start(i);
+      answers.slots.acquire();
+      answers.starts[i] = pace.start(i);
       synchronized (queued) {
         queued.add(item.setSequence(i).setRegistration(regs[i % connections]).build());
         if (!scheduled[0]) {
@@ -413,16 +423,7 @@ public final class RegistrationBench implements Runnable {
         }
       }
     }
-    done.await();
-    lat[n] = System.nanoTime() - t0;
-    call[0].onCompleted();
-    closed.await(10, java.util.concurrent.TimeUnit.SECONDS);
-    for (int c = 0; c < connections; c++) {
-      lastId[c] = ids.get(c);
-    }
-    if (failures.get() > 0) {
-      System.err.printf("%d of %d registrations refused%n", failures.get(), n);
-    }
+    long[] lat = answers.finish(t0, () -> call[0].onCompleted(), lastId);
     itemsPerMessage = (double) n / messages.get();
     return lat;
   }
