@@ -87,45 +87,25 @@ class RegistrationStreamTest {
     TestAgents.deleteTestEntries(-1);
   }
 
-  /** A RegisterFlows call whose answers land in a queue. */
-  private final class Stream implements
-      ClientResponseObserver<FlowRegistrationItem, FlowRegistrationAnswer> {
-    final BlockingQueue<FlowRegistrationAnswer> answers = new LinkedBlockingQueue<>();
+  /** A streaming call whose answer messages land in a queue and whose end is kept. */
+  private abstract static class Call<Q, A> implements ClientResponseObserver<Q, A> {
+    final BlockingQueue<A> answers = new LinkedBlockingQueue<>();
     final CompletableFuture<Status> end = new CompletableFuture<>();
-    ClientCallStreamObserver<FlowRegistrationItem> requests;
-    private final boolean reading;
-
-    Stream() {
-      this(true);
-    }
-
-    /** reading = false: the caller never takes an answer. */
-    Stream(boolean reading) {
-      this.reading = reading;
-      client.async().registerFlows(this);
-    }
+    ClientCallStreamObserver<Q> requests;
 
     @Override
-    public void beforeStart(ClientCallStreamObserver<FlowRegistrationItem> r) {
+    public void beforeStart(ClientCallStreamObserver<Q> r) {
       requests = r;
-      if (!reading) {
-        r.disableAutoRequestWithInitial(0);
-      }
     }
 
-    void send(long sequence, FlowRegistration r) {
-      requests.onNext(FlowRegistrationItem.newBuilder().setSequence(sequence)
-          .setRegistration(r).build());
-    }
-
-    FlowRegistrationAnswer next() throws InterruptedException {
-      FlowRegistrationAnswer a = answers.poll(10, TimeUnit.SECONDS);
+    A next() throws InterruptedException {
+      A a = answers.poll(10, TimeUnit.SECONDS);
       assertThat(a).as("an answer within 10 s").isNotNull();
       return a;
     }
 
     @Override
-    public void onNext(FlowRegistrationAnswer a) {
+    public void onNext(A a) {
       answers.add(a);
     }
 
@@ -140,20 +120,38 @@ class RegistrationStreamTest {
     }
   }
 
-  /** A RegisterFlowBatches call whose answer messages land in a queue. */
-  private final class Batches implements
-      ClientResponseObserver<FlowRegistrationBatch, FlowRegistrationAnswers> {
-    final BlockingQueue<FlowRegistrationAnswers> answers = new LinkedBlockingQueue<>();
-    final CompletableFuture<Status> end = new CompletableFuture<>();
-    ClientCallStreamObserver<FlowRegistrationBatch> requests;
+  /** A RegisterFlows call whose answers land in a queue. */
+  private final class Stream extends Call<FlowRegistrationItem, FlowRegistrationAnswer> {
+    private final boolean reading;
 
-    Batches() {
-      client.async().registerFlowBatches(this);
+    Stream() {
+      this(true);
+    }
+
+    /** reading = false: the caller never takes an answer. */
+    Stream(boolean reading) {
+      this.reading = reading;
+      client.async().registerFlows(this);
     }
 
     @Override
-    public void beforeStart(ClientCallStreamObserver<FlowRegistrationBatch> r) {
-      requests = r;
+    public void beforeStart(ClientCallStreamObserver<FlowRegistrationItem> r) {
+      super.beforeStart(r);
+      if (!reading) {
+        r.disableAutoRequestWithInitial(0);
+      }
+    }
+
+    void send(long sequence, FlowRegistration r) {
+      requests.onNext(FlowRegistrationItem.newBuilder().setSequence(sequence)
+          .setRegistration(r).build());
+    }
+  }
+
+  /** A RegisterFlowBatches call whose answer messages land in a queue. */
+  private final class Batches extends Call<FlowRegistrationBatch, FlowRegistrationAnswers> {
+    Batches() {
+      client.async().registerFlowBatches(this);
     }
 
     /** Sends one batch, item i with sequence first + i, and returns its answers. */
@@ -167,24 +165,7 @@ class RegistrationStreamTest {
         }
       }
       requests.onNext(b.build());
-      FlowRegistrationAnswers a = answers.poll(10, TimeUnit.SECONDS);
-      assertThat(a).as("an answer within 10 s").isNotNull();
-      return a.getAnswersList();
-    }
-
-    @Override
-    public void onNext(FlowRegistrationAnswers a) {
-      answers.add(a);
-    }
-
-    @Override
-    public void onError(Throwable t) {
-      end.complete(Status.fromThrowable(t));
-    }
-
-    @Override
-    public void onCompleted() {
-      end.complete(Status.OK);
+      return next().getAnswersList();
     }
   }
 
