@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.linecorp.armeria.common.HttpMethod;
 import com.linecorp.armeria.common.HttpResponse;
 import com.linecorp.armeria.common.MediaType;
+import com.linecorp.armeria.common.util.EventLoopGroups;
 import com.linecorp.armeria.common.metric.MeterIdPrefixFunction;
 import com.linecorp.armeria.common.metric.MoreMeters;
 import com.linecorp.armeria.server.Server;
@@ -36,12 +37,16 @@ import io.grpc.protobuf.services.ProtoReflectionService;
 import io.micrometer.core.instrument.distribution.DistributionStatisticConfig;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.netty.channel.EventLoopGroup;
+import io.netty.util.concurrent.EventExecutor;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.HashSet;
 import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -83,6 +88,7 @@ public final class SchedulerServer implements AutoCloseable {
   private final WriteToken token;
   private final NodeCredentials nodes;
   private final ScheduledExecutorService sweeper;
+  private final EventLoopGroup eventLoops;
   private final Server grpc;
   private final Server http;
 
@@ -142,9 +148,13 @@ public final class SchedulerServer implements AutoCloseable {
       }, pollMillis, pollMillis, TimeUnit.MILLISECONDS);
     }
     int maxMessage = conf.get(SchedulerConf.REPORT_MAX_MESSAGE_BYTES);
+    int loops = conf.get(SchedulerConf.SERVER_EVENT_LOOPS);
+    eventLoops = EventLoopGroups.newEventLoopGroup(
+        loops > 0 ? loops : Runtime.getRuntime().availableProcessors());
 
     ServerBuilder gb = Server.builder()
         .http(b.grpcPort)
+        .workerGroup(eventLoops, false)
         .gracefulShutdownTimeout(Duration.ZERO, SHUTDOWN_GRACE)
         .meterRegistry(meters)
         // The gRPC message limit below judges oversized reports (RESOURCE_EXHAUSTED, read from the
@@ -173,6 +183,7 @@ public final class SchedulerServer implements AutoCloseable {
 
     ServerBuilder hb = Server.builder()
         .http(b.httpPort)
+        .workerGroup(eventLoops, false)
         .gracefulShutdownTimeout(Duration.ZERO, SHUTDOWN_GRACE)
         .meterRegistry(meters)
         .maxRequestLength(maxMessage)
@@ -261,6 +272,14 @@ public final class SchedulerServer implements AutoCloseable {
     return service;
   }
 
+  /** Event-loop threads the two servers run their calls on, counted once (server.eventLoops). */
+  public int eventLoopThreads() {
+    Set<EventExecutor> loops = new HashSet<>();
+    grpc.config().workerGroup().forEach(loops::add);
+    http.config().workerGroup().forEach(loops::add);
+    return loops.size();
+  }
+
   /** Node credentials of reporters and agents. */
   public NodeCredentials nodes() {
     return nodes;
@@ -270,6 +289,7 @@ public final class SchedulerServer implements AutoCloseable {
   public void close() {
     sweeper.shutdownNow();
     CompletableFuture.allOf(http.stop(), grpc.stop()).join();
+    eventLoops.shutdownGracefully(0, 0, TimeUnit.SECONDS);
     store.close();
   }
 

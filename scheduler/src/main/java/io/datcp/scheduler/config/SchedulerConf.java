@@ -193,6 +193,13 @@ public final class SchedulerConf {
       "Policy updates queued for one slow update stream; beyond it the stream is closed"
           + " (RESOURCE_EXHAUSTED) and the agent reconnects with resync."));
 
+  public static final Key<Integer> SERVER_EVENT_LOOPS = register(new Key<>(
+      "server.eventLoops", 0, Integer::parseInt, v -> v >= 0 && v <= 256,
+      "an integer in [0, 256] (threads; 0 = one per CPU)",
+      "Event-loop threads the gRPC and HTTP servers share; every call runs on one. 0 is one per"
+          + " CPU: more loops than CPUs each wake for fewer requests and cost more CPU per call"
+          + " (Armeria's own default is two per CPU)."));
+
   private final Map<Key<?>, Object> values;
   private final SwitchSettings switches;
 

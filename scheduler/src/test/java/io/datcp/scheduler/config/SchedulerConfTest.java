@@ -64,6 +64,18 @@ class SchedulerConfTest {
   }
 
   @Test
+  void theServersEventLoopsAreOnePerCpuByDefaultAndABadCountIsNamed() {
+    assertThat(SchedulerConf.defaults().get(SchedulerConf.SERVER_EVENT_LOOPS)).isZero();
+    assertThat(SchedulerConf.fromMap(Map.of("server.eventLoops", "2"))
+        .get(SchedulerConf.SERVER_EVENT_LOOPS)).isEqualTo(2);
+    for (String bad : new String[] {"-1", "257", "two", ""}) {
+      assertThatThrownBy(() -> SchedulerConf.fromMap(Map.of("server.eventLoops", bad)))
+          .as(bad).isInstanceOf(ConfigException.class)
+          .hasMessageContaining("server.eventLoops").hasMessageContaining("[0, 256]");
+    }
+  }
+
+  @Test
   void theExampleFileListsEveryKeyWithItsDefault() throws Exception {
     Path example = Path.of("scheduler.properties.example");
     Properties props = new Properties();
