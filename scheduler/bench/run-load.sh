@@ -7,7 +7,7 @@
 # new numbers come from one run; it gets the same development config (OLD_DEV_CONFIG=0: no
 # config file, for jars older than those keys, 7577081 and before); NEW_FIRST=1 runs the new one
 # first (load on a shared machine drifts: alternate the order). SCHEDULER_JAVA_OPTS adds
-# JVM options to the scheduler(s), e.g. "-XX:+UseZGC".
+# JVM options to the scheduler(s), e.g. "-XX:+UseZGC"; BENCH_JAVA_OPTS to the benchmark client.
 # The simulated hosts send no node tokens, so the scheduler runs with auth.nodes.required=false
 # and jobs.attributesFrom=reports (development mode); with tokens each call costs one SHA-256
 # more.
@@ -49,7 +49,8 @@ run() {
     sleep 1
   done
   echo "== $label scheduler ($server_jar)"
-  java -Xmx1g -cp "$jar:$classes" io.datcp.scheduler.bench.LoadBenchmark \
+  # shellcheck disable=SC2086
+  java -Xmx1g ${BENCH_JAVA_OPTS:-} -cp "$jar:$classes" io.datcp.scheduler.bench.LoadBenchmark \
     --target "127.0.0.1:$grpc_port" --server-pid "$pid" "$@" | grep -v ' INFO ' \
     | tee "$results/$label"
   cleanup
