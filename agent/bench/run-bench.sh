@@ -42,14 +42,14 @@ cleanup() {
 }
 trap cleanup EXIT
 
-taskset -c 0 nice -n "${BENCH_NICE:-0}" java -Xmx1g -XX:+UseParallelGC -XX:ActiveProcessorCount=1 ${AGENT_JAVA_OPTS:-} -jar "$jar" \
+taskset -c 0 nice -n "${BENCH_NICE:-0}" java -Xmx1g ${AGENT_GC:--XX:+UseParallelGC} -XX:ActiveProcessorCount=1 ${AGENT_JAVA_OPTS:-} -jar "$jar" \
 	--config "$work/agent.properties" > "$work/agent.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 100); do [[ -S "$work/agent.sock" ]] && break; sleep 0.1; done
 [[ -S "$work/agent.sock" ]] || { cat "$work/agent.log"; exit 1; }
 echo "$(date -u '+%Y-%m-%d %H:%M UTC'); agent (pid $pid) pinned to CPU 0, client to CPU 1;" \
 	"$(nproc) CPUs, $(uname -r); nice ${BENCH_NICE:-0}; load average $(cut -d' ' -f1-3 /proc/loadavg)"
-taskset -c 1 nice -n "${BENCH_NICE:-0}" java -Xmx1g -cp "$jar:$classes" io.datcp.agent.bench.RegistrationBench \
+taskset -c 1 nice -n "${BENCH_NICE:-0}" java -Xmx1g ${BENCH_JAVA_OPTS:-} -cp "$jar:$classes" io.datcp.agent.bench.RegistrationBench \
 	--socket "$work/agent.sock" --agent-pid "$pid" "$@"
 kill "$pid"; wait "$pid" 2>/dev/null || true
 pid=
