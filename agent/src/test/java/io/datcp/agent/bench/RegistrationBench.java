@@ -87,6 +87,8 @@ public final class RegistrationBench implements Runnable {
 
   /** Registrations per request message in the last run (1 but for batch). */
   private double itemsPerMessage;
+  /** The last run's pacing: how late its sender issued each registration. */
+  private Pace lastPace;
 
   public static void main(String[] args) {
     System.exit(new CommandLine(new RegistrationBench()).execute(args));
@@ -107,9 +109,9 @@ public final class RegistrationBench implements Runnable {
       for (String mode : modes) {
         runOnce(client, mode, warmup, 64, 0, lastId);
       }
-      System.out.printf("%-7s %-10s %9s %10s %9s %9s %10s %13s %9s %8s %6s%n", "mode",
+      System.out.printf("%-7s %-10s %9s %10s %9s %9s %10s %13s %9s %8s %6s %14s %14s%n", "mode",
           "in-flight", "flows", "flows/s", "p50 us", "p99 us", "max us", "agent cpu us",
-          "of it sys", "per msg", "load1");
+          "of it sys", "per msg", "load1", "send late p99", "p99 from send");
       Map<String, Row> rows = new LinkedHashMap<>();
       List<String> loads = new ArrayList<>();
       for (int k : inFlight) {
@@ -136,8 +138,10 @@ public final class RegistrationBench implements Runnable {
               agentPid == 0 ? Double.NaN : (double) cpu / flows,
               agentPid == 0 ? Double.NaN : (double) sys / flows, itemsPerMessage);
           rows.put(mode + "/" + load, r);
-          System.out.printf("%-7s %-10s %9d %10.0f %9.1f %9.1f %10.1f %13.1f %9.1f %8.1f %6s%n",
-              mode, load, flows, r.rate, r.p50, r.p99, r.max, r.cpu, r.sys, r.perMessage, load1());
+          System.out.printf(
+              "%-7s %-10s %9d %10.0f %9.1f %9.1f %10.1f %13.1f %9.1f %8.1f %6s %14.1f %14.1f%n",
+              mode, load, flows, r.rate, r.p50, r.p99, r.max, r.cpu, r.sys, r.perMessage, load1(),
+              lastPace.p99LateMicros(), lastPace.p99FromSendMicros(lat));
         }
       }
       if (Arrays.asList(modes).contains("unary") && modes.length > 1) {
@@ -197,16 +201,18 @@ public final class RegistrationBench implements Runnable {
     FlowRegistration[] regs = registrations();
     long[] lat;
     itemsPerMessage = 1;
+    Pace pace = new Pace(rate, n);
     if (mode.equals("stream")) {
-      lat = runStream(client.async(), regs, n, window, new Pace(rate), lastId);
+      lat = runStream(client.async(), regs, n, window, pace, lastId);
     } else if (mode.equals("batch")) {
-      lat = runBatch(client, regs, n, window, new Pace(rate), lastId);
+      lat = runBatch(client, regs, n, window, pace, lastId);
     } else if (mode.equals("unary")) {
-      lat = runUnary(client.future(), regs, n, window, new Pace(rate), lastId);
+      lat = runUnary(client.future(), regs, n, window, pace, lastId);
     } else {
       throw new CommandLine.ParameterException(new CommandLine(this),
           "--modes: '" + mode + "' is not unary, stream or batch");
     }
+    lastPace = pace;
     return lat;
   }
 
@@ -445,10 +451,32 @@ public final class RegistrationBench implements Runnable {
 
     private static final int PR_SET_TIMERSLACK = 29;
     private final double periodNanos;
+    /** How late each registration left after its planned start (open loop; 0 closed). */
+    private final long[] late;
     private long origin;
 
-    Pace(int rate) {
+    Pace(int rate, int n) {
       periodNanos = rate == 0 ? 0 : 1e9 / rate;
+      late = new long[n];
+    }
+
+    /** p99 of the sender's lateness, µs: the client falling behind its own plan. */
+    double p99LateMicros() {
+      return p99Micros(late.clone());
+    }
+
+    /** p99 of the latencies counted from when each registration actually left, µs. */
+    double p99FromSendMicros(long[] lat) {
+      long[] fromSend = new long[late.length];
+      for (int i = 0; i < late.length; i++) {
+        fromSend[i] = lat[i] - late[i];
+      }
+      return p99Micros(fromSend);
+    }
+
+    private static double p99Micros(long[] nanos) {
+      Arrays.sort(nanos);
+      return nanos[(int) (nanos.length * 0.99)] / 1e3;
     }
 
     long begin() {
@@ -464,10 +492,11 @@ public final class RegistrationBench implements Runnable {
         return System.nanoTime();
       }
       long planned = origin + (long) (i * periodNanos);
-      for (long early = planned - System.nanoTime(); early > 0;
-          early = planned - System.nanoTime()) {
+      long early = planned - System.nanoTime();
+      for (; early > 0; early = planned - System.nanoTime()) {
         LockSupport.parkNanos(early);
       }
+      late[i] = -early;
       return planned;
     }
   }
