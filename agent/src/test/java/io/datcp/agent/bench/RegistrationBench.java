@@ -26,6 +26,7 @@ import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.locks.LockSupport;
@@ -332,42 +333,54 @@ public final class RegistrationBench implements Runnable {
     }
   }
 
+  /** One registration stream: its request side, and what comes back tallied in answers. */
+  private static final class StreamCall<Q, R> implements ClientResponseObserver<Q, R> {
+    private final Answers answers;
+    private final Consumer<R> onAnswer;
+    private ClientCallStreamObserver<Q> requests;
+
+    StreamCall(Answers answers, Consumer<R> onAnswer) {
+      this.answers = answers;
+      this.onAnswer = onAnswer;
+    }
+
+    @Override
+    public void beforeStart(ClientCallStreamObserver<Q> r) {
+      requests = r;
+    }
+
+    @Override
+    public void onNext(R r) {
+      onAnswer.accept(r);
+    }
+
+    @Override
+    public void onError(Throwable t) {
+      answers.failed(t);
+    }
+
+    @Override
+    public void onCompleted() {
+      answers.closed.countDown();
+    }
+  }
+
   /** As runUnary, over one RegisterFlows stream: item i carries sequence i. */
   private long[] runStream(LocalAgentServiceGrpc.LocalAgentServiceStub stub,
       FlowRegistration[] regs, int n, int window, Pace pace, long[] lastId)
       throws InterruptedException {
     Answers answers = new Answers(n, window);
-    ClientCallStreamObserver<FlowRegistrationItem>[] call = new ClientCallStreamObserver[1];
-    stub.withExecutor(MoreExecutors.directExecutor()).registerFlows(
-        new ClientResponseObserver<FlowRegistrationItem, FlowRegistrationAnswer>() {
-          @Override
-          public void beforeStart(ClientCallStreamObserver<FlowRegistrationItem> r) {
-            call[0] = r;
-          }
-
-          @Override
-          public void onNext(FlowRegistrationAnswer a) {
-            answers.answer(a, System.nanoTime());
-          }
-
-          @Override
-          public void onError(Throwable t) {
-            answers.failed(t);
-          }
-
-          @Override
-          public void onCompleted() {
-            answers.closed.countDown();
-          }
-        });
+    StreamCall<FlowRegistrationItem, FlowRegistrationAnswer> call =
+        new StreamCall<>(answers, a -> answers.answer(a, System.nanoTime()));
+    stub.withExecutor(MoreExecutors.directExecutor()).registerFlows(call);
     FlowRegistrationItem.Builder item = FlowRegistrationItem.newBuilder();
     long t0 = pace.begin();
     for (int i = 0; i < n; i++) {
       answers.slots.acquire();
       answers.starts[i] = pace.start(i);
-      call[0].onNext(item.setSequence(i).setRegistration(regs[i % connections]).build());
+      call.requests.onNext(item.setSequence(i).setRegistration(regs[i % connections]).build());
     }
-    return answers.finish(t0, () -> call[0].onCompleted(), lastId);
+    return answers.finish(t0, call.requests::onCompleted, lastId);
   }
 
   /**
@@ -381,37 +394,19 @@ public final class RegistrationBench implements Runnable {
     AtomicInteger messages = new AtomicInteger();
     List<FlowRegistrationItem> queued = new ArrayList<>();
     boolean[] scheduled = new boolean[1];
-    ClientCallStreamObserver<FlowRegistrationBatch>[] call = new ClientCallStreamObserver[1];
-    client.async().withExecutor(MoreExecutors.directExecutor()).registerFlowBatches(
-        new ClientResponseObserver<FlowRegistrationBatch, FlowRegistrationAnswers>() {
-          @Override
-          public void beforeStart(ClientCallStreamObserver<FlowRegistrationBatch> r) {
-            call[0] = r;
-          }
-
-          @Override
-          public void onNext(FlowRegistrationAnswers all) {
-            long now = System.nanoTime();
-            for (FlowRegistrationAnswer a : all.getAnswersList()) {
-              answers.answer(a, now);
-            }
-          }
-
-          @Override
-          public void onError(Throwable t) {
-            answers.failed(t);
-          }
-
-          @Override
-          public void onCompleted() {
-            answers.closed.countDown();
+    StreamCall<FlowRegistrationBatch, FlowRegistrationAnswers> call = new StreamCall<>(answers,
+        all -> {
+          long now = System.nanoTime();
+          for (FlowRegistrationAnswer a : all.getAnswersList()) {
+            answers.answer(a, now);
           }
         });
+    client.async().withExecutor(MoreExecutors.directExecutor()).registerFlowBatches(call);
     Runnable flush = () -> {
       synchronized (queued) {
         scheduled[0] = false;
         for (int from = 0; from < queued.size(); from += 256) {
-          call[0].onNext(FlowRegistrationBatch.newBuilder()
+          call.requests.onNext(FlowRegistrationBatch.newBuilder()
               .addAllItems(queued.subList(from, Math.min(queued.size(), from + 256))).build());
           messages.incrementAndGet();
         }
@@ -431,7 +426,7 @@ public final class RegistrationBench implements Runnable {
         }
       }
     }
-    long[] lat = answers.finish(t0, () -> call[0].onCompleted(), lastId);
+    long[] lat = answers.finish(t0, call.requests::onCompleted, lastId);
     itemsPerMessage = (double) n / messages.get();
     return lat;
   }
