@@ -263,8 +263,9 @@ public final class Job {
   }
 
   /**
-   * Median run time of completed maps, nanoseconds, or -1 before any completed. §2.2: maps of
-   * one job run the same function, so their lengths are similar and the median predicts the rest.
+   * Median run time of completed maps, nanoseconds, or -1 before any completed with a known run
+   * time (0 = unknown). §2.2: maps of one job run the same function, so their lengths are
+   * similar and the median predicts the rest.
    */
   public long medianMapRunTimeNanos() {
     if (lowerRunTimes.isEmpty()) {
@@ -397,7 +398,9 @@ public final class Job {
       reduces.values().forEach(r -> account(r, mapId, -1));
       maps.put(mapId, new CompletedMap(host, runTimeNanos, time));
       reduces.values().forEach(r -> account(r, mapId, 1));
-      addRunTime(runTimeNanos);
+      if (runTimeNanos > 0) {
+        addRunTime(runTimeNanos);
+      }
       lastMapCompletionUnixNanos = Math.max(lastMapCompletionUnixNanos, time);
       jobWide = true;
     }

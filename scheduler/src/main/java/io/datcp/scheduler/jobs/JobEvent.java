@@ -38,7 +38,8 @@ public sealed interface JobEvent {
     public void validate(String prefix) {
       common(prefix, timeUnixNanos, jobId, reduceId);
       require(mapId >= 0, prefix, "mapId", "must be >= 0");
-      require(runTimeNanos >= 0, prefix, "runTimeNanos", "must be >= 0 (nanoseconds)");
+      require(runTimeNanos >= 0, prefix, "runTimeNanos",
+          "must be >= 0 (nanoseconds; 0 = unknown)");
       require(outputBytes >= -1, prefix, "outputBytes", "must be >= 0 bytes, or -1 when unknown");
       require(mapsRunning >= -1, prefix, "mapsRunning", "must be >= 0, or -1 when unknown");
     }

@@ -120,6 +120,21 @@ class JobTest {
   }
 
   @Test
+  void aMapCompletionWithoutRunTimeLeavesTheMedianMapLengthUnknown() {
+    // YARN's map-completion events reach a reduce with run time 0 (TypeConverter.fromYarn drops
+    // it): counted as a length, it made every job's maps look instant ("median map 0.00 s")
+    Job job = new Job("j", CONF, true, 4, 1, T);
+    job.reduceStarted(0, "node1", T);
+    job.mapCompleted(0, 0, "m", 0, 10, -1, T);
+    job.mapCompleted(0, 1, "m", 0, 10, -1, T);
+    assertThat(job.mapsDone()).isEqualTo(2);
+    assertThat(job.medianMapRunTimeNanos()).isEqualTo(-1);
+
+    job.mapCompleted(0, 2, "m", 5_000_000_000L, 10, -1, T);
+    assertThat(job.medianMapRunTimeNanos()).isEqualTo(5_000_000_000L);
+  }
+
+  @Test
   void reducesAreFoundByHost() {
     Job job = new Job("j", CONF, true, 4, 3, T);
     job.reduceStarted(0, "node1", T);

@@ -45,6 +45,7 @@ final class CompletionEventsWatcher implements InvocationHandler {
               .setJobId(jobId).setReduceId(reduce)
               .setMapId(e.getTaskAttemptId().getTaskID().getId())
               .setHost(host(e.getTaskTrackerHttp()))
+              // 0 on YARN (the AM's events reach the reduce without it): "unknown"
               .setRunTimeNanos(TimeUnit.MILLISECONDS.toNanos(e.getTaskRunTime()))
               .setOutputBytes(-1).setMapsRunning(-1)).build());
         }
