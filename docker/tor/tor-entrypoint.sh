@@ -2,16 +2,20 @@
 # The top-of-rack switch: routes between the hosts' links (one Docker network per host) and
 # makes each egress port a DATCP switch port (DATCP Table 1): HTB at the link rate + a bfifo
 # buffer + kmod's AQM (RED on the instantaneous queue, marking ECN-capable packets and
-# dropping the others). On SIGTERM it clears its ports so nothing stays in the kernel.
+# dropping the others), with strict-priority bands by DSCP. On SIGTERM it clears its ports so
+# nothing stays in the kernel.
 # Env:
 #   TOR_SHAPER       datcp (kmod AQM via datcpctl, default) | agent (as datcp, then the agent in
 #                    switch role keeps the ports) | htb (HTB + bfifo tail drop, no BPF) | none
 #   TOR_PORTS        number of links to wait for (default: the ones present)
 #   TOR_RATE_MBIT (100) TOR_BUFFER_BYTES (200000) TOR_RED_MIN (80000) TOR_RED_MAX (120000)
 #   TOR_RED_MAXP (1)
+#   TOR_DSCP_MAP     DSCP=BAND pairs (default 34=0,0=1,8=2: kmod's precedence classes high AF41,
+#                    standard CS0, low CS1, as the scheduler's default dscpBands); empty: one band
 set -uo pipefail
 shaper=${TOR_SHAPER:-datcp}
 rate=${TOR_RATE_MBIT:-100} buffer=${TOR_BUFFER_BYTES:-200000}
+dscp_map=${TOR_DSCP_MAP-34=0,0=1,8=2}
 ctl=/opt/datcp/kmod/datcpctl
 case "$shaper" in datcp | agent | htb | none) ;; *)
 	echo "tor: TOR_SHAPER must be datcp, agent, htb or none, not '$shaper'" >&2
@@ -46,7 +50,7 @@ datcp | agent)
 	for p in $(ports); do
 		"$ctl" switch configure --dev "$p" --rate-mbit "$rate" --buffer-bytes "$buffer" --mark red \
 			--red-min "${TOR_RED_MIN:-80000}" --red-max "${TOR_RED_MAX:-120000}" \
-			--red-maxp "${TOR_RED_MAXP:-1}" || { cleanup; exit 1; }
+			--red-maxp "${TOR_RED_MAXP:-1}" ${dscp_map:+--dscp-map "$dscp_map"} || { cleanup; exit 1; }
 	done
 	;;
 htb)

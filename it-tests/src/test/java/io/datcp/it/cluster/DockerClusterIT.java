@@ -116,14 +116,12 @@ class DockerClusterIT {
       }
       assertThat(b.get("copyMillis").asLong()).isLessThanOrEqualTo(copyEnd - firstMapEnd);
     }
-    // and the reducer's port saw every shuffled byte and queued beyond RED's minimum
-    JsonNode port = torPort(c, DatcpCluster.REDUCER);
-    assertThat(port.toString()).contains("\"bytes\"");
-    long bytes = 0;
-    for (JsonNode band : port.get("bands")) {
-      bytes += band.get("bytes").asLong();
-    }
-    assertThat(bytes).isGreaterThanOrEqualTo(6 * MAP_OUTPUT_BYTES);
+    // and the reducer's port saw every shuffled byte, all in the standard band: with the system
+    // off no socket carries a precedence class, so the ToR's priority bands change nothing
+    long[] bands = bandBytes(torPort(c, DatcpCluster.REDUCER));
+    assertThat(bands[0] + bands[1] + bands[2]).isGreaterThanOrEqualTo(6 * MAP_OUTPUT_BYTES);
+    assertThat(bands[0]).as("bytes in the high band, system off").isZero();
+    assertThat(bands[2]).as("bytes in the low band, system off").isZero();
   }
 
   @Test
@@ -155,8 +153,16 @@ class DockerClusterIT {
   void abScenarioOnMeetsJobBsDeadlineWithoutDelayingJobA() throws Exception {
     requireDatcpImage();
     assumeTrue(abOff != null, "needs the off run");
+    long[] before = bandBytes(torPort(cluster(Mode.ON), DatcpCluster.REDUCER));
     JsonNode on = runAb(cluster(Mode.ON), "on", AB_ROUNDS);
     on.get("rounds").forEach(DockerClusterIT::assertCompleteShuffle);
+    // precedence reached the switch: the first job's flows (high class, AF41) crossed the
+    // reducer's port in band 0, most of job B's bytes; flows of a job waiting for maps (low
+    // class, CS1) in band 2
+    long[] after = bandBytes(torPort(cluster(Mode.ON), DatcpCluster.REDUCER));
+    assertThat(after[0] - before[0]).as("bytes in the high band")
+        .isGreaterThanOrEqualTo(AB_ROUNDS * MAP_OUTPUT_BYTES);
+    assertThat(after[2] - before[2]).as("bytes in the low band").isPositive();
     // DATCP Fig. 14's measure: the time job B's flows take, from its first fetch to its last byte
     long offB = abOff.get("median").get("jobB").get("copyMillis").asLong();
     long onB = on.get("median").get("jobB").get("copyMillis").asLong();
@@ -296,6 +302,16 @@ class DockerClusterIT {
   }
 
   /** The ToR's counters of the port that leads to {@code host}. */
+  /** Bytes a ToR port's counters show per priority band (0 first). */
+  private static long[] bandBytes(JsonNode port) {
+    assertThat(port.get("bands")).as("port counters " + port).hasSize(3);
+    long[] bytes = new long[3];
+    for (JsonNode band : port.get("bands")) {
+      bytes[band.get("band").asInt()] = band.get("bytes").asLong();
+    }
+    return bytes;
+  }
+
   private static JsonNode torPort(DatcpCluster c, String host) throws Exception {
     String route = c.exec("tor", "ip", "-o", "route", "get", c.ipOf(host)).getStdout();
     String dev = route.replaceAll("(?s).* dev (\\S+).*", "$1");
