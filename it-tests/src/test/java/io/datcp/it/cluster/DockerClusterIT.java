@@ -170,14 +170,17 @@ class DockerClusterIT {
     // wait is chance (0-1 s, the same on and off) and alone exceeds 5 % of A's ~7 s
     long offA = abOff.get("median").get("jobA").get("completionLessPollMillis").asLong();
     long onA = on.get("median").get("jobA").get("completionLessPollMillis").asLong();
-    // Loose bounds, robust over five rounds: the targets (B <= 0.75x, A <= 1.05x, B's deadline
-    // met) are what docker/demo-ab.sh reports; medians ran B 0.63-0.79x, A 1.00-1.01x, and one
-    // on-round in which B's flows got no head start (copy 2.6 s, as off) made a 0.75 bound fail
-    assertThat(onB).as("job B copy time on vs off (medians)").isLessThanOrEqualTo(offB * 85 / 100);
-    assertThat(onA).as("job A completion on vs off (medians)").isLessThanOrEqualTo(offA * 110 / 100);
-    // the scheduler's records: job B's flows had deadlines and, in at least 3 of the 5 rounds,
+    // The targets, on medians of five rounds: B <= 0.75x, A <= 1.05x. With the ToR's
+    // priority bands B's medians ran 0.62-0.64x and A's 1.01-1.02x; without them, B's ran
+    // 0.60-0.79x (a 0.85x bound was asserted then)
+    System.out.printf("A/B medians: job B copy on/off %d/%d ms = %.2f, job A completion less"
+        + " poll wait on/off %d/%d ms = %.2f%n", onB, offB, (double) onB / offB, onA, offA,
+        (double) onA / offA);
+    assertThat(onB).as("job B copy time on vs off (medians)").isLessThanOrEqualTo(offB * 75 / 100);
+    assertThat(onA).as("job A completion on vs off (medians)").isLessThanOrEqualTo(offA * 105 / 100);
+    // the scheduler's records: job B's flows had deadlines and, in at least 4 of the 5 rounds,
     // every one finished by it (DATCP gives no guarantee: in a round where B's second map is
-    // learnt a poll late, B starts as a job waiting for maps and one flow ended 118 ms late)
+    // learnt a poll late, that map's flow starts a second into a deadline planned for both)
     int met = 0;
     List<String> missed = new ArrayList<>();
     for (JsonNode round : on.get("rounds")) {
@@ -195,8 +198,10 @@ class DockerClusterIT {
       }
       met += all ? 1 : 0;
     }
+    System.out.printf("A/B: job B's flows all met their deadline in %d of %d rounds%n", met,
+        AB_ROUNDS);
     assertThat(met).as("rounds where all of job B's flows met their deadline; missed: " + missed)
-        .isGreaterThanOrEqualTo(AB_ROUNDS - 2);
+        .isGreaterThanOrEqualTo(AB_ROUNDS - 1);
   }
 
   @Test
