@@ -316,18 +316,21 @@ public final class SchedulerService {
   // ---- agents ---------------------------------------------------------------------------------
 
   /**
-   * The policy of one flow of {@code bytes} from a map host to reduce {@code reduceId}; {@code
-   * flow} is its full identity when the agent knows it (else null). The asking agent is sent
-   * updates of this flow's policy until the flow or the job ends.
+   * The policy of one flow of {@code bytes} from a map host to reduce {@code reduceId}, carrying
+   * the outputs of maps {@code mapIds} (which are therefore done); {@code flow} is its full
+   * identity when the agent knows it (else null). The asking agent is sent updates of this
+   * flow's policy until the flow or the job ends.
    */
   public FlowPolicy lookup(String agentHost, String jobId, int reduceId, long bytes,
-      FlowKey flow) {
+      List<Integer> mapIds, FlowKey flow) {
     require(agentHost != null && !agentHost.isEmpty() && agentHost.length() <= 255, "agentHost",
         "must be a host name of 1-255 characters");
     require(jobId != null && !jobId.isEmpty() && jobId.length() <= 128, "jobId",
         "must be a job id of 1-128 characters");
     require(reduceId >= 0, "reduceId", "must be >= 0");
     require(bytes >= 0, "bytes", "must be >= 0 (bytes)");
+    require(mapIds.size() <= 100_000 && mapIds.stream().allMatch(m -> m >= 0), "mapIds",
+        "must be at most 100000 map indexes >= 0");
     if (flow != null) {
       flow.validate("flow.");
       require(flow.jobId().equals(jobId) && flow.reduceId() == reduceId, "flow",
@@ -335,10 +338,18 @@ public final class SchedulerService {
     }
     long start = System.nanoTime();
     try {
-      return explain(agentHost, jobId, new PolicyUpdateHub.FlowRef(reduceId, flow), bytes);
+      return explain(agentHost, jobId, new PolicyUpdateHub.FlowRef(reduceId, flow), bytes,
+          mapIds);
     } finally {
       lookupTimer.record(System.nanoTime() - start, TimeUnit.NANOSECONDS);
     }
+  }
+
+  /** A lookup whose maps are those of {@code flow}, if named. */
+  public FlowPolicy lookup(String agentHost, String jobId, int reduceId, long bytes,
+      FlowKey flow) {
+    return lookup(agentHost, jobId, reduceId, bytes, flow == null ? List.of() : flow.mapIds(),
+        flow);
   }
 
   /** A lookup that does not name the flow's full identity. */
@@ -601,7 +612,7 @@ public final class SchedulerService {
   }
 
   private FlowPolicy explain(String agentHost, String jobId, PolicyUpdateHub.FlowRef flow,
-      long bytes) {
+      long bytes, List<Integer> mapIds) {
     long now = nowUnixNanos();
     FlowPolicy answer;
     PolicyUpdateHub.Outbox out = new PolicyUpdateHub.Outbox();
@@ -615,10 +626,15 @@ public final class SchedulerService {
         if (reduce != null && reduce.shuffling()) {
           hub.interested(agentHost, jobId, flow, bytes);
           boolean first = JobRegistry.flowStarted(job, reduce, now);
-          if (JobRegistry.sawLookup(job, bytes) || first) {
+          boolean learnt = JobRegistry.mapsServed(job, flow.reduceId(), agentHost, mapIds, bytes,
+              now);
+          if (JobRegistry.sawLookup(job, bytes) || first || learnt) {
             publishDemands(job, null);
           }
-          if (first) {
+          if (learnt) {
+            // maps newly done move the job's demand wherever it shuffles
+            replan(shufflingHosts(job), now, out);
+          } else if (first) {
             // §4.4 counts the job's deadline from its flows' start: plan it afresh from now
             replan(Set.of(reduce.host()), now, out);
           }
@@ -843,15 +859,20 @@ public final class SchedulerService {
     }
   }
 
-  /** Re-sends a job's current policies to every agent interested in it; holds its lock. */
-  private void pushJobEverywhere(Job job, long now, PolicyUpdateHub.Outbox out) {
+  /** Hosts where {@code job} has a reduce still shuffling. */
+  private static Set<String> shufflingHosts(Job job) {
     Set<String> hosts = new HashSet<>();
     for (Job.Reduce r : job.reduces()) {
       if (r.shuffling()) {
         hosts.add(r.host());
       }
     }
-    for (String host : hosts) {
+    return hosts;
+  }
+
+  /** Re-sends a job's current policies to every agent interested in it; holds its lock. */
+  private void pushJobEverywhere(Job job, long now, PolicyUpdateHub.Outbox out) {
+    for (String host : shufflingHosts(job)) {
       Deadline d = planned(host, job.id());
       if (d != null) {
         pushJob(job, host, d, now, out);

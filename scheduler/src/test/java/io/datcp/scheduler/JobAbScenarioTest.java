@@ -131,6 +131,41 @@ class JobAbScenarioTest {
   }
 
   @Test
+  void aFlowCarryingAMapsOutputMakesTheMapDoneBeforeAnyReportOfItArrives() throws Exception {
+    java.nio.file.Files.createDirectories(dir.resolve("served"));
+    SchedulerService s = TestServices.create(dir.resolve("served"), clock, TestServices.dev());
+    long t0 = clock.nanos();
+    JobConf conf = new JobConf("default", "alice", "wordcount", JobPriority.NORMAL);
+    s.report(NODE, List.of(new JobEvent.ReduceStarted(t0, "jobB", 0, NODE, 2, 1, conf, 0)));
+    s.report("m3", List.of(new JobEvent.MapOutputIndexed(t0, "jobB", 0, "m3", List.of(10 * MB))));
+    List<PolicyUpdate> updates = new CopyOnWriteArrayList<>();
+    s.watch("m3", false, updates::add);
+    FlowPolicy first = s.lookup("m3", "jobB", 0, 10 * MB, List.of(0), null);
+    assertThat(first.reason()).contains("waiting for 1 maps");
+    assertThat(first.importance()).isZero();
+
+    // map 1's host serves its output while its index report and the reduce's report of it still
+    // sit in their agents' batches: the flow itself says the map is done
+    FlowPolicy second = s.lookup("m4", "jobB", 0, 10 * MB, List.of(1), null);
+    assertThat(second.reason()).contains("maps all done", "rank 1 of 1", "20.0 MB");
+    assertThat(second.importance()).isEqualTo(10.0);
+    assertThat(s.job("jobB").orElseThrow().mapsDone()).isEqualTo(2);
+    // and the agent of the flow that started as a waiting job's hears that it now goes first
+    assertThat(updates).singleElement().satisfies(u -> {
+      assertThat(u.policy().importance()).isEqualTo(10.0);
+      assertThat(u.policy().quenchMode()).isEqualTo(QuenchMode.OFF);
+    });
+
+    // the reports that arrive later count nothing twice; a map id the job does not have is no
+    // evidence of anything
+    s.report("m4", List.of(new JobEvent.MapOutputIndexed(t0, "jobB", 1, "m4", List.of(10 * MB))));
+    s.report(NODE, List.of(new JobEvent.MapCompleted(t0, "jobB", 0, 1, "m4", 0, 10 * MB, 0)));
+    s.lookup("m4", "jobB", 0, 10 * MB, List.of(7), null);
+    assertThat(s.job("jobB").orElseThrow().mapsDone()).isEqualTo(2);
+    assertThat(s.job("jobB").orElseThrow().reduces().get(0).remainingBytes()).isEqualTo(20 * MB);
+  }
+
+  @Test
   void whenJobAsLastMapsFinishItBecomesShuffleBoundAndAgentsWithFlowsInFlightHearOfIt() {
     List<PolicyUpdate> updates = new CopyOnWriteArrayList<>();
     scheduler.watch("m1", false, updates::add);

@@ -423,6 +423,24 @@ public final class Job {
     return jobWide;
   }
 
+  /**
+   * A flow of {@code bytes} from {@code host} to {@code reduceId} carries {@code mapIds}: a map
+   * whose output is being served is done, though neither its host's index report nor the
+   * reduce's completion report may have arrived (agents batch reports, for up to 200 ms by
+   * default). Returns whether a map became done; ids beyond the job's maps are ignored.
+   */
+  boolean mapsServed(int reduceId, String host, List<Integer> mapIds, long bytes, long time) {
+    boolean learnt = false;
+    for (int m : mapIds) {
+      if (m < totalMaps && !maps.containsKey(m) && !partitions.containsKey(m)) {
+        // one map per flow: the flow's size is that map's partition for the reduce
+        mapCompleted(reduceId, m, host, 0, mapIds.size() == 1 ? bytes : -1, -1, time);
+        learnt = true;
+      }
+    }
+    return learnt;
+  }
+
   private boolean anyUnknownSizes() {
     for (Reduce r : reduces.values()) {
       if (r.unknownLeft > 0) {
@@ -490,10 +508,6 @@ public final class Job {
     }
   }
 
-  /**
-   * Agents' lookups carry exact flow sizes: a fallback when map outputs came without sizes.
-   * Returns whether that fallback is in use, so the remaining bytes just changed.
-   */
   /** Records a flow's policy lookup for {@code reduce}; true for the reduce's first flow. */
   boolean flowStarted(Reduce reduce, long now) {
     if (reduce.firstFlowUnixNanos != 0) {
@@ -503,6 +517,10 @@ public final class Job {
     return true;
   }
 
+  /**
+   * Agents' lookups carry exact flow sizes: a fallback when map outputs came without sizes.
+   * Returns whether that fallback is in use, so the remaining bytes just changed.
+   */
   boolean sawLookup(long bytes) {
     lookupBytes += bytes;
     lookups++;

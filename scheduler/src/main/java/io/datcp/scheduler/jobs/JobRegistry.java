@@ -328,6 +328,11 @@ public final class JobRegistry {
     return job.flowStarted(reduce, now);
   }
 
+  public static boolean mapsServed(Job job, int reduceId, String host, List<Integer> mapIds,
+      long bytes, long now) {
+    return job.mapsServed(reduceId, host, mapIds, bytes, now);
+  }
+
   public static boolean sawLookup(Job job, long bytes) {
     return job.sawLookup(bytes);
   }

@@ -147,6 +147,19 @@ class ContractTest {
   }
 
   @Test
+  void aLookupsMapIdsCountAsDoneMaps() throws Exception {
+    start(Map.of());
+    long t0 = clock.nanos();
+    plugin("node1").report(batch(reduceStarted(t0, 0, "node1", 3, 1)));
+    // map 2's output is being served to reduce 0: map 2 is done, its partition is the flow
+    agent("m2").lookupPolicy(PolicyLookup.newBuilder().setJobId(JOB).setReduceId(0)
+        .setBytes(7 * MB).addMapIds(2).build());
+    assertThat(server.service().job(JOB).orElseThrow().mapsDone()).isEqualTo(1);
+    assertThat(server.service().job(JOB).orElseThrow().reduces().get(0).remainingBytes())
+        .isEqualTo(7 * MB);
+  }
+
+  @Test
   void runningContainersGiveTheMapWavesWhenReducesDoNotReportRunningMaps() throws Exception {
     start(Map.of());
     long t0 = clock.nanos();
