@@ -49,6 +49,16 @@ class JobAbScenarioTest {
         new JobEvent.MapCompleted(t0, "jobB", 0, 1, "m4", TASK, 10 * MB, 0)));
   }
 
+  /** A scheduler of its own in {@code name} that knows only job B's reduce, started now. */
+  private SchedulerService onlyJobB(String name) throws Exception {
+    java.nio.file.Files.createDirectories(dir.resolve(name));
+    SchedulerService s = TestServices.create(dir.resolve(name), clock, TestServices.dev());
+    JobConf conf = new JobConf("default", "alice", "wordcount", JobPriority.NORMAL);
+    s.report(NODE, List.of(new JobEvent.ReduceStarted(clock.nanos(), "jobB", 0, NODE, 2, 1, conf,
+        0)));
+    return s;
+  }
+
   private static double seconds(FlowPolicy p) {
     return p.deadlineNanos() / 1e9;
   }
@@ -84,11 +94,8 @@ class JobAbScenarioTest {
   @Test
   void mapSideIndexesMakeAJobShuffleBoundBeforeItsReduceHearsAndItsDeadlineCountsFromItsFirstFlow()
       throws Exception {
-    java.nio.file.Files.createDirectories(dir.resolve("early"));
-    SchedulerService early = TestServices.create(dir.resolve("early"), clock, TestServices.dev());
     long t0 = clock.nanos();
-    JobConf conf = new JobConf("default", "alice", "wordcount", JobPriority.NORMAL);
-    early.report(NODE, List.of(new JobEvent.ReduceStarted(t0, "jobB", 0, NODE, 2, 1, conf, 0)));
+    SchedulerService early = onlyJobB("early");
     // both maps' containers ended: their NodeManagers read the indexes; the reduce has not polled
     early.report("m3", List.of(new JobEvent.MapOutputIndexed(t0, "jobB", 0, "m3", List.of(10 * MB))));
     early.report("m4", List.of(new JobEvent.MapOutputIndexed(t0, "jobB", 1, "m4", List.of(10 * MB))));
@@ -108,11 +115,8 @@ class JobAbScenarioTest {
 
   @Test
   void aJobThatBecomesFirstWithTheSameDeadlineStillTellsItsFlows() throws Exception {
-    java.nio.file.Files.createDirectories(dir.resolve("class"));
-    SchedulerService s = TestServices.create(dir.resolve("class"), clock, TestServices.dev());
     long t0 = clock.nanos();
-    JobConf conf = new JobConf("default", "alice", "wordcount", JobPriority.NORMAL);
-    s.report(NODE, List.of(new JobEvent.ReduceStarted(t0, "jobB", 0, NODE, 2, 1, conf, 0)));
+    SchedulerService s = onlyJobB("class");
     s.report("m3", List.of(new JobEvent.MapOutputIndexed(t0, "jobB", 0, "m3", List.of(10 * MB))));
     List<PolicyUpdate> updates = new CopyOnWriteArrayList<>();
     s.watch("m3", false, updates::add);
@@ -132,11 +136,8 @@ class JobAbScenarioTest {
 
   @Test
   void aFlowCarryingAMapsOutputMakesTheMapDoneBeforeAnyReportOfItArrives() throws Exception {
-    java.nio.file.Files.createDirectories(dir.resolve("served"));
-    SchedulerService s = TestServices.create(dir.resolve("served"), clock, TestServices.dev());
     long t0 = clock.nanos();
-    JobConf conf = new JobConf("default", "alice", "wordcount", JobPriority.NORMAL);
-    s.report(NODE, List.of(new JobEvent.ReduceStarted(t0, "jobB", 0, NODE, 2, 1, conf, 0)));
+    SchedulerService s = onlyJobB("served");
     s.report("m3", List.of(new JobEvent.MapOutputIndexed(t0, "jobB", 0, "m3", List.of(10 * MB))));
     List<PolicyUpdate> updates = new CopyOnWriteArrayList<>();
     s.watch("m3", false, updates::add);
