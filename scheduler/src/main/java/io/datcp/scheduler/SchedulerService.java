@@ -317,8 +317,8 @@ public final class SchedulerService {
 
   /**
    * The policy of one flow of {@code bytes} from a map host to reduce {@code reduceId}, carrying
-   * the outputs of maps {@code mapIds} (which are therefore done); {@code flow} is its full
-   * identity when the agent knows it (else null). The asking agent is sent updates of this
+   * the outputs of maps {@code mapIds} (when empty, those {@code flow} names), which are
+   * therefore done; {@code flow} is its full identity when the agent knows it (else null). The asking agent is sent updates of this
    * flow's policy until the flow or the job ends.
    */
   public FlowPolicy lookup(String agentHost, String jobId, int reduceId, long bytes,
@@ -339,7 +339,7 @@ public final class SchedulerService {
     long start = System.nanoTime();
     try {
       return explain(agentHost, jobId, new PolicyUpdateHub.FlowRef(reduceId, flow), bytes,
-          mapIds);
+          mapIds.isEmpty() && flow != null ? flow.mapIds() : mapIds);
     } finally {
       lookupTimer.record(System.nanoTime() - start, TimeUnit.NANOSECONDS);
     }
@@ -348,8 +348,7 @@ public final class SchedulerService {
   /** A lookup whose maps are those of {@code flow}, if named. */
   public FlowPolicy lookup(String agentHost, String jobId, int reduceId, long bytes,
       FlowKey flow) {
-    return lookup(agentHost, jobId, reduceId, bytes, flow == null ? List.of() : flow.mapIds(),
-        flow);
+    return lookup(agentHost, jobId, reduceId, bytes, List.of(), flow);
   }
 
   /** A lookup that does not name the flow's full identity. */

@@ -38,8 +38,7 @@ public final class FlowPolicyGrpcService extends FlowPolicyServiceGrpc.FlowPolic
   public void lookupPolicy(PolicyLookup request, StreamObserver<FlowPolicy> out) {
     GrpcCalls.unary(out, () -> ProtoMapping.policy(scheduler.lookup(
         GrpcCalls.caller(request.getAgentHost(), "agentHost").host(), request.getJobId(),
-        request.getReduceId(), request.getBytes(), request.getMapIdsCount() > 0
-            ? request.getMapIdsList() : request.getFlow().getMapIdsList(), request.hasFlow()
+        request.getReduceId(), request.getBytes(), request.getMapIdsList(), request.hasFlow()
             ? ProtoMapping.flow(request.getFlow(), request.getJobId(), request.getReduceId())
             : null)));
   }
