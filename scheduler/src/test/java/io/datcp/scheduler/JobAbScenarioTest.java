@@ -59,6 +59,15 @@ class JobAbScenarioTest {
     return s;
   }
 
+  /** Job B's map 0 (10 MB for the reduce) indexed on m3; returns what m3's agent is sent. */
+  private List<PolicyUpdate> firstMapIndexedAndWatched(SchedulerService s) {
+    s.report("m3", List.of(new JobEvent.MapOutputIndexed(clock.nanos(), "jobB", 0, "m3",
+        List.of(10 * MB))));
+    List<PolicyUpdate> updates = new CopyOnWriteArrayList<>();
+    s.watch("m3", false, updates::add);
+    return updates;
+  }
+
   private static double seconds(FlowPolicy p) {
     return p.deadlineNanos() / 1e9;
   }
@@ -117,9 +126,7 @@ class JobAbScenarioTest {
   void aJobThatBecomesFirstWithTheSameDeadlineStillTellsItsFlows() throws Exception {
     long t0 = clock.nanos();
     SchedulerService s = onlyJobB("class");
-    s.report("m3", List.of(new JobEvent.MapOutputIndexed(t0, "jobB", 0, "m3", List.of(10 * MB))));
-    List<PolicyUpdate> updates = new CopyOnWriteArrayList<>();
-    s.watch("m3", false, updates::add);
+    List<PolicyUpdate> updates = firstMapIndexedAndWatched(s);
     // one of two maps known: waiting, 10 MB at the whole usable rate (the only job) -> 1 s
     FlowPolicy waiting = s.lookup("m3", "jobB", 0, 10 * MB);
     assertThat(waiting.reason()).contains("waiting for 1 maps");
@@ -138,9 +145,7 @@ class JobAbScenarioTest {
   void aFlowCarryingAMapsOutputMakesTheMapDoneBeforeAnyReportOfItArrives() throws Exception {
     long t0 = clock.nanos();
     SchedulerService s = onlyJobB("served");
-    s.report("m3", List.of(new JobEvent.MapOutputIndexed(t0, "jobB", 0, "m3", List.of(10 * MB))));
-    List<PolicyUpdate> updates = new CopyOnWriteArrayList<>();
-    s.watch("m3", false, updates::add);
+    List<PolicyUpdate> updates = firstMapIndexedAndWatched(s);
     FlowPolicy first = s.lookup("m3", "jobB", 0, 10 * MB, List.of(0), null);
     assertThat(first.reason()).contains("waiting for 1 maps");
     assertThat(first.importance()).isZero();
