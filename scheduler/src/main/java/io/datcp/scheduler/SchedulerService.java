@@ -318,8 +318,8 @@ public final class SchedulerService {
   /**
    * The policy of one flow of {@code bytes} from a map host to reduce {@code reduceId}, carrying
    * the outputs of maps {@code mapIds} (when empty, those {@code flow} names), which are
-   * therefore done; {@code flow} is its full identity when the agent knows it (else null). The asking agent is sent updates of this
-   * flow's policy until the flow or the job ends.
+   * therefore done; {@code flow} is its full identity when the agent knows it (else null). The
+   * asking agent is sent updates of this flow's policy until the flow or the job ends.
    */
   public FlowPolicy lookup(String agentHost, String jobId, int reduceId, long bytes,
       List<Integer> mapIds, FlowKey flow) {
