@@ -10,15 +10,28 @@
 #   TOR_PORTS        number of links to wait for (default: the ones present)
 #   TOR_RATE_MBIT (100) TOR_BUFFER_BYTES (200000) TOR_RED_MIN (80000) TOR_RED_MAX (120000)
 #   TOR_RED_MAXP (1)
+#   TOR_MARK         red (default: RED on the instantaneous queue, DATCP Table 1) | step (DCTCP's
+#                    step marking: every ECN-capable packet above TOR_K_BYTES is marked, default
+#                    30000, bench's dctcp baseline)
 #   TOR_DSCP_MAP     DSCP=BAND pairs (default 34=0,0=1,8=2: kmod's precedence classes high AF41,
 #                    standard CS0, low CS1, as the scheduler's default dscpBands); empty: one band
 set -uo pipefail
 shaper=${TOR_SHAPER:-datcp}
 rate=${TOR_RATE_MBIT:-100} buffer=${TOR_BUFFER_BYTES:-200000}
 dscp_map=${TOR_DSCP_MAP-34=0,0=1,8=2}
+mark=${TOR_MARK:-red}
 ctl=/opt/datcp/kmod/datcpctl
 case "$shaper" in datcp | agent | htb | none) ;; *)
 	echo "tor: TOR_SHAPER must be datcp, agent, htb or none, not '$shaper'" >&2
+	exit 2
+	;;
+esac
+case "$mark" in
+red) marking=(--mark red --red-min "${TOR_RED_MIN:-80000}" --red-max "${TOR_RED_MAX:-120000}"
+	--red-maxp "${TOR_RED_MAXP:-1}") ;;
+step) marking=(--mark step --k-bytes "${TOR_K_BYTES:-30000}") ;;
+*)
+	echo "tor: TOR_MARK must be red or step, not '$mark'" >&2
 	exit 2
 	;;
 esac
@@ -48,9 +61,8 @@ datcp | agent)
 	mountpoint -q /sys/fs/bpf || { echo "tor: mount the host's /sys/fs/bpf into the ToR" >&2; exit 2; }
 	"$ctl" load --no-sockops || exit 1
 	for p in $(ports); do
-		"$ctl" switch configure --dev "$p" --rate-mbit "$rate" --buffer-bytes "$buffer" --mark red \
-			--red-min "${TOR_RED_MIN:-80000}" --red-max "${TOR_RED_MAX:-120000}" \
-			--red-maxp "${TOR_RED_MAXP:-1}" ${dscp_map:+--dscp-map "$dscp_map"} || { cleanup; exit 1; }
+		"$ctl" switch configure --dev "$p" --rate-mbit "$rate" --buffer-bytes "$buffer" "${marking[@]}" \
+			${dscp_map:+--dscp-map "$dscp_map"} || { cleanup; exit 1; }
 	done
 	;;
 htb)
@@ -75,6 +87,6 @@ PROPS
 	java -Xmx256m -jar "$jar" --config /etc/datcp/agent.properties >/tmp/datcp-agent.log 2>&1 &
 	echo $! >/run/datcp-agent.pid
 fi
-echo "tor: ready ($shaper, ports: $(ports | tr '\n' ' '))"
+echo "tor: ready ($shaper, marking $mark, ports: $(ports | tr '\n' ' '))"
 sleep infinity &
 wait $!

@@ -3,30 +3,15 @@ package io.datcp.it.jobs;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import java.io.File;
-import java.io.IOException;
-import java.nio.file.Files;
-import java.time.LocalDateTime;
-import java.time.ZoneId;
-import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.apache.hadoop.conf.Configuration;
-import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
-import org.apache.hadoop.mapred.TIPStatus;
 import org.apache.hadoop.mapreduce.Job;
-import org.apache.hadoop.mapreduce.JobID;
 import org.apache.hadoop.mapreduce.MRJobConfig;
-import org.apache.hadoop.mapreduce.TaskCounter;
-import org.apache.hadoop.mapreduce.TaskReport;
-import org.apache.hadoop.mapreduce.TaskType;
-import org.apache.hadoop.mapreduce.jobhistory.JobHistoryParser;
-import org.apache.hadoop.mapreduce.jobhistory.JobHistoryParser.JobInfo;
-import org.apache.hadoop.mapreduce.jobhistory.JobHistoryParser.TaskAttemptInfo;
-import org.apache.hadoop.mapreduce.jobhistory.JobHistoryParser.TaskInfo;
 import org.apache.hadoop.util.GenericOptionsParser;
 
 /**
@@ -41,7 +26,7 @@ import org.apache.hadoop.util.GenericOptionsParser;
  *
  * <p>Prints (and writes to {@code --out}) one JSON document with, per job, the times from the
  * job's own history file (map finish, reduce shuffle finish, job finish), counters, and the
- * reduce attempts' first fetch from their syslog.
+ * reduce attempts' first fetch from their syslog ({@link JobReport}).
  * With {@code --rounds N} it runs the pair N times, one after the other (in DIR/round-I), and adds
  * the median of every time over the rounds: one pair's times vary by up to a second with where
  * each reduce's 1 s poll for map completions falls.
@@ -49,11 +34,6 @@ import org.apache.hadoop.util.GenericOptionsParser;
  * [--rounds N] [--out FILE]}; -D settings apply to both jobs (e.g. the shuffle consumer plugin).
  */
 public final class AbScenario {
-  private static final String NM_LOG_ROOT = "/data/nm-logs";
-  /** The container log4j layout's %d{ISO8601}. */
-  private static final String LOG_TIME = "yyyy-MM-dd HH:mm:ss,SSS";
-  private static final DateTimeFormatter LOG_TIME_FORMAT = DateTimeFormatter.ofPattern(LOG_TIME);
-
   private AbScenario() {}
 
   public static void main(String[] args) throws Exception {
@@ -106,13 +86,7 @@ public final class AbScenario {
     Configuration conf = new Configuration(base);
     conf.set(GeneratorJob.READY_DIR, ready.toString());
     conf.set(GeneratorJob.RELEASE_FILE, release.toString());
-    conf.setInt(MRJobConfig.MAP_CPU_VCORES, 5);
-    conf.setInt(MRJobConfig.MAP_MEMORY_MB, 256);
-    conf.setInt(MRJobConfig.REDUCE_CPU_VCORES, 1);
-    conf.setInt(MRJobConfig.REDUCE_MEMORY_MB, 3072);
-    conf.setFloat(MRJobConfig.COMPLETED_MAPS_FOR_REDUCE_SLOWSTART, 0f);
-    conf.setBoolean(MRJobConfig.MAP_SPECULATIVE, false);
-    conf.setBoolean(MRJobConfig.REDUCE_SPECULATIVE, false);
+    askForAbPlacement(conf);
 
     Configuration confA = new Configuration(conf);
     confA.setInt(GeneratorJob.SLOW_MAPS, 2);
@@ -125,7 +99,8 @@ public final class AbScenario {
 
     // every map waits at the barrier, both reduces run: release the maps together
     long deadline = System.currentTimeMillis() + 180_000;
-    while (fs.listStatus(ready).length < 6 || !reducesRunning(jobA) || !reducesRunning(jobB)) {
+    while (fs.listStatus(ready).length < 6 || !JobReport.reducesRunning(jobA)
+        || !JobReport.reducesRunning(jobB)) {
       if (System.currentTimeMillis() > deadline || jobA.isComplete() || jobB.isComplete()) {
         throw new IllegalStateException("the six maps and two reduces did not all start: "
             + fs.listStatus(ready).length + " maps at the barrier");
@@ -145,9 +120,24 @@ public final class AbScenario {
     result.put("releasedAtMillis", releasedAt);
     result.put("bytesPerMapPerReduce", bytes);
     result.put("slowMillis", slowMillis);
-    result.put("jobA", describe(jobA, releasedAt, base));
-    result.put("jobB", describe(jobB, releasedAt, base));
+    result.put("jobA", JobReport.describe(jobA.getJobID(), releasedAt, base));
+    result.put("jobB", JobReport.describe(jobB.getJobID(), releasedAt, base));
     return result;
+  }
+
+  /**
+   * The resource asks that place the scenario's reduces on the reducer node and its maps on the
+   * map nodes (docker/README.md, "Placing the A/B tasks"); reduces start at once and nothing
+   * runs twice (no speculation), so every job moves exactly its map outputs.
+   */
+  static void askForAbPlacement(Configuration conf) {
+    conf.setInt(MRJobConfig.MAP_CPU_VCORES, 5);
+    conf.setInt(MRJobConfig.MAP_MEMORY_MB, 256);
+    conf.setInt(MRJobConfig.REDUCE_CPU_VCORES, 1);
+    conf.setInt(MRJobConfig.REDUCE_MEMORY_MB, 3072);
+    conf.setFloat(MRJobConfig.COMPLETED_MAPS_FOR_REDUCE_SLOWSTART, 0f);
+    conf.setBoolean(MRJobConfig.MAP_SPECULATIVE, false);
+    conf.setBoolean(MRJobConfig.REDUCE_SPECULATIVE, false);
   }
 
   /** Per time of a job, the median over the rounds (the lower middle one for even counts). */
@@ -160,129 +150,6 @@ public final class AbScenario {
       m.put(key, v[(v.length - 1) / 2]);
     }
     return m;
-  }
-
-  private static boolean reducesRunning(Job job) throws Exception {
-    TaskReport[] reduces = job.getTaskReports(TaskType.REDUCE);
-    return reduces.length > 0 && reduces[0].getCurrentStatus() == TIPStatus.RUNNING;
-  }
-
-  /** Times relative to the release of the maps, from the job's history file. */
-  private static Map<String, Object> describe(Job job, long releasedAt, Configuration conf)
-      throws Exception {
-    JobInfo info = history(job.getJobID(), conf);
-    Map<String, Object> d = new LinkedHashMap<>();
-    d.put("jobId", job.getJobID().toString());
-    // from the history file: once its AM has exited, asking the job goes to a history server
-    d.put("state", info.getJobStatus());
-    long lastMap = 0;
-    List<Map<String, Object>> maps = new ArrayList<>();
-    List<Map<String, Object>> reduces = new ArrayList<>();
-    for (TaskInfo task : info.getAllTasks().values()) {
-      TaskAttemptInfo att = task.getAllTaskAttempts().get(task.getSuccessfulAttemptId());
-      if (att == null) {
-        continue;
-      }
-      Map<String, Object> t = new LinkedHashMap<>();
-      t.put("attempt", att.getAttemptId().toString());
-      t.put("host", att.getHostname());
-      t.put("startMillis", att.getStartTime() - releasedAt);
-      t.put("finishMillis", att.getFinishTime() - releasedAt);
-      if (task.getTaskType() == TaskType.MAP) {
-        lastMap = Math.max(lastMap, att.getFinishTime());
-        maps.add(t);
-      } else {
-        t.put("shuffleFinishMillis", att.getShuffleFinishTime() - releasedAt);
-        ReduceLog log = ReduceLog.of(info, att);
-        t.put("firstFetchMillis", log.firstFetch() - releasedAt);
-        t.put("lastMapsKnownMillis", log.lastMapsKnown() - releasedAt);
-        reduces.add(t);
-      }
-    }
-    long shuffleFinish = extreme(reduces, "shuffleFinishMillis", true, 0) + releasedAt;
-    long firstFetch = extreme(reduces, "firstFetchMillis", false, 0) + releasedAt;
-    d.put("lastMapFinishMillis", lastMap - releasedAt);
-    // shuffle time: from the last map's end (no byte can move earlier) to the end of the copy
-    d.put("shuffleMillis", shuffleFinish - lastMap);
-    // copy time: from the job's first fetch to the end of its copy, the flows' completion time
-    // of DATCP Fig. 14 (without the reduce's up-to-1 s poll for map completions)
-    d.put("copyMillis", shuffleFinish - firstFetch);
-    d.put("completionMillis", info.getFinishTime() - releasedAt);
-    // Hadoop's reduce learns of finished maps by polling every second: the wait from the last
-    // map's end to the poll that brought it is up to 1 s of chance, the same on and off
-    long lastKnown = extreme(reduces, "lastMapsKnownMillis", true, lastMap - releasedAt)
-        + releasedAt;
-    long pollWait = Math.max(0, lastKnown - lastMap);
-    d.put("pollWaitMillis", pollWait);
-    d.put("completionLessPollMillis", info.getFinishTime() - releasedAt - pollWait);
-    d.put("reduceShuffleBytes",
-        info.getTotalCounters().findCounter(TaskCounter.REDUCE_SHUFFLE_BYTES).getValue());
-    d.put("maps", maps);
-    d.put("reduces", reduces);
-    return d;
-  }
-
-  /** Largest (or smallest) value of a time over the reduces, or {@code none} without reduces. */
-  private static long extreme(List<Map<String, Object>> reduces, String key, boolean max,
-      long none) {
-    return reduces.stream().mapToLong(r -> (Long) r.get(key))
-        .reduce(max ? Math::max : Math::min).orElse(none);
-  }
-
-  /**
-   * What a reduce attempt's logs say of its shuffle (syslog.shuffle, where Hadoop's reduce-side
-   * shuffle logs by default, or syslog): when it began its first fetch ("about to shuffle output
-   * of map") and when its last poll for map completions brought new maps ("Got N new
-   * map-outputs"). Needs the NodeManagers' log dirs on the shared volume, one per host
-   * ({@code /data/nm-logs/HOST}, docker/node/bin/node-entrypoint.sh).
-   */
-  private record ReduceLog(long firstFetch, long lastMapsKnown) {
-    static ReduceLog of(JobInfo info, TaskAttemptInfo reduce) throws IOException {
-      String app = "application_" + info.getJobId().getJtIdentifier() + "_"
-          + String.format("%04d", info.getJobId().getId());
-      Path glob = new Path("file:" + NM_LOG_ROOT + "/*/" + app + "/" + reduce.getContainerId()
-          + "/syslog*");
-      FileStatus[] logs = glob.getFileSystem(new Configuration()).globStatus(glob);
-      long first = Long.MAX_VALUE;
-      long known = 0;
-      for (FileStatus log : logs == null ? new FileStatus[0] : logs) {
-        for (String l : Files.readAllLines(java.nio.file.Path.of(log.getPath().toUri()))) {
-          if (l.contains(" about to shuffle output of map ")) {
-            first = Math.min(first, time(l));
-          } else if (l.matches(".*: Got [0-9]+ new map-outputs$")) {
-            known = Math.max(known, time(l));
-          }
-        }
-      }
-      if (first == Long.MAX_VALUE || known == 0) {
-        throw new IOException("no fetch or no map completions logged by "
-            + reduce.getAttemptId() + " in " + glob);
-      }
-      return new ReduceLog(first, known);
-    }
-
-    private static long time(String line) {
-      return LocalDateTime.parse(line.substring(0, LOG_TIME.length()), LOG_TIME_FORMAT)
-          .atZone(ZoneId.systemDefault()).toInstant().toEpochMilli();
-    }
-  }
-
-  /** The job's .jhist in the staging area's intermediate done dir (it may lag the job). */
-  private static JobInfo history(JobID id, Configuration conf) throws Exception {
-    Path glob = new Path(conf.get(MRJobConfig.MR_AM_STAGING_DIR, "/tmp/hadoop-yarn/staging")
-        + "/history/done_intermediate/*/" + id + "*.jhist");
-    FileSystem fs = glob.getFileSystem(conf);
-    for (int i = 0; i < 200; i++) {
-      FileStatus[] found = fs.globStatus(glob);
-      if (found != null && found.length == 1) {
-        JobInfo info = new JobHistoryParser(fs, found[0].getPath()).parse();
-        if (info != null) {
-          return info;
-        }
-      }
-      Thread.sleep(100);
-    }
-    throw new IOException("no history file " + glob);
   }
 
   private static void log(String message) {

@@ -28,7 +28,8 @@ import org.apache.hadoop.mapreduce.lib.output.TextOutputFormat;
 
 /**
  * A job whose shuffle is known exactly: {@code maps} maps, no input, each writing exactly
- * {@code bytesPerPartition} bytes of incompressible values to every reduce partition. The
+ * {@code bytesPerPartition} bytes of incompressible values to every reduce partition (or, with
+ * {@link #REDUCE_BYTES}, its own number of bytes to each partition). The
  * last {@code slowMaps} maps run {@code slowMillis} longer, so a job can be caught with some
  * maps done and some still running (DATCP §4.4, job A).
  *
@@ -39,6 +40,8 @@ import org.apache.hadoop.mapreduce.lib.output.TextOutputFormat;
 public final class GeneratorJob {
   public static final String MAPS = "datcp.gen.maps";
   public static final String BYTES_PER_PARTITION = "datcp.gen.bytes-per-partition";
+  /** Bytes each map writes for partition 0, 1, ... (comma-separated); overrides the above. */
+  public static final String REDUCE_BYTES = "datcp.gen.reduce-bytes";
   public static final String SLOW_MAPS = "datcp.gen.slow-maps";
   public static final String SLOW_MILLIS = "datcp.gen.slow-millis";
   public static final String READY_DIR = "datcp.gen.ready-dir";
@@ -71,6 +74,18 @@ public final class GeneratorJob {
     return job;
   }
 
+  /** As above, each map writing {@code bytesPerReduce[r]} bytes for reduce r. */
+  public static Job create(Configuration base, String name, int maps, long[] bytesPerReduce,
+      Path output) throws IOException {
+    Configuration conf = new Configuration(base);
+    String[] bytes = new String[bytesPerReduce.length];
+    for (int r = 0; r < bytes.length; r++) {
+      bytes[r] = Long.toString(bytesPerReduce[r]);
+    }
+    conf.setStrings(REDUCE_BYTES, bytes);
+    return create(conf, name, maps, bytesPerReduce.length, 0, output);
+  }
+
   /** Writes the partitions' bytes; see the class comment for the barrier and slow maps. */
   public static final class GenMapper
       extends Mapper<IntWritable, NullWritable, IntWritable, BytesWritable> {
@@ -84,11 +99,13 @@ public final class GeneratorJob {
         sleepWithProgress(conf.getLong(SLOW_MILLIS, 0), context);
       }
       long perPartition = conf.getLong(BYTES_PER_PARTITION, 0);
+      String[] perReduce = conf.getTrimmedStrings(REDUCE_BYTES);
       Random random = new Random(mapIndex.get());
       byte[] record = new byte[RECORD_BYTES];
       for (int p = 0; p < context.getNumReduceTasks(); p++) {
         IntWritable key = new IntWritable(p);
-        for (long left = perPartition; left > 0; left -= RECORD_BYTES) {
+        long bytes = perReduce.length > 0 ? Long.parseLong(perReduce[p]) : perPartition;
+        for (long left = bytes; left > 0; left -= RECORD_BYTES) {
           int n = (int) Math.min(RECORD_BYTES, left);
           random.nextBytes(record);
           context.write(key, new BytesWritable(record.length == n ? record : copy(record, n)));
