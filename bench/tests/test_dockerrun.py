@@ -1,0 +1,127 @@
+"""docker/run-workload.sh's mode verification and results (datcpbench.dockerrun): fed samples
+as `ss -tinoH --tos` and `datcpctl flow list --json` print them, right and wrong."""
+import json
+
+import pytest
+
+from datcpbench import dockerrun
+
+
+def ss_sample(*sockets):
+    """One sample block: (local, peer, cc, options, tos) per socket."""
+    lines = ["# 1764090000.123"]
+    for local, peer, cc, options, tos in sockets:
+        lines.append(f"0      0      {local} {peer} timer:(on,200ms,0) tos:{tos} class_id:0")
+        lines.append(f"\t {options} {cc} wscale:7,7 rto:204 rtt:1.2/0.3 mss:1448 cwnd:10")
+    return "\n".join(lines) + "\n"
+
+
+MAP = "10.213.3.10:13562"
+RED = "10.213.4.10:41234"
+
+
+def conns(cc, options="ts sack", tos="0", v6=False):
+    local, peer = (f"[::ffff:{MAP.split(':')[0]}]:13562", f"[::ffff:10.213.4.10]:41234") \
+        if v6 else (MAP, RED)
+    # the map side (sender, local port 13562) and the reduce side of one shuffle connection
+    return (dockerrun.parse_ss(ss_sample((local, peer, cc, options, tos)), "nm1")
+            + dockerrun.parse_ss(ss_sample((RED, MAP, cc, options, "0")), "nm2"))
+
+
+def flows(mode):
+    return dockerrun.parse_flows(json.dumps([{"src": MAP, "dst": RED, "epoch": 1, "mode": mode,
+                                              "quench_mode": "off"}]) + "\n")
+
+
+def test_parse_ss_reads_cc_ecn_dscp_and_both_address_families():
+    c = dockerrun.parse_ss(ss_sample((MAP, RED, "datcp", "ts sack ecn", "0x88")), "nm1")[0]
+    assert c == {"host": "nm1", "local": ("10.213.3.10", 13562), "peer": ("10.213.4.10", 41234),
+                 "cc": "datcp", "ecn": True, "dscp": 34, "sender": True}
+    v6 = conns("datcp", tos="0x20", v6=True)[0]
+    assert v6["local"] == ("10.213.3.10", 13562) and v6["dscp"] == 8
+
+
+def test_parse_ss_rejects_what_is_not_ss_output():
+    with pytest.raises(ValueError, match="nm3: not an ss socket line"):
+        dockerrun.parse_ss("Cannot open netlink socket\n", "nm3")
+
+
+@pytest.mark.parametrize("mode,cc,options,flow_mode", [
+    ("off", "cubic", "ts sack", None),
+    ("dctcp", "datcp", "ts sack ecn", "dctcp"),
+    ("prio", "datcp", "ts sack ecn", "dctcp"),
+    ("on", "datcp", "ts sack ecn", "datcp"),
+])
+def test_a_mode_as_defined_passes(mode, cc, options, flow_mode):
+    summary, problems = dockerrun.verify(mode, conns(cc, options),
+                                         flows(flow_mode) if flow_mode else {})
+    assert problems == []
+    assert summary["cc_seen"] == [cc] and summary["dscp_seen"] == [0]
+    assert summary["flow_modes_seen"] == ([flow_mode] if flow_mode else [])
+
+
+@pytest.mark.parametrize("mode,cc,options,flow_mode,message", [
+    # datcp left over from an earlier on-run (sockops still attached)
+    ("off", "datcp", "ts sack ecn", None, "off: shuffle connections must run cubic only, seen"
+                                          " datcp on nm1, datcp on nm2"),
+    ("off", "cubic", "ts sack ecn", None, "off: shuffle connections negotiated ECN"),
+    ("on", "cubic", "ts sack", None, "on: shuffle connections must run datcp only, seen cubic"),
+    ("dctcp", "cubic", "ts sack", None, "dctcp: shuffle connections must run datcp only"),
+    ("dctcp", "datcp", "ts sack ecn", "datcp", "dctcp: the kmod ran shuffle flows in mode(s)"
+                                               " datcp, the mode defines dctcp only"),
+    ("prio", "datcp", "ts sack ecn", "pd2tcp", "prio: the kmod ran shuffle flows in mode(s)"
+                                               " pd2tcp"),
+])
+def test_a_mode_not_as_defined_fails_with_the_reason(mode, cc, options, flow_mode, message):
+    _, problems = dockerrun.verify(mode, conns(cc, options), flows(flow_mode) if flow_mode else {})
+    assert any(message in p for p in problems), problems
+
+
+def test_no_sampled_connection_fails_rather_than_passing_unverified():
+    _, problems = dockerrun.verify("on", [], {})
+    assert problems and "could not be verified" in problems[0]
+
+
+def test_flows_of_other_connections_do_not_count():
+    other = dockerrun.parse_flows(json.dumps([{"src": "10.213.5.10:13562",
+                                               "dst": "10.213.6.10:40000", "mode": "datcp"}]))
+    summary, problems = dockerrun.verify("dctcp", conns("datcp", "ecn"), other)
+    assert problems == [] and summary["flows_read"] == 0
+
+
+def test_unknown_mode_is_rejected():
+    with pytest.raises(ValueError, match="mode: 'fast' unknown"):
+        dockerrun.verify("fast", [], {})
+
+
+def round_json(jct, copy, deadline=None):
+    return {"spec": "s", "jobs": {"j1": {"jct_s": jct, "copy_s": copy, "state": "SUCCEEDED",
+                                         "bytes": 8000, "expected_bytes": 8000,
+                                         "deadline_s": deadline}}}
+
+
+def test_merge_takes_medians_and_keeps_the_rounds(tmp_path):
+    check = {"cc_seen": ["cubic"], "dscp_seen": [0], "ecn_seen": [False],
+             "flow_modes_seen": [], "problems": []}
+    for i, (jct, copy) in enumerate([(9.8, 2.4), (10.1, 2.6), (9.7, 2.0)], 1):
+        d = tmp_path / "raw" / "off"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"round-{i}.json").write_text(json.dumps(round_json(jct, copy, deadline=9.9)))
+        (d / f"round-{i}-check.json").write_text(json.dumps(check))
+    assert dockerrun._main(["merge", "--dir", str(tmp_path), "--spec", "s", "--modes", "off",
+                            "--rounds", "3"]) == 0
+    r = json.loads((tmp_path / "results.json").read_text())
+    assert r["spec"] == "s" and r["rounds"] == 3 and r["generated_by"] == "docker/run-workload.sh"
+    assert r["modes"]["off"]["jobs"]["j1"] == {"jct_s": 9.8, "copy_s": 2.4, "deadline_met": True,
+                                               "bytes": 8000, "rounds": [9.8, 10.1, 9.7]}
+    assert r["modes"]["off"]["cc_seen"] == ["cubic"] and r["modes"]["off"]["dscp_seen"] == [0]
+
+
+def test_check_command_exits_non_zero_on_a_wrong_mode(tmp_path, capsys):
+    (tmp_path / "ss-nm1.txt").write_text(ss_sample((MAP, RED, "cubic", "ts sack", "0")))
+    out = tmp_path / "check.json"
+    assert dockerrun._main(["check", "--mode", "on", "--samples", str(tmp_path),
+                            "--out", str(out)]) == 1
+    assert "MODE CHECK FAILED: on: shuffle connections must run datcp only" in \
+        capsys.readouterr().err
+    assert json.loads(out.read_text())["cc_seen"] == ["cubic"]
