@@ -77,6 +77,14 @@ def test_a_mode_not_as_defined_fails_with_the_reason(mode, cc, options, flow_mod
     assert any(message in p for p in problems), problems
 
 
+def test_a_host_local_fetch_is_checked_too_and_named_so():
+    own = "10.213.3.10:45404"
+    local = dockerrun.parse_ss(ss_sample((own, MAP, "bbr", "ts sack", "0")), "nm1")
+    _, problems = dockerrun.verify("off", conns("cubic") + local, {})
+    assert problems == ["off: shuffle connections must run cubic only, seen bbr on nm1"
+                        " (host-local)"]
+
+
 def test_no_sampled_connection_fails_rather_than_passing_unverified():
     _, problems = dockerrun.verify("on", [], {})
     assert problems and "could not be verified" in problems[0]

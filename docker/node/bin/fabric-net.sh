@@ -18,4 +18,7 @@ ip route replace "$fabric" via "$DATCP_TOR_IP" dev "$dev" rto_min 10ms congctl "
 net=$(ip -o -4 route show dev "$dev" proto kernel scope link | awk '{print $1}')
 src=$(ip -o -4 route show dev "$dev" proto kernel scope link | sed -E 's/.* src ([^ ]+).*/\1/')
 ip route replace "$net" dev "$dev" proto kernel scope link src "$src" rto_min 10ms congctl "$cc"
+# and so do connections to this host's own address (a reduce fetching a map output of its own
+# host: it never crosses the ToR, but would otherwise run the machine's default, e.g. bbr)
+ip route replace local "$src" dev "$dev" table local proto kernel scope host src "$src" congctl "$cc"
 
