@@ -186,6 +186,25 @@ samplers() {
 	done >/data/$dir/flows.txt"
 }
 
+# scheduler_records MODE I: what the scheduler decided for the round's jobs (its per-flow
+# reasons, deadlines and outcomes), kept beside the round for the report's "why"
+scheduler_records() {
+	local mode=$1 i=$2 id
+	{
+		echo '{"jobs": '
+		docker exec "$DATCP_CLUSTER-scheduler" curl -fsS http://localhost:8080/api/v1/jobs || echo null
+		echo ', "flows": {'
+		local sep=""
+		for id in $(python3 -c 'import json, sys
+for j in json.load(open(sys.argv[1]))["jobs"].values(): print(j["history"]["jobId"])' "$out/raw/$mode/round-$i.json"); do
+			printf '%s"%s": ' "$sep" "$id"
+			docker exec "$DATCP_CLUSTER-scheduler" curl -fsS "http://localhost:8080/api/v1/flows?job=$id" || echo null
+			sep=,
+		done
+		echo '}}'
+	} >"$out/raw/$mode/round-$i-scheduler.json"
+}
+
 run_mode() {
 	local mode=$1 i jc=() rc
 	# with the scheduler, the reduces report their side through the DATCP consumer plugin
@@ -207,6 +226,7 @@ run_mode() {
 			grep -E "WorkloadScenario: FAILED|Exception" "$out/raw/$mode/round-$i.log" | head -5 >&2
 			die "$mode round $i: the jobs did not all succeed with their exact bytes (log $out/raw/$mode/round-$i.log)"
 		fi
+		if [[ " ${services[*]} " == *" scheduler "* ]]; then scheduler_records "$mode" "$i"; fi
 		PYTHONPATH=$root/bench python3 -m datcpbench.dockerrun check --mode "$mode" \
 			--samples "$out/raw/$mode/round-$i-samples" --out "$out/raw/$mode/round-$i-check.json" ||
 			die "$mode round $i: the kernel's shuffle connections are not what mode $mode defines (above)"
@@ -214,6 +234,11 @@ run_mode() {
 r = json.load(open(sys.argv[1]))
 print("  jct: " + ", ".join("%s %.1f s" % (n, j["jct_s"]) for n, j in r["jobs"].items()))' "$out/raw/$mode/round-$i.json"
 	done
+	if [ "$mode" != off ]; then
+		for nm in "${nms[@]}"; do
+			docker exec "$DATCP_CLUSTER-$nm" cat /tmp/datcp-agent.log >"$out/raw/$mode/agent-$nm.log" 2>&1 || true
+		done
+	fi
 	down
 }
 
