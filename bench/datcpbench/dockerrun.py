@@ -150,10 +150,28 @@ def check_samples(mode, samples_dir):
     return verify(mode, conns, flows)
 
 
+PHASES = ("start", "maps", "wait", "copy", "end")
+
+
+def phases(job):
+    """Where a job's time went (s), from its history details: submission to its first map's
+    start (AM and containers), first map's start to last map's end, last map's end to the
+    first fetch (reduce start-up, map-completion polls), the copy, the copy's end to the job's
+    end. With a barrier, "start" includes the wait at it."""
+    h = job["history"]
+    first_map = min(m["startMillis"] for m in h["maps"])
+    first_fetch = min(r["firstFetchMillis"] for r in h["reduces"])
+    copy_end = max(r["shuffleFinishMillis"] for r in h["reduces"])
+    ms = (first_map - h["submitMillis"], h["lastMapFinishMillis"] - first_map,
+          first_fetch - h["lastMapFinishMillis"], copy_end - first_fetch,
+          h["completionMillis"] - copy_end)
+    return {k: v / 1000 for k, v in zip(PHASES, ms)}
+
+
 def merge(spec, rounds_by_mode, checks):
-    """results.json: per mode, per job the medians over rounds of jct_s and copy_s, the rounds'
-    jct_s, bytes and deadline_met (the median jct_s against deadline_s; null without one), and
-    the union of the rounds' verification summaries."""
+    """results.json: per mode, per job the medians over rounds of jct_s, copy_s and the phases
+    (phases_s), the rounds' jct_s, bytes and deadline_met (the median jct_s against deadline_s;
+    null without one), and the union of the rounds' verification summaries."""
     modes = {}
     for mode, rounds in rounds_by_mode.items():
         jobs = {}
@@ -165,7 +183,9 @@ def merge(spec, rounds_by_mode, checks):
                           "copy_s": statistics.median(p["copy_s"] for p in per),
                           "deadline_met": None if deadline is None else jct <= deadline,
                           "bytes": per[0]["bytes"],
-                          "rounds": [p["jct_s"] for p in per]}
+                          "rounds": [p["jct_s"] for p in per],
+                          "phases_s": {k: statistics.median(phases(p)[k] for p in per)
+                                       for k in PHASES}}
         entry = {"jobs": jobs}
         for key in ("cc_seen", "dscp_seen", "ecn_seen", "flow_modes_seen"):
             entry[key] = sorted({v for c in checks[mode] for v in c[key]})

@@ -103,9 +103,15 @@ def test_unknown_mode_is_rejected():
 
 
 def round_json(jct, copy, deadline=None):
+    # submitted at 1 s, maps 3-5 s, first fetch at 6 s, copy ends at 6 s + copy, job at 1 + jct
+    history = {"submitMillis": 1000, "lastMapFinishMillis": 5000,
+               "completionMillis": round((1 + jct) * 1000),
+               "maps": [{"startMillis": 3000}, {"startMillis": 3500}],
+               "reduces": [{"firstFetchMillis": 6000,
+                            "shuffleFinishMillis": 6000 + round(copy * 1000)}]}
     return {"spec": "s", "jobs": {"j1": {"jct_s": jct, "copy_s": copy, "state": "SUCCEEDED",
                                          "bytes": 8000, "expected_bytes": 8000,
-                                         "deadline_s": deadline}}}
+                                         "deadline_s": deadline, "history": history}}}
 
 
 def test_merge_takes_medians_and_keeps_the_rounds(tmp_path):
@@ -120,8 +126,14 @@ def test_merge_takes_medians_and_keeps_the_rounds(tmp_path):
                             "--rounds", "3"]) == 0
     r = json.loads((tmp_path / "results.json").read_text())
     assert r["spec"] == "s" and r["rounds"] == 3 and r["generated_by"] == "docker/run-workload.sh"
-    assert r["modes"]["off"]["jobs"]["j1"] == {"jct_s": 9.8, "copy_s": 2.4, "deadline_met": True,
-                                               "bytes": 8000, "rounds": [9.8, 10.1, 9.7]}
+    j1 = r["modes"]["off"]["jobs"]["j1"]
+    phases = j1.pop("phases_s")
+    assert j1 == {"jct_s": 9.8, "copy_s": 2.4, "deadline_met": True, "bytes": 8000,
+                  "rounds": [9.8, 10.1, 9.7]}
+    # each phase's median over the rounds: 2 s to the first map, maps 2 s, 1 s to the first
+    # fetch, copy 2.0/2.4/2.6 s, copy end to job end 2.4/2.5/2.7 s
+    assert phases == pytest.approx({"start": 2.0, "maps": 2.0, "wait": 1.0, "copy": 2.4,
+                                    "end": 2.5})
     assert r["modes"]["off"]["cc_seen"] == ["cubic"] and r["modes"]["off"]["dscp_seen"] == [0]
 
 
