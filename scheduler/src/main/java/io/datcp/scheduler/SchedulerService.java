@@ -4,6 +4,7 @@ import static io.datcp.scheduler.InvalidFieldException.require;
 
 import io.datcp.scheduler.auth.NotPermittedException;
 import io.datcp.scheduler.config.SchedulerConf;
+import io.datcp.scheduler.flows.AchievedShare;
 import io.datcp.scheduler.flows.DeadlinePlanner;
 import io.datcp.scheduler.flows.DeadlinePlanner.Deadline;
 import io.datcp.scheduler.flows.DeadlinePlanner.Demand;
@@ -105,7 +106,7 @@ public final class SchedulerService {
   private final Map<String, Map<String, Demand>> demands = new ConcurrentHashMap<>();
   private final PolicyUpdateHub hub = new PolicyUpdateHub();
   private final DeadlinePlanner planner;
-  private final double usableBitsPerSecond;
+  private final AchievedShare achieved;
   private final double firstJobImportance;
   private final boolean waitingJobsYield;
   private final PolicyBook policies;
@@ -152,7 +153,7 @@ public final class SchedulerService {
     long downlink = conf.get(SchedulerConf.DOWNLINK_BITS_PER_SECOND);
     double utilisation = conf.get(SchedulerConf.TARGET_UTILISATION);
     this.planner = new DeadlinePlanner(downlink, utilisation);
-    this.usableBitsPerSecond = downlink * utilisation;
+    this.achieved = new AchievedShare(downlink, utilisation);
     this.firstJobImportance = conf.get(SchedulerConf.FIRST_JOB_IMPORTANCE);
     this.waitingJobsYield = conf.get(SchedulerConf.WAITING_JOBS_YIELD);
 
@@ -422,6 +423,12 @@ public final class SchedulerService {
         }
         flowLog.add(o);
         (o.met() ? outcomesMet : outcomesMissed).increment();
+        Job running = registry.running(o.jobId());
+        Job.Reduce reduce = running == null ? null : running.reduce(o.reduceId());
+        if (reduce != null) {
+          achieved.flowEnded(reduce.host(), o.jobId(), o.bytes(), o.startUnixNanos(),
+              o.finishUnixNanos());
+        }
         PolicyUpdateHub.FlowRef ended = new PolicyUpdateHub.FlowRef(o.reduceId(), o.flow());
         hub.notInterested(caller.host(), o.jobId(), o.reduceId(), f -> f.equals(ended)
             || (f.reduceId() == o.reduceId() && (o.flow() == null || f.key() == null)));
@@ -684,7 +691,7 @@ public final class SchedulerService {
     long deadline = d.unixNanos();
     String reason = d.reason();
     // A flow cannot beat its own size at the usable link rate; asking for more only quenches it.
-    long own = now + DeadlinePlanner.transferNanos(bytes, usableBitsPerSecond);
+    long own = now + DeadlinePlanner.transferNanos(bytes, d.usableBitsPerSecond());
     if (own > deadline) {
       deadline = own;
       reason = reason + "; raised to this flow's own transfer time";
@@ -731,7 +738,15 @@ public final class SchedulerService {
     for (String host : hosts) {
       try (Stripes.Held held = hostLocks.hold(host)) {
         Map<String, Deadline> old = hostPlans.getOrDefault(host, Map.of());
-        Map<String, Deadline> plan = planner.plan(host, demandsOn(host), now, old);
+        List<Demand> on = demandsOn(host);
+        Map<String, Deadline> plan = planner.plan(host, on, now, old,
+            achieved.usable(host, jobId -> registry.running(jobId) != null));
+        for (Demand demand : on) {
+          Deadline d = plan.get(demand.jobId());
+          if (demand.flowing() && d != null && !d.first()) {
+            achieved.plannedBehind(host, demand.jobId());
+          }
+        }
         if (plan.isEmpty()) {
           hostPlans.remove(host);
         } else {

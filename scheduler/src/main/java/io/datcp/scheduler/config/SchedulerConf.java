@@ -92,8 +92,8 @@ public final class SchedulerConf {
   public static final Key<Double> TARGET_UTILISATION = register(new Key<>(
       "planner.targetUtilisation", 0.8, Double::parseDouble, v -> v > 0 && v <= 1,
       "a number in (0, 1]",
-      "Share of the downlink the planner counts on for shuffle goodput; the rest absorbs"
-          + " headers, ECN back-off and other traffic."));
+      "Share of the downlink the planner counts on until it has measured what the first job's"
+          + " flows achieve on a host (AchievedShare)."));
 
   public static final Key<Double> FIRST_JOB_IMPORTANCE = register(new Key<>(
       "planner.firstJobImportance", 10.0, Double::parseDouble, v -> v >= 0 && v <= 10,
