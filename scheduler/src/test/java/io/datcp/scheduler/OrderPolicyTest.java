@@ -87,6 +87,18 @@ class OrderPolicyTest {
         .contains("dctcp, no deadline, never quenched").doesNotContain("rule"));
   }
 
+  @Test
+  void jobViewsShowTheClassInsteadOfADeadline() throws Exception {
+    SchedulerService s = threeJobs("views", Map.of("planner.policy", "order"));
+    s.lookup("m2", "big", 0, 10 * MB);
+
+    assertThat(s.job("big").orElseThrow().reduces()).singleElement().satisfies(r -> {
+      assertThat(r.deadlineUnixNanos()).isZero();
+      assertThat(r.deadlineReason()).contains("order policy", "rank 2", "20.0 MB left",
+          "standard class");
+    });
+  }
+
   /** Updates m4's agent (a flow of "waits") is sent when another of its maps ends 1 s later. */
   private List<PolicyUpdate> waitingJobsDeadlineMoves(SchedulerService s) {
     List<PolicyUpdate> updates = new CopyOnWriteArrayList<>();
