@@ -1,5 +1,6 @@
 package io.datcp.scheduler.config;
 
+import io.datcp.scheduler.flows.PlannerPolicy;
 import io.datcp.scheduler.policy.FlowMode;
 import io.datcp.scheduler.policy.QuenchMode;
 import io.datcp.scheduler.switches.SwitchSettings;
@@ -109,6 +110,17 @@ public final class SchedulerConf {
       "Whether the flows of a job still waiting for maps get phi 1, so their precedence is"
           + " their importance (0 by default: the lowest) however late they look: rushing them"
           + " buys nothing (4.4) and their urgency would take the link from shuffle-bound jobs."));
+
+  public static final Key<PlannerPolicy> PLANNER_POLICY = register(new Key<>(
+      "planner.policy", PlannerPolicy.DEADLINE, PlannerPolicy::fromName, v -> true,
+      names(PlannerPolicy.values()),
+      "What a reducer host's job order (shuffle-bound jobs smallest remaining shuffle first,"
+          + " then jobs waiting for maps) becomes: deadline = deadlines per job (4.4), importance,"
+          + " phi, mode and quench from the rules; order = precedence classes only (first job"
+          + " importance 10, other shuffle-bound jobs 1, waiting jobs 0, all phi 1), every flow"
+          + " dctcp with no deadline and no quenching; rules, policy.default*,"
+          + " planner.firstJobImportance and planner.waitingJobsYield are not consulted:"
+          + " issue 16's prio baseline."));
 
   public static final Key<Double> REPORT_RATE_PER_HOST = register(new Key<>(
       "reports.ratePerHost", 500.0, Double::parseDouble, v -> v > 0,

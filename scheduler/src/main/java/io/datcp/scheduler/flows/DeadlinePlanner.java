@@ -106,6 +106,16 @@ public final class DeadlinePlanner {
       return ahead != null && ahead.isEmpty();
     }
 
+    /** Position in the host's smallest-remaining-shuffle-first order, 1 first; 0 when waiting. */
+    public int rank() {
+      return ahead == null ? 0 : ahead.size() + 1;
+    }
+
+    /** The job's remaining bytes on the host when it is shuffle-bound; 0 when it waits. */
+    public long ownBytes() {
+      return ownBytes;
+    }
+
     public String reason() {
       String r = reason;
       if (r == null) {
