@@ -287,10 +287,14 @@ def convert(coflows, start, count, hosts, load, target, link_mbit=100, name=None
 
 
 def format_summary(s):
-    loads = " ".join(f"{x:.2f}" for x in s["down_load"])
-    ups = " ".join(f"{x:.2f}" for x in s["up_load"])
-    where = ("mean over the reducer hosts (YARN places tasks)" if s["target"] == "docker"
-             else "per host")
+    if s["target"] == "docker":
+        load = (f"offered load at {s['link_mbit']:g} Mbit/s: {max(s['down_load']):.2f} on "
+                f"each of {s['hosts']} reducer hosts' downlinks (the mean: YARN places tasks)")
+    else:
+        load = (f"offered load at {s['link_mbit']:g} Mbit/s per host: downlinks "
+                + " ".join(f"{x:.2f}" for x in s["down_load"])
+                + f" (busiest {max(s['down_load']):.2f}); uplinks "
+                + " ".join(f"{x:.2f}" for x in s["up_load"]))
     return "\n".join([
         f"coflows {s['coflows']}: {s['jobs']} jobs, {s['maps']} maps, {s['reduces']} "
         f"reduces, {s['flows']} map-reduce flows ({s['capped_maps']} jobs with maps capped, "
@@ -302,6 +306,4 @@ def format_summary(s):
         f"{s['gamma']:.3f}, top 10% of jobs carry {s['top10_share']:.0%}",
         f"time: trace window {s['trace_window_s']:.1f} s -> {s['window_s']:.2f} s "
         f"(compression {s['compression']:.1f}x), last submit at {s['last_submit_s']:.2f} s",
-        f"offered load at {s['link_mbit']} Mbit/s, {where}: downlinks {loads} (busiest "
-        f"{max(s['down_load']):.2f}); uplinks {ups}",
-    ])
+        load])
