@@ -96,10 +96,14 @@ def parse_select(text, n):
         start, count = (int(x) for x in text.split(":"))
     except ValueError:
         raise WorkloadError(f"--select: expected START:COUNT, got {text!r}") from None
+    check_slice(start, count, n)
+    return start, count
+
+
+def check_slice(start, count, n):
     if start < 0 or count < 1 or start + count > n:
         raise WorkloadError(f"--select: {start}:{count} is outside the trace's {n} coflows "
                             f"(START >= 0, COUNT >= 1, START + COUNT <= {n})")
-    return start, count
 
 
 def size_map(mbs, min_bytes, max_bytes):
@@ -224,7 +228,7 @@ def convert(coflows, start, count, hosts, load, target, link_mbit=100, name=None
             raise WorkloadError(f"--{k.replace('_', '-')}: must be >= 1")
     if lim["min_bytes"] >= lim["max_bytes"]:
         raise WorkloadError("--min-bytes: must be < --max-bytes")
-    start, count = parse_select(f"{start}:{count}", len(coflows))
+    check_slice(start, count, len(coflows))
     sel = coflows[start:start + count]
     gamma, sizes = size_map([c.mb for c in sel], lim["min_bytes"], lim["max_bytes"])
     jobs = []
