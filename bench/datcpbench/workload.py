@@ -290,7 +290,7 @@ def analyse(results):
 
 
 def _targets(a):
-    """Issue 16 §5 on `on`: (name, measured, limit, met, how far) rows."""
+    """Issue 16 §5 on `on`: (name, measured, limit, met) rows."""
     r = a["ratio_off"]["on"]
     rows = [("mean JCT on/off", r["mean"], TARGET_MEAN, r["mean"] <= TARGET_MEAN),
             ("p95 JCT on/off", r["p95"], TARGET_P95, r["p95"] <= TARGET_P95)]
