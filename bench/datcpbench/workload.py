@@ -18,7 +18,8 @@ TARGET_P95 = 0.77
 TARGET_SLOWDOWN = 1.25
 
 NAME_RE = re.compile(r"[A-Za-z0-9_.-]+")
-TOP_KEYS = ("name", "jobs", "barrier", "hosts")
+TOP_KEYS = ("name", "jobs", "barrier", "hosts", "cluster")
+CLUSTERS = ("shared", "ab")
 JOB_REQUIRED = ("name", "submit_s", "maps", "reduces", "partition_bytes")
 JOB_OPTIONAL = ("map_seconds", "slow_maps", "deadline_s", "queue", "user",
                 "map_hosts", "reduce_hosts", "reduce_bytes")
@@ -110,6 +111,9 @@ def validate_spec(obj):
     out.setdefault("barrier", False)
     if not isinstance(out["barrier"], bool):
         raise WorkloadError("barrier: must be true or false")
+    out.setdefault("cluster", "shared")
+    if out["cluster"] not in CLUSTERS:
+        raise WorkloadError("cluster: must be one of " + ", ".join(CLUSTERS))
     hosts = obj.get("hosts")
     if "hosts" in obj and (not _is_int(hosts) or hosts < 1):
         raise WorkloadError("hosts: must be an integer >= 1")

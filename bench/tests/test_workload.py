@@ -56,6 +56,7 @@ BAD_SPECS = [
     ((("jobs",), []), "jobs: must be a non-empty list"),
     ((("jobs",), {"a": 1}), "jobs: must be a non-empty list"),
     ((("barrier",), "yes"), "barrier: must be true or false"),
+    ((("cluster",), "rack"), "cluster: must be one of shared, ab"),
     ((("hosts",), 0), "hosts: must be an integer >= 1"),
     ((("jobs", 0, "reduces"), DELETE), "jobs[0].reduces: missing"),
     ((("jobs", 1, "colour"), 1), "jobs[1].colour: unknown key"),
@@ -97,6 +98,7 @@ def test_good_spec_gets_defaults():
     s = workload.validate_spec(good_spec())
     a, b = s["jobs"]
     assert s["barrier"] is False
+    assert s["cluster"] == "shared"
     assert (a["slow_maps"], a["queue"], b["map_seconds"], b["queue"]) == (4, "default", 0,
                                                                            "default")
     assert b["slow_maps"] == 1 and b["deadline_s"] == 4
