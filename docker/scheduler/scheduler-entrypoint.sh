@@ -23,10 +23,6 @@ for host in ${DATCP_NODES:-}; do
 done
 cat >"$data/scheduler.properties" <<PROPS
 yarn.rm.webappAddress=${DATCP_RM_WEBAPP:-http://rm:8088}
-# Measured on this cluster: while other jobs' flows sit at their minimum window, the first job's
-# flows get 80-85 % of a ToR port, so planning at the default 0.8 left no headroom (job B's flows
-# ended up to 115 ms past their deadline); the planner counts on 0.7 here.
-planner.targetUtilisation=0.7
 ${DATCP_SCHEDULER_EXTRA:-}
 PROPS
 exec java -Xmx384m -jar /opt/datcp/scheduler.jar --data-dir "$data" \

@@ -215,6 +215,15 @@ static __always_inline __u32 datcp_precedence(__u32 phi_q, __u32 importance_q, _
 	return (__u32)p;
 }
 
+/* The dctcp mode's precedence, used only for its DSCP class (b stays DCTCP's
+ * alpha/2): Algorithm 1's P with urgency fixed at the standard 1,
+ * P = phi I + (1 - phi), so that importance alone sets the class of a dctcp
+ * flow (issue 16's prio baseline); I 0, phi 0 is P = 1, the standard class. */
+static __always_inline __u32 dctcp_precedence(__u32 phi_q, __u32 importance_q, __u32 p_max_q)
+{
+	return datcp_precedence(phi_q, importance_q, DATCP_U_INIT_Q, p_max_q);
+}
+
 /* Eq. 5 with standard TCP as reference (P = 1, b = 0.5):
  * P = (2 - b) / (3 b)  =>  b = 2 / (3P + 1). */
 static __always_inline __u32 datcp_md_factor(__u32 p_q)
@@ -565,6 +574,7 @@ static __always_inline __u32 datcp_window_step(struct datcp_flow_state *s,
 		s->qs.u_increased = increased;
 		break;
 	case DATCP_MODE_DCTCP:
+		s->precedence_q = dctcp_precedence(m->phi_q, m->importance_q, p->u_max_q);
 		s->b_q = s->alpha_q / 2;
 		break;
 	case DATCP_MODE_D2TCP:

@@ -146,6 +146,10 @@ static void run_row(struct row *r)
 		      datcp_precedence((__u32)col(r, "phi_q"), (__u32)col(r, "importance_q"), (__u32)col(r, "u_q"),
 				       prm->u_max_q),
 		      col(r, "expected_q"), 0);
+	} else if (!strcmp(f, "dctcp_precedence.csv")) {
+		check(r, "precedence",
+		      dctcp_precedence((__u32)col(r, "phi_q"), (__u32)col(r, "importance_q"), prm->u_max_q),
+		      col(r, "expected_q"), 0);
 	} else if (!strcmp(f, "md_factor.csv")) {
 		check(r, "b", datcp_md_factor((__u32)col(r, "p_q")), col(r, "expected_b_q"), col(r, "tolerance"));
 	} else if (!strcmp(f, "ssthresh.csv")) {

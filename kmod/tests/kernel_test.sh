@@ -296,10 +296,11 @@ ip netns del $NS_A; ip netns del $NS_B
 # urgency grows); an overdue flow gives up (U_min, PD2TCP's early inversion)
 # and drops to the low class instead of taking share from others ---
 $CTL line-rate set --rate-mbit 10000000 >/dev/null  # 10 Tbit/s: loopback flows stay feasible
-dscp_after() {  # PORT SIZE DEADLINE_MS -> "before after"
+dscp_after() {  # PORT SIZE DEADLINE_MS (0: none) [FLOW SET OPTION...] -> "before after"
 python3 - "$CTL" "$@" <<'PY'
 import socket, subprocess, sys, threading
 ctl, port, size, deadline_ms = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+extra = (["--deadline-ms", deadline_ms] if deadline_ms != "0" else []) + sys.argv[5:]
 srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 srv.bind(("127.0.0.1", port)); srv.listen(1)
 srv.settimeout(20)
@@ -314,7 +315,7 @@ cli.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"datcp")
 cli.bind(("127.0.0.1", port + 38000)); cli.connect(("127.0.0.1", port))
 before = cli.getsockopt(socket.IPPROTO_IP, socket.IP_TOS) >> 2
 subprocess.run([ctl, "flow", "set", "--src", f"127.0.0.1:{port + 38000}", "--dst",
-                f"127.0.0.1:{port}", "--size", size, "--deadline-ms", deadline_ms], check=True)
+                f"127.0.0.1:{port}", "--size", size, *extra], check=True)
 for _ in range(50):
     cli.sendall(b"x" * (1 << 20))
 after = cli.getsockopt(socket.IPPROTO_IP, socket.IP_TOS) >> 2
@@ -327,6 +328,11 @@ read -r before after <<<"$(dscp_after 5303 10000000000000 100000)"
 check "a flow lagging a deadline it can still make gets the high-precedence DSCP AF41 (DSCP $before -> $after)" test "$before" = 0 -a "$after" = 34
 read -r before after <<<"$(dscp_after 5305 1000000000 1)"
 check "a flow whose deadline passed gives up: low-precedence DSCP CS1 (DSCP $before -> $after)" test "$before" = 0 -a "$after" = 8
+# dctcp mode (issue 16's prio baseline): importance alone sets the class, P = phi I + (1 - phi)
+read -r before after <<<"$(dscp_after 5307 1000000000 0 --mode dctcp --importance 10 --phi 1)"
+check "a dctcp flow of importance 10, phi 1 gets the high-precedence DSCP AF41 (DSCP $before -> $after)" test "$before" = 0 -a "$after" = 34
+read -r before after <<<"$(dscp_after 5309 1000000000 0 --mode dctcp --importance 0 --phi 1)"
+check "a dctcp flow of importance 0, phi 1 gets the low-precedence DSCP CS1 (DSCP $before -> $after)" test "$before" = 0 -a "$after" = 8
 
 # --- PD2TCP takes the line rate of the socket's network namespace: 100 GB in
 # 10 s (80 Gbit/s) is feasible at 10 Tbit/s (priority R_D / R_A, here the top

@@ -4,6 +4,7 @@ import static io.datcp.scheduler.InvalidFieldException.require;
 
 import io.datcp.scheduler.auth.NotPermittedException;
 import io.datcp.scheduler.config.SchedulerConf;
+import io.datcp.scheduler.flows.AchievedShare;
 import io.datcp.scheduler.flows.DeadlinePlanner;
 import io.datcp.scheduler.flows.DeadlinePlanner.Deadline;
 import io.datcp.scheduler.flows.DeadlinePlanner.Demand;
@@ -11,6 +12,7 @@ import io.datcp.scheduler.flows.FlowKey;
 import io.datcp.scheduler.flows.FlowLog;
 import io.datcp.scheduler.flows.FlowOutcome;
 import io.datcp.scheduler.flows.FlowPolicy;
+import io.datcp.scheduler.flows.PlannerPolicy;
 import io.datcp.scheduler.flows.PolicyUpdate;
 import io.datcp.scheduler.flows.PolicyUpdateHub;
 import io.datcp.scheduler.jobs.Job;
@@ -67,6 +69,17 @@ public final class SchedulerService {
   /** ... and by more than this share of the time left to the old deadline. */
   private static final double MIN_UPDATE_SHIFT_SHARE = 0.1;
 
+  /**
+   * planner.policy=order: importance (phi 1) of the first shuffle-bound job's flows on a host,
+   * the other shuffle-bound jobs', waiting jobs' and those of flows outside the order. With
+   * kmod's classes (low P < 0.9, standard, high P >= 1.5) they are high (AF41), standard (CS0),
+   * low (CS1) and standard: the ToR's three strict-priority bands serve the order.
+   */
+  private static final double ORDER_FIRST = 10;
+  private static final double ORDER_SHUFFLE_BOUND = 1;
+  private static final double ORDER_WAITING = 0;
+  private static final double ORDER_OUTSIDE = 1;
+
   /** A job whose attributes the ResourceManager did not give is asked again after this. */
   private static final long YARN_RETRY_NANOS = 30_000_000_000L;
 
@@ -105,9 +118,11 @@ public final class SchedulerService {
   private final Map<String, Map<String, Demand>> demands = new ConcurrentHashMap<>();
   private final PolicyUpdateHub hub = new PolicyUpdateHub();
   private final DeadlinePlanner planner;
-  private final double usableBitsPerSecond;
+  private final AchievedShare achieved;
   private final double firstJobImportance;
   private final boolean waitingJobsYield;
+  /** planner.policy=order: the order alone, as precedence classes (issue 16's prio). */
+  private final boolean orderOnly;
   private final PolicyBook policies;
   private final FlowLog flowLog;
   private final HostRateLimiter limiter;
@@ -152,9 +167,10 @@ public final class SchedulerService {
     long downlink = conf.get(SchedulerConf.DOWNLINK_BITS_PER_SECOND);
     double utilisation = conf.get(SchedulerConf.TARGET_UTILISATION);
     this.planner = new DeadlinePlanner(downlink, utilisation);
-    this.usableBitsPerSecond = downlink * utilisation;
+    this.achieved = new AchievedShare(downlink, utilisation);
     this.firstJobImportance = conf.get(SchedulerConf.FIRST_JOB_IMPORTANCE);
     this.waitingJobsYield = conf.get(SchedulerConf.WAITING_JOBS_YIELD);
+    this.orderOnly = conf.get(SchedulerConf.PLANNER_POLICY) == PlannerPolicy.ORDER;
 
     eventsAccepted = Counter.builder("datcp.report.events").description("Events applied")
         .register(meters);
@@ -422,6 +438,12 @@ public final class SchedulerService {
         }
         flowLog.add(o);
         (o.met() ? outcomesMet : outcomesMissed).increment();
+        Job running = registry.running(o.jobId());
+        Job.Reduce reduce = running == null ? null : running.reduce(o.reduceId());
+        if (reduce != null) {
+          achieved.flowEnded(reduce.host(), o.jobId(), o.bytes(), o.startUnixNanos(),
+              o.finishUnixNanos());
+        }
         PolicyUpdateHub.FlowRef ended = new PolicyUpdateHub.FlowRef(o.reduceId(), o.flow());
         hub.notInterested(caller.host(), o.jobId(), o.reduceId(), f -> f.equals(ended)
             || (f.reduceId() == o.reduceId() && (o.flow() == null || f.key() == null)));
@@ -667,7 +689,7 @@ public final class SchedulerService {
       return noDeadline(job.id(), flow, decision, "no bytes of this job known on "
           + reduce.host() + " yet: no deadline until partition sizes are reported");
     }
-    return policyFor(job.id(), flow, d, bytes, now, decision);
+    return policyFor(reduce.host(), job.id(), flow, d, bytes, now, decision);
   }
 
   private Deadline planned(String host, String jobId) {
@@ -675,8 +697,11 @@ public final class SchedulerService {
     return plan == null ? null : plan.get(jobId);
   }
 
-  private FlowPolicy policyFor(String jobId, PolicyUpdateHub.FlowRef flow, Deadline d,
-      long bytes, long now, PolicyDecision decision) {
+  private FlowPolicy policyFor(String host, String jobId, PolicyUpdateHub.FlowRef flow,
+      Deadline d, long bytes, long now, PolicyDecision decision) {
+    if (orderOnly) {
+      return ordered(jobId, flow, orderImportance(d), orderReason(host, d));
+    }
     if (decision.mode() == FlowMode.OFF) {
       return noDeadline(jobId, flow, decision,
           "mode off by rule '" + decision.rule() + "': plain TCP");
@@ -684,7 +709,7 @@ public final class SchedulerService {
     long deadline = d.unixNanos();
     String reason = d.reason();
     // A flow cannot beat its own size at the usable link rate; asking for more only quenches it.
-    long own = now + DeadlinePlanner.transferNanos(bytes, usableBitsPerSecond);
+    long own = now + DeadlinePlanner.transferNanos(bytes, d.usableBitsPerSecond());
     if (own > deadline) {
       deadline = own;
       reason = reason + "; raised to this flow's own transfer time";
@@ -716,11 +741,47 @@ public final class SchedulerService {
         importance, phi, decision.mode(), quench, reason, decision.rule(), flow.key());
   }
 
-  private static FlowPolicy noDeadline(String jobId, PolicyUpdateHub.FlowRef flow,
+  private FlowPolicy noDeadline(String jobId, PolicyUpdateHub.FlowRef flow,
       PolicyDecision decision, String reason) {
+    if (orderOnly) {
+      return ordered(jobId, flow, ORDER_OUTSIDE, reason + "; order policy: outside the order: "
+          + orderClass(ORDER_OUTSIDE));
+    }
     return new FlowPolicy(jobId, flow.reduceId(), 0, 0, 0, decision.importance(),
         decision.phi(), decision.mode(), decision.quenchMode(), reason, decision.rule(),
         flow.key());
+  }
+
+  /**
+   * planner.policy=order: a flow of importance {@code importance} with phi 1, so that its
+   * precedence class is the order's alone; dctcp (the transport of the dctcp baseline), no
+   * deadline and no quenching. Rules and the policy defaults are not consulted: a rule's
+   * importance would override the order, and the baseline is the ordering alone.
+   */
+  private static FlowPolicy ordered(String jobId, PolicyUpdateHub.FlowRef flow, double importance,
+      String reason) {
+    return new FlowPolicy(jobId, flow.reduceId(), 0, 0, 0, importance, 1, FlowMode.DCTCP,
+        QuenchMode.OFF, reason, "", flow.key());
+  }
+
+  private static double orderImportance(Deadline d) {
+    return d.first() ? ORDER_FIRST : d.waiting() ? ORDER_WAITING : ORDER_SHUFFLE_BOUND;
+  }
+
+  private static String orderReason(String host, Deadline d) {
+    String place = d.waiting()
+        ? "waiting for maps, so after every shuffle-bound job on " + host
+        : "maps all done: rank " + d.rank() + " on " + host + " by smallest remaining shuffle ("
+            + DeadlinePlanner.decimal(d.ownBytes() / 1e6, 1) + " MB left)";
+    return "order policy: " + place + ": " + orderClass(orderImportance(d));
+  }
+
+  /** kmod's class of a dctcp flow of this importance with phi 1. */
+  private static String orderClass(double importance) {
+    String cls = importance >= 1.5 ? "high class (AF41)"
+        : importance >= 0.9 ? "standard class (CS0)" : "low class (CS1)";
+    return "importance " + DeadlinePlanner.decimal(importance, 1) + ", phi 1: " + cls
+        + "; dctcp, no deadline, never quenched";
   }
 
   /**
@@ -731,7 +792,15 @@ public final class SchedulerService {
     for (String host : hosts) {
       try (Stripes.Held held = hostLocks.hold(host)) {
         Map<String, Deadline> old = hostPlans.getOrDefault(host, Map.of());
-        Map<String, Deadline> plan = planner.plan(host, demandsOn(host), now, old);
+        List<Demand> on = demandsOn(host);
+        Map<String, Deadline> plan = planner.plan(host, on, now, old,
+            achieved.usable(host, jobId -> registry.running(jobId) != null));
+        for (Demand demand : on) {
+          Deadline d = plan.get(demand.jobId());
+          if (demand.flowing() && d != null && !d.first()) {
+            achieved.plannedBehind(host, demand.jobId());
+          }
+        }
         if (plan.isEmpty()) {
           hostPlans.remove(host);
         } else {
@@ -740,9 +809,9 @@ public final class SchedulerService {
         plan.forEach((jobId, d) -> {
           Deadline before = old.get(jobId);
           // a job that became first or stopped waiting changes importance, phi and quench even
-          // when its deadline stays where it was
-          if (before == null || movedMaterially(before.unixNanos(), d.unixNanos(), now)
-              || before.first() != d.first() || before.waiting() != d.waiting()) {
+          // when its deadline stays where it was; with the order policy nothing else is news
+          if (before == null || before.first() != d.first() || before.waiting() != d.waiting()
+              || (!orderOnly && movedMaterially(before.unixNanos(), d.unixNanos(), now))) {
             pushJob(registry.running(jobId), host, d, now, out);
           }
         });
@@ -837,8 +906,8 @@ public final class SchedulerService {
     PolicyDecision decision = JobRegistry.decision(job, policies);
     for (Job.Reduce r : job.reducesOn(host)) {
       hub.interestIn(job.id(), r.id()).forEach((agent, flows) -> flows.forEach((flow, bytes) -> {
-        hub.queue(out, agent, PolicyUpdate.of(now, policyFor(job.id(), flow, d, bytes, now,
-            decision)));
+        hub.queue(out, agent, PolicyUpdate.of(now, policyFor(host, job.id(), flow, d, bytes,
+            now, decision)));
         updatesSent.increment();
       }));
     }
@@ -897,9 +966,11 @@ public final class SchedulerService {
     List<JobView.ReduceView> reduces = new ArrayList<>();
     for (Job.Reduce r : j.reduces()) {
       Deadline d = r.shuffling() ? planned(r.host(), j.id()) : null;
+      // with the order policy flows get no deadline: the view shows the class instead
       reduces.add(new JobView.ReduceView(r.id(), r.host(), r.shuffleStartUnixNanos(),
           r.shuffleFinishUnixNanos(), r.fetchedBytes(), r.shuffling() ? j.remainingBytes(r) : 0,
-          d == null ? 0 : d.unixNanos(), d == null ? "" : d.reason()));
+          d == null || orderOnly ? 0 : d.unixNanos(),
+          d == null ? "" : orderOnly ? orderReason(r.host(), d) : d.reason()));
     }
     return new JobView(j.id(), j.conf().jobName(), j.conf().user(), j.conf().queue(),
         j.conf().priority(), state(j),

@@ -4,8 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.within;
 
 import io.datcp.scheduler.config.SchedulerConf;
+import io.datcp.scheduler.flows.FlowOutcome;
 import io.datcp.scheduler.flows.FlowPolicy;
 import io.datcp.scheduler.flows.PolicyUpdate;
+import io.datcp.scheduler.flows.QuenchOutcome;
 import io.datcp.scheduler.jobs.JobConf;
 import io.datcp.scheduler.jobs.JobEvent;
 import io.datcp.scheduler.jobs.JobPriority;
@@ -197,6 +199,41 @@ class JobAbScenarioTest {
       assertThat((u.policy().deadlineUnixNanos() - t5) / 1e9).isCloseTo(4.0, within(0.01));
     });
     assertThat(seconds(scheduler.lookup("m5", "jobA", 0, 10 * MB))).isCloseTo(4.0, within(0.01));
+  }
+
+  @Test
+  void theNextRoundPlansAtTheRateJobBsFlowsAchievedNotAtThePrior() {
+    FlowPolicy first = scheduler.lookup("m3", "jobB", 0, 10 * MB);
+    assertThat(first.reason()).contains("80.0 Mbit/s", "nothing measured yet");
+    scheduler.lookup("m4", "jobB", 0, 10 * MB);
+    // B's two flows ran side by side and took 2.5 s: 20 MB at 64 Mbit/s; A's flows, behind B
+    // while they ran, measure nothing
+    long t0 = clock.nanos();
+    long end = t0 + Duration.ofMillis(2500).toNanos();
+    scheduler.reportOutcomes("m3", List.of(
+        new FlowOutcome("jobB", 0, "m3", NODE, 10 * MB, t0, first.deadlineUnixNanos(), end, false,
+            QuenchOutcome.NONE, null),
+        new FlowOutcome("jobB", 0, "m4", NODE, 10 * MB, t0, first.deadlineUnixNanos(), end, false,
+            QuenchOutcome.NONE, null)));
+    scheduler.lookup("m1", "jobA", 0, 10 * MB);
+    scheduler.reportOutcomes("m1", List.of(new FlowOutcome("jobA", 0, "m1", NODE, 10 * MB, t0,
+        0, end + Duration.ofSeconds(3).toNanos(), true, QuenchOutcome.NONE, null)));
+    clock.advance(Duration.ofMillis(2500));
+    long t1 = clock.nanos();
+    scheduler.report(NODE, List.of(
+        new JobEvent.FetchFinished(t1, "jobB", 0, "m3", List.of(0, 1), 20 * MB, t1 - t0),
+        new JobEvent.ShuffleFinished(t1, "jobB", 0),
+        new JobEvent.JobFinished(t1, "jobB", true)));
+
+    // the next pair's first job: 20 MB at the 64 Mbit/s measured is 2.5 s, not 2 s
+    JobConf conf = new JobConf("default", "alice", "wordcount", JobPriority.NORMAL);
+    scheduler.report(NODE, List.of(
+        new JobEvent.ReduceStarted(t1, "jobC", 0, NODE, 2, 1, conf, 0),
+        new JobEvent.MapCompleted(t1, "jobC", 0, 0, "m3", TASK, 10 * MB, 0),
+        new JobEvent.MapCompleted(t1, "jobC", 0, 1, "m4", TASK, 10 * MB, 0)));
+    FlowPolicy c = scheduler.lookup("m3", "jobC", 0, 10 * MB);
+    assertThat(seconds(c)).isCloseTo(2.5, within(0.01));
+    assertThat(c.reason()).contains("64.0 Mbit/s", "measured on this host");
   }
 
   @Test

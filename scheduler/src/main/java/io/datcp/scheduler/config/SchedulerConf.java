@@ -1,5 +1,6 @@
 package io.datcp.scheduler.config;
 
+import io.datcp.scheduler.flows.PlannerPolicy;
 import io.datcp.scheduler.policy.FlowMode;
 import io.datcp.scheduler.policy.QuenchMode;
 import io.datcp.scheduler.switches.SwitchSettings;
@@ -92,8 +93,8 @@ public final class SchedulerConf {
   public static final Key<Double> TARGET_UTILISATION = register(new Key<>(
       "planner.targetUtilisation", 0.8, Double::parseDouble, v -> v > 0 && v <= 1,
       "a number in (0, 1]",
-      "Share of the downlink the planner counts on for shuffle goodput; the rest absorbs"
-          + " headers, ECN back-off and other traffic."));
+      "Share of the downlink the planner counts on until it has measured what the first job's"
+          + " flows achieve on a host (AchievedShare)."));
 
   public static final Key<Double> FIRST_JOB_IMPORTANCE = register(new Key<>(
       "planner.firstJobImportance", 10.0, Double::parseDouble, v -> v >= 0 && v <= 10,
@@ -109,6 +110,17 @@ public final class SchedulerConf {
       "Whether the flows of a job still waiting for maps get phi 1, so their precedence is"
           + " their importance (0 by default: the lowest) however late they look: rushing them"
           + " buys nothing (4.4) and their urgency would take the link from shuffle-bound jobs."));
+
+  public static final Key<PlannerPolicy> PLANNER_POLICY = register(new Key<>(
+      "planner.policy", PlannerPolicy.DEADLINE, PlannerPolicy::fromName, v -> true,
+      names(PlannerPolicy.values()),
+      "What a reducer host's job order (shuffle-bound jobs smallest remaining shuffle first,"
+          + " then jobs waiting for maps) becomes: deadline = deadlines per job (4.4), importance,"
+          + " phi, mode and quench from the rules; order = precedence classes only (first job"
+          + " importance 10, other shuffle-bound jobs 1, waiting jobs 0, all phi 1), every flow"
+          + " dctcp with no deadline and no quenching; rules, policy.default*,"
+          + " planner.firstJobImportance and planner.waitingJobsYield are not consulted:"
+          + " issue 16's prio baseline."));
 
   public static final Key<Double> REPORT_RATE_PER_HOST = register(new Key<>(
       "reports.ratePerHost", 500.0, Double::parseDouble, v -> v > 0,

@@ -27,16 +27,18 @@ import java.util.function.Supplier;
  *       waves over its map slots), but never tighter than its bytes at a fair share of the link.
  * </ul>
  *
- * Usable capacity is the downlink times the target utilisation, which leaves room for headers,
- * ECN back-off and traffic the scheduler does not see.
+ * The usable rate of a host's downlink is what the first job's flows were measured to achieve
+ * there ({@link AchievedShare}); before anything was measured, the downlink times the target
+ * utilisation.
  */
 public final class DeadlinePlanner {
   private static final double NANOS_PER_SECOND = 1e9;
 
-  private final double usableBitsPerSecond;
+  private final AchievedShare.Capacity prior;
 
   public DeadlinePlanner(long downlinkBitsPerSecond, double targetUtilisation) {
-    this.usableBitsPerSecond = downlinkBitsPerSecond * targetUtilisation;
+    this.prior = new AchievedShare(downlinkBitsPerSecond, targetUtilisation)
+        .usable("", job -> false);
   }
 
   /**
@@ -67,20 +69,27 @@ public final class DeadlinePlanner {
     private final long ownBytes;
     /** Planned while the job's flows ran; a plan made before they started is provisional. */
     private final boolean flowing;
+    /** The host's usable rate the plan was made with, bits/s. */
+    private final double usableBitsPerSecond;
     /** Rendered reason; racy memoisation is fine, any thread renders the same text. */
     private String reason;
 
-    Deadline(long unixNanos, Supplier<String> explain) {
-      this(unixNanos, explain, null, 0, false);
+    Deadline(long unixNanos, Supplier<String> explain, double usableBitsPerSecond) {
+      this(unixNanos, explain, null, 0, false, usableBitsPerSecond);
     }
 
     Deadline(long unixNanos, Supplier<String> explain, Set<String> ahead, long ownBytes,
-        boolean flowing) {
+        boolean flowing, double usableBitsPerSecond) {
       this.unixNanos = unixNanos;
       this.explain = explain;
       this.ahead = ahead;
       this.ownBytes = ownBytes;
       this.flowing = flowing;
+      this.usableBitsPerSecond = usableBitsPerSecond;
+    }
+
+    public double usableBitsPerSecond() {
+      return usableBitsPerSecond;
     }
 
     public long unixNanos() {
@@ -95,6 +104,16 @@ public final class DeadlinePlanner {
     /** Whether this is the first shuffle-bound job in the host's order. */
     public boolean first() {
       return ahead != null && ahead.isEmpty();
+    }
+
+    /** Position in the host's smallest-remaining-shuffle-first order, 1 first; 0 when waiting. */
+    public int rank() {
+      return ahead == null ? 0 : ahead.size() + 1;
+    }
+
+    /** The job's remaining bytes on the host when it is shuffle-bound; 0 when it waits. */
+    public long ownBytes() {
+      return ownBytes;
     }
 
     public String reason() {
@@ -124,6 +143,13 @@ public final class DeadlinePlanner {
    */
   public Map<String, Deadline> plan(String host, List<Demand> demands, long nowUnixNanos,
       Map<String, Deadline> previous) {
+    return plan(host, demands, nowUnixNanos, previous, prior);
+  }
+
+  /** As {@link #plan(String, List, long, Map)}, at the rate {@code capacity} of the host. */
+  public Map<String, Deadline> plan(String host, List<Demand> demands, long nowUnixNanos,
+      Map<String, Deadline> previous, AchievedShare.Capacity capacity) {
+    double usableBitsPerSecond = capacity.bitsPerSecond();
     Map<String, Deadline> out = new LinkedHashMap<>();
     List<Demand> shuffleBound = new ArrayList<>();
     List<Demand> waiting = new ArrayList<>();
@@ -149,7 +175,7 @@ public final class DeadlinePlanner {
       Supplier<String> planned = () -> "maps all done, so the job ends"
           + " with its shuffle: smallest-remaining-shuffle-first rank " + rank + " of " + ranked
           + " on " + host + "; " + mb(bytes) + " up to and including this job at "
-          + mbit(usableBitsPerSecond) + " -> " + s(t);
+          + capacity.describe() + " -> " + s(t);
       long deadline = nowUnixNanos + t;
       Supplier<String> why = planned;
       Deadline before = previous.get(d.jobId());
@@ -166,7 +192,7 @@ public final class DeadlinePlanner {
         why = () -> planned0.get() + " (provisional: counted from now until its first flow starts)";
       }
       out.put(d.jobId(), new Deadline(deadline, why, Set.copyOf(ahead), d.remainingBytes(),
-          d.flowing()));
+          d.flowing(), usableBitsPerSecond));
       ahead.add(d.jobId());
     }
     // §4.4: rushing a job that still waits for maps buys nothing; aim at its last map's end.
@@ -178,7 +204,8 @@ public final class DeadlinePlanner {
           + mbit(fairShare) + " (1/" + sharing + ") -> " + s(floor);
       if (d.lastMapFinishUnixNanos() == 0) {
         out.put(d.jobId(), new Deadline(nowUnixNanos + floor, () -> "waiting for " + d.mapsLeft()
-            + " maps of unknown length (none done yet): " + floorText.get()));
+            + " maps of unknown length (none done yet): " + floorText.get(),
+            usableBitsPerSecond));
         continue;
       }
       long untilMaps = Math.max(0, d.lastMapFinishUnixNanos() - nowUnixNanos);
@@ -187,9 +214,9 @@ public final class DeadlinePlanner {
           + " -> " + s(untilMaps);
       out.put(d.jobId(), untilMaps >= floor
           ? new Deadline(nowUnixNanos + untilMaps, () -> mapsText.get() + "; floor "
-              + floorText.get())
+              + floorText.get(), usableBitsPerSecond)
           : new Deadline(nowUnixNanos + floor, () -> mapsText.get() + ", raised to the floor "
-              + floorText.get()));
+              + floorText.get(), usableBitsPerSecond));
     }
     return out;
   }

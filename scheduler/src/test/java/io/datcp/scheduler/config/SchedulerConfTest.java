@@ -3,6 +3,7 @@ package io.datcp.scheduler.config;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.datcp.scheduler.flows.PlannerPolicy;
 import io.datcp.scheduler.policy.FlowMode;
 import java.io.Reader;
 import java.nio.file.Files;
@@ -72,6 +73,22 @@ class SchedulerConfTest {
       assertThatThrownBy(() -> SchedulerConf.fromMap(Map.of("server.eventLoops", bad)))
           .as(bad).isInstanceOf(ConfigException.class)
           .hasMessageContaining("server.eventLoops").hasMessageContaining("[0, 256]");
+    }
+  }
+
+  @Test
+  void thePlannerPolicyIsDeadlineByDefaultOrOrderAndABadOneIsNamed() {
+    assertThat(SchedulerConf.defaults().get(SchedulerConf.PLANNER_POLICY))
+        .isEqualTo(PlannerPolicy.DEADLINE);
+    assertThat(SchedulerConf.fromMap(Map.of("planner.policy", "order"))
+        .get(SchedulerConf.PLANNER_POLICY)).isEqualTo(PlannerPolicy.ORDER);
+    assertThat(SchedulerConf.fromMap(Map.of("planner.policy", "deadline"))
+        .get(SchedulerConf.PLANNER_POLICY)).isEqualTo(PlannerPolicy.DEADLINE);
+    for (String bad : new String[] {"prio", "ORDER", "", "deadline,order"}) {
+      assertThatThrownBy(() -> SchedulerConf.fromMap(Map.of("planner.policy", bad)))
+          .as(bad).isInstanceOf(ConfigException.class)
+          .hasMessage("bad value '" + bad + "' for configuration key 'planner.policy';"
+              + " accepted: deadline|order");
     }
   }
 
