@@ -132,8 +132,14 @@ public record WorkloadSpec(String name, List<JobSpec> jobs, boolean barrier, Int
             0, hosts - 1);
       }
     }
-    long[] reduceBytes = j.has("reduce_bytes")
-        ? ints(j.get("reduce_bytes"), at + ".reduce_bytes", reduces, 0, Long.MAX_VALUE) : null;
+    long[] reduceBytes = null;
+    if (j.has("reduce_bytes")) {
+      // a placement field, as bench/datcpbench/workload.py has it (the replay's per-host bytes)
+      if (hosts == null) {
+        throw new SpecException(at + ".reduce_bytes", "needs the top-level \"hosts\"");
+      }
+      reduceBytes = ints(j.get("reduce_bytes"), at + ".reduce_bytes", reduces, 0, Long.MAX_VALUE);
+    }
     return new JobSpec(name, submit, maps, reduces, partition, mapSeconds, slowMaps, deadline,
         queue, user, reduceBytes);
   }

@@ -19,7 +19,7 @@ class WorkloadSpecTest {
   }
 
   private static String oneJob(String extra) {
-    return "{'name': 's', 'jobs': [{'name': 'j1', 'submit_s': 0, 'maps': 4, 'reduces': 2,"
+    return "{'name': 's', 'hosts': 4, 'jobs': [{'name': 'j1', 'submit_s': 0, 'maps': 4, 'reduces': 2,"
         + " 'partition_bytes': 1000" + extra + "}]}";
   }
 
@@ -90,7 +90,6 @@ class WorkloadSpecTest {
     ", 'queue': 3|jobs[0].queue: must be a non-empty string",
     ", 'reduce_bytes': [1]|jobs[0].reduce_bytes: must be a list of 2 integers",
     ", 'reduce_bytes': [1, -1]|jobs[0].reduce_bytes[1]: must be an integer >= 0",
-    ", 'reduce_hosts': [0, 1]|jobs[0].reduce_hosts: needs the top-level \"hosts\"",
   })
   void badJobIsRejectedNamingTheField(String extra, String message) {
     // the later key wins in Jackson's tree: "maps": 0 replaces the 4 of oneJob
@@ -105,6 +104,15 @@ class WorkloadSpecTest {
     assertThat(parse(String.format(spec, "1")).hosts()).isEqualTo(2);
     assertThatThrownBy(() -> parse(String.format(spec, "2")))
         .hasMessageContaining("jobs[0].map_hosts[1]: must be an integer in [0, 1]");
+  }
+
+  @ParameterizedTest
+  @CsvSource({"reduce_hosts", "reduce_bytes"})
+  void placementFieldsNeedHosts(String field) {
+    String spec = "{'name': 's', 'jobs': [{'name': 'j', 'submit_s': 0, 'maps': 1, 'reduces': 2,"
+        + " 'partition_bytes': 1, '" + field + "': [0, 1]}]}";
+    assertThatThrownBy(() -> parse(spec))
+        .hasMessageContaining("jobs[0]." + field + ": needs the top-level \"hosts\"");
   }
 
   @Test
