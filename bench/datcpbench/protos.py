@@ -19,6 +19,9 @@ def load():
     """Returns (datcp_pb2, datcp_pb2_grpc)."""
     global _mods
     if _mods is None:
+        # the bench forks (subprocess) while gRPC threads run; gRPC's fork handlers are
+        # for children that use gRPC, which these never do
+        os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
         try:
             from grpc_tools import protoc
         except ImportError as e:

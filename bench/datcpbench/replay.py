@@ -439,6 +439,7 @@ class Serving:
                                   source_address=src[0], source_port=src[1],
                                   destination_address=dst[0], destination_port=dst[1],
                                   subscriber_id=self.h.subscriber)
+        self.t_reg = time.monotonic()
         call = asyncio.ensure_future(self.h.stub.RegisterFlow(reg, timeout=10))
         done, _ = await asyncio.wait({call}, timeout=REGISTER_TIMEOUT_S)
         if not done:
@@ -455,6 +456,7 @@ class Serving:
                 else "cancelled"
             return
         reply = call.result()
+        self.rec["register_ms"] = round((time.monotonic() - self.t_reg) * 1e3, 2)
         self.flow_id = reply.flow_id
         p = reply.policy
         self.rec.update(registered=True, in_kernel=reply.in_kernel, epoch=reply.epoch,
@@ -856,9 +858,10 @@ def start_scheduler(jv, ctl, work, logs, extra, hosts, cleanup):
     try:
         s.wait_ready(time.time() + 120)
     except ReplayError as e:
-        if "planner.policy" in str(e):
-            raise ReplayError("the scheduler refuses planner.policy=order (the prio mode's "
-                              "planner, branch modes, not in this build): " + str(e)[-600:])
+        refused = [ln for ln in str(e).splitlines() if "planner.policy" in ln]
+        if refused:
+            raise ReplayError("the scheduler refuses planner.policy=order, the prio mode's "
+                              f"planner (is it built from a main with it?): {refused[0][:300]}")
         raise
     tokens = {}
     for i in range(hosts):
