@@ -68,6 +68,10 @@ MODES = {
              "scheduler_conf": {"planner.policy": "order", "policy.defaultMode": "dctcp"}},
     "on": {"switch": dict(RED, dscp_map=TOR_DSCP_MAP), "agents": True, "scheduler": True,
            "agent_mode": "datcp", "scheduler_conf": {}},
+    # diagnostic, not a baseline: off's network with agents registering every flow but
+    # sockops on another port, so the sockets stay cubic: what the JVMs' CPU costs the run
+    "off-agents": {"switch": dict(RED), "agents": True, "scheduler": False,
+                   "agent_mode": "dctcp", "agent_port": SHUFFLE_PORT + 1},
 }
 
 
@@ -154,6 +158,9 @@ def check_placement(spec):
 def check_mode(mode, cc_seen, dscp_seen, kernel_modes):
     """Raises ModeCheckError when what the kernel ran is not what the mode defines."""
     cc, dscp, km = set(cc_seen), set(dscp_seen), set(kernel_modes)
+    if mode == "off-agents":
+        mode = "off"      # its kernel entries sit on sockets sockops left alone
+        km = set()
     want = {"off": "cubic"}.get(mode, "datcp")
     problems = []
     if cc != {want}:
@@ -797,8 +804,9 @@ def run_mode(spec, mode, out_dir, force_cc=None, timeout_s=900.0, progress=None)
             kernel.line_rate_set(ns, LINK_MBPS)
             cleanup.push(kernel.line_rate_set, ns, 0)
         if m["agents"]:
-            if SHUFFLE_PORT not in ports_before:
-                cleanup.push(kernel._ctl, "ports", "del", SHUFFLE_PORT, check=False)
+            port = m.get("agent_port", SHUFFLE_PORT)
+            if port not in ports_before:
+                cleanup.push(kernel._ctl, "ports", "del", port, check=False)
             cleanup.push(delete_leftover_flows)
             for k in ("scheduler", "agent", "libdatcp"):
                 if not os.path.isfile(jv[k]):
@@ -809,7 +817,7 @@ def run_mode(spec, mode, out_dir, force_cc=None, timeout_s=900.0, progress=None)
             tokens = start_scheduler(jv, ctl, work, logs, m["scheduler_conf"], hosts, cleanup)
         socks = {}
         if m["agents"]:
-            socks = start_agents(jv, tb, work, logs, m["agent_mode"],
+            socks = start_agents(jv, tb, work, logs, m["agent_mode"], m.get("agent_port"),
                                  tb.receiver_ip(0) if m["scheduler"] else "", tokens, cleanup)
         rp = Replay(spec, tb, socks, force_cc=force_cc, timeout_s=timeout_s)
         counters0 = tb.counters()
@@ -915,7 +923,7 @@ def start_scheduler(jv, ctl, work, logs, extra, hosts, cleanup):
     return tokens
 
 
-def start_agents(jv, tb, work, logs, mode, sched_ip, tokens, cleanup):
+def start_agents(jv, tb, work, logs, mode, port, sched_ip, tokens, cleanup):
     socks, agents = {}, []
     for i, ns in enumerate(tb.senders):
         d = os.path.join(work, host_name(i))
@@ -930,7 +938,7 @@ def start_agents(jv, tb, work, logs, mode, sched_ip, tokens, cleanup):
         props = {"agent.role": "host", "agent.host": host_name(i),
                  "local.socketPath": socks[i], "local.socketMode": "0600",
                  "kernel.enabled": "true", "kernel.library": jv["libdatcp"],
-                 "kernel.shufflePorts": SHUFFLE_PORT,
+                 "kernel.shufflePorts": port or SHUFFLE_PORT,
                  "kernel.lineRateBitsPerSecond": LINK_MBPS * 1_000_000,
                  "scheduler.target": f"{sched_ip}:{GRPC_PORT}" if sched_ip else "",
                  "scheduler.tokenFile": tok, "policy.defaultMode": mode,
