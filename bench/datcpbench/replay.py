@@ -901,7 +901,8 @@ def start_scheduler(jv, ctl, work, logs, extra, hosts, cleanup):
     props.update(extra)
     conf = os.path.join(work, "scheduler.properties")
     write_props(conf, props)
-    shutil.copy(conf, os.path.join(logs, "scheduler.properties"))
+    write_props(os.path.join(logs, "scheduler.properties"),
+                dict(props, **{"auth.token": "(generated for the run)"}))
     s = Jvm("scheduler", ctl, ["-Xmx192m", *JVM_SMALL,
                                f"-Xlog:gc:file={os.path.join(logs, 'scheduler-gc.log')}", "-jar", jv["scheduler"], "--data-dir",
                                data, "--grpc-port", str(GRPC_PORT), "--http-port",
