@@ -470,7 +470,7 @@ class Serving:
         self.written += len(data)
 
     async def register(self, job, red, maps, total):
-        pb, r = self.h.r.pb, self.h.r
+        pb = self.h.r.pb
         src, dst = self.conn.getsockname(), self.conn.getpeername()
         reg = pb.FlowRegistration(job_id=job["id"], reduce_id=red, map_ids=maps, bytes=total,
                                   source_address=src[0], source_port=src[1],
