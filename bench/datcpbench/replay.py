@@ -523,9 +523,12 @@ class Serving:
 
     def send_end(self, reason):
         pb = self.h.r.pb
-        fut = asyncio.get_running_loop().run_in_executor(self.h.r.pool, functools.partial(
-            self.h.sync_stub.EndFlow, pb.FlowEnd(flow_id=self.flow_id, reason=reason,
-                                                 bytes_written=self.written), timeout=10))
+        try:
+            fut = asyncio.get_running_loop().run_in_executor(self.h.r.pool, functools.partial(
+                self.h.sync_stub.EndFlow, pb.FlowEnd(flow_id=self.flow_id, reason=reason,
+                                                     bytes_written=self.written), timeout=10))
+        except RuntimeError:    # interrupted: the pool is shut down, the agents go next
+            return
         fut.add_done_callback(lambda f: f.cancelled() or f.exception())
 
 
