@@ -1,6 +1,8 @@
 """bench/run SCENARIO [--cc CC] [--json] [--out DIR]
 bench/run custom --spec FILE.json [--cc CC] [--json]
-bench/run all --out DIR"""
+bench/run all --out DIR
+bench/run trace --trace SPEC.json [--select START:COUNT] [--hosts H] [--modes off,dctcp,prio,on]
+                [--out DIR]"""
 from __future__ import annotations
 
 import argparse
@@ -52,11 +54,32 @@ def strip_for_json(r):
     return r
 
 
+def trace(ap, a):
+    from . import replay, replayspec
+    if not a.trace:
+        ap.error("trace needs --trace SPEC.json")
+    try:
+        spec = replayspec.load_spec(a.trace)
+    except replayspec.SpecError as e:
+        raise SystemExit(f"--trace {a.trace}: {e} (a coflow trace must be converted first: "
+                         "bench/workload convert ... --target replay)")
+    if a.load is not None:
+        ap.error("--load applies when converting a coflow trace; the spec's load is fixed")
+    if spec.get("hosts") is None:
+        raise SystemExit(f"--trace {a.trace}: hosts: the trace replay needs placement")
+    if a.hosts is not None and a.hosts != spec["hosts"]:
+        ap.error(f"--hosts {a.hosts}: the spec places jobs on {spec['hosts']} hosts")
+    spec = replay.select(spec, a.select)
+    modes = [m for m in a.modes.split(",") if m]
+    return replay.run(spec, modes, a.out or "replay-results", force_cc=a.force_cc,
+                      timeout_s=a.timeout)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="bench/run", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("scenario", help="|".join(scenarios.NAMES + ["custom", "all", "report",
-                                                             "ablation", "cleanup"]))
+                                                             "ablation", "cleanup", "trace"]))
     ap.add_argument("--cc", default="datcp", help="|".join(kernel.CCS))
     ap.add_argument("--json", action="store_true", help="print exactly one JSON object")
     ap.add_argument("--out", help="directory for results (JSON per run; report for 'all')")
@@ -75,6 +98,16 @@ def main(argv=None):
                     help="one datcp parameter on top of the profile (datcpctl load --param)")
     ap.add_argument("--ccs", help="for 'all': comma-separated subset of CCs")
     ap.add_argument("--scenarios", help="for 'all': comma-separated subset of scenarios")
+    tr = ap.add_argument_group("trace replay (bench/run trace, see bench/README.md)")
+    tr.add_argument("--trace", help="workload spec (JSON) with placement: hosts, map_hosts, "
+                                    "reduce_hosts")
+    tr.add_argument("--select", metavar="START:COUNT", help="replay jobs[START:START+COUNT]")
+    tr.add_argument("--hosts", type=int, help="host count (must match the spec's hosts)")
+    tr.add_argument("--load", type=float, help="offered load at the bottleneck ports (converter)")
+    tr.add_argument("--modes", default="off,dctcp,prio,on", help="comma-separated, in run order")
+    tr.add_argument("--timeout", type=float, default=900.0,
+                    help="seconds after the last submit before unfinished jobs fail the mode")
+    tr.add_argument("--force-cc", help=argparse.SUPPRESS)   # test hook: proves the mode check
     a = ap.parse_args(argv)
     if os.geteuid() != 0:
         raise SystemExit("bench/run needs root (network namespaces)")
@@ -100,6 +133,8 @@ def main(argv=None):
         from . import ablation
         log(f"wrote {ablation.write(a.out)}")
         return 0
+    if a.scenario == "trace":
+        return trace(ap, a)
     if a.scenario == "all":
         from . import report
         out = a.out or "bench/results/latest"

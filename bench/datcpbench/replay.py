@@ -1,0 +1,1033 @@
+"""Trace replay: the coflows of a workload spec on the emulated data center, with the real
+scheduler (one JVM in its own namespace) and a real agent per host (one JVM in each host's
+namespace, its own Unix socket, state dir and node token), once per mode.
+
+The replay driver (this process, one asyncio loop) plays the shuffle plugin's part over each
+host's agent socket with the proto messages the plugin sends (see shuffle-plugin/):
+map side, per fetch response: RegisterFlow (job, reduce, maps, exact bytes, the 4-tuple,
+subscriber id; the first byte waits for the answer at most REGISTER_TIMEOUT_S, as
+datcp.shuffle.register.timeout-ms), EndFlow when written or abandoned, the Orders stream
+(suspend / resume / kill) and Forward(MapOutputIndexed) when a map ends; reduce side,
+Forward of ReduceStarted, MapCompleted, FetchStarted / FetchFinished around each map
+output's copy, ShuffleFinished. There is no ResourceManager, so the driver also reports
+JobFinished from the job's first reduce host when its last byte is read (on the cluster the
+scheduler learns the end from YARN). Real TCP carries the bytes: every map host serves on
+the shuffle port 13562 (so the sockops program puts the sockets on datcp when a mode asks
+for it), reducers connect, send the request and read a ShuffleHeader-sized header plus the
+partition for each map.
+"""
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import functools
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import statistics
+import struct
+import subprocess
+import tempfile
+import time
+import urllib.request
+import uuid
+
+from . import kernel
+from .netns import Cleanup, in_netns, install_signal_handlers, log, reap_stale
+from .topo import Testbed
+
+SHUFFLE_PORT = 13562
+GRPC_PORT = 9090
+HTTP_PORT = 8080
+LINK_MBPS = 100
+# Hadoop's serialized ShuffleHeader before each map output in a response (map attempt id,
+# two vlongs, a vint): part of the registered body bytes, as in the plugin
+HEADER_BYTES = 40
+HEADER = struct.Struct("!iq28x")          # map id, partition bytes; padded to HEADER_BYTES
+PARALLEL_COPIES = 5                       # mapreduce.reduce.shuffle.parallelcopies
+MAX_MAPS_PER_FETCH = 20                   # Hadoop's Fetcher: maps of one host per request
+REGISTER_TIMEOUT_S = 0.005                # datcp.shuffle.register.timeout-ms
+REFETCH_DELAY_S = 0.2                     # a killed or failed fetch is retried after this
+WARMUP_REGISTRATIONS = 300
+CHUNK = 1 << 18
+TCP_CONGESTION = getattr(socket, "TCP_CONGESTION", 13)
+TOR_DSCP_MAP = "34=0,0=1,8=2"             # kmod's precedence classes AF41, CS0, CS1 -> bands
+RED = {"buffer_bytes": 200000, "mark": "red", "red_min": 80000, "red_max": 120000,
+       "red_maxp": 1.0}                   # DATCP Table 1
+STEP = {"buffer_bytes": 200000, "mark": "step", "k": 30000}   # bench's dctcp baseline, K
+KMOD_DSCPS = {0, 8, 34}
+
+# mode -> ToR port, whether agents / scheduler run, their default flow mode, scheduler keys
+MODES = {
+    "off": {"switch": dict(RED), "agents": False, "scheduler": False},
+    "dctcp": {"switch": dict(STEP), "agents": True, "scheduler": False,
+              "agent_mode": "dctcp"},
+    "prio": {"switch": dict(STEP, dscp_map=TOR_DSCP_MAP), "agents": True, "scheduler": True,
+             "agent_mode": "dctcp",
+             "scheduler_conf": {"planner.policy": "order", "policy.defaultMode": "dctcp"}},
+    "on": {"switch": dict(RED, dscp_map=TOR_DSCP_MAP), "agents": True, "scheduler": True,
+           "agent_mode": "datcp", "scheduler_conf": {}},
+    # diagnostic, not a baseline: off's network with agents registering every flow but
+    # sockops on another port, so the sockets stay cubic: what the JVMs' CPU costs the run
+    "off-agents": {"switch": dict(RED), "agents": True, "scheduler": False,
+                   "agent_mode": "dctcp", "agent_port": SHUFFLE_PORT + 1},
+}
+
+
+class ModeCheckError(RuntimeError):
+    """A mode's shuffle connections were not what the mode defines."""
+
+
+class ReplayError(RuntimeError):
+    pass
+
+
+def jars():
+    return {"scheduler": os.environ.get("DATCP_SCHEDULER_JAR", os.path.join(
+                kernel.REPO, "scheduler", "target", "scheduler.jar")),
+            "agent": os.environ.get("DATCP_AGENT_JAR", os.path.join(
+                kernel.REPO, "agent", "target", "datcp-agent.jar")),
+            "libdatcp": os.environ.get("DATCP_LIBDATCP", os.path.join(
+                os.path.dirname(kernel.DATCPCTL), "libdatcp.so"))}
+
+
+# ---------------------------------------------------------------- jobs and the limit
+
+def host_name(i):
+    return f"h{i}"
+
+
+def partition(job, r):
+    """Bytes each map writes for reduce r."""
+    rb = job.get("reduce_bytes")
+    return rb[r] if rb is not None else job["partition_bytes"]
+
+
+def map_delay(job, m):
+    """When map m ends, seconds after submit: the last slow_maps maps take map_seconds."""
+    slow = job.get("slow_maps", job["maps"])
+    return job.get("map_seconds", 0.0) if m >= job["maps"] - slow else 0.0
+
+
+def job_bytes(job):
+    return job["maps"] * sum(partition(job, r) for r in range(job["reduces"]))
+
+
+def alone_s(job, link_mbps=LINK_MBPS):
+    """The job alone on the empty fabric: its busiest port (mapper uplink or reducer
+    downlink) carrying that port's bytes at the link rate, not before its last map ends.
+    Map and reduce on one host do not cross the fabric."""
+    up, down = {}, {}
+    for m, hm in enumerate(job["map_hosts"]):
+        for r, hr in enumerate(job["reduce_hosts"]):
+            if hm != hr:
+                b = partition(job, r)
+                up[hm] = up.get(hm, 0) + b
+                down[hr] = down.get(hr, 0) + b
+    busiest = max(list(up.values()) + list(down.values()) + [0])
+    last_map = max(map_delay(job, m) for m in range(job["maps"]))
+    return max(busiest * 8 / (link_mbps * 1e6), last_map)
+
+
+def select(spec, sel):
+    """--select START:COUNT: jobs[START:START+COUNT], submit times shifted to start at 0."""
+    if not sel:
+        return spec
+    try:
+        start, count = (int(x) for x in sel.split(":"))
+    except ValueError:
+        raise SystemExit(f"--select: '{sel}' is not START:COUNT")
+    jobs = spec["jobs"][start:start + count]
+    if start < 0 or count < 1 or not jobs:
+        raise SystemExit(f"--select {sel}: the spec has {len(spec['jobs'])} jobs")
+    t0 = min(j["submit_s"] for j in jobs)
+    return dict(spec, jobs=[dict(j, submit_s=j["submit_s"] - t0) for j in jobs])
+
+
+def check_placement(spec):
+    for i, j in enumerate(spec["jobs"]):
+        for k in ("map_hosts", "reduce_hosts"):
+            if k not in j:
+                raise SystemExit(f"jobs[{i}].{k}: the trace replay needs placement "
+                                 "(top-level hosts, map_hosts, reduce_hosts per job)")
+
+
+# ---------------------------------------------------------------- the mode check
+
+def check_mode(mode, cc_seen, dscp_seen, kernel_modes):
+    """Raises ModeCheckError when what the kernel ran is not what the mode defines."""
+    cc, dscp, km = set(cc_seen), set(dscp_seen), set(kernel_modes)
+    if mode == "off-agents":
+        mode = "off"      # its kernel entries sit on sockets sockops left alone
+        km = set()
+    want = {"off": "cubic"}.get(mode, "datcp")
+    problems = []
+    if cc != {want}:
+        problems.append(f"cc_seen {sorted(cc)}, expected ['{want}']")
+    if mode in ("off", "dctcp") and dscp != {0}:
+        problems.append(f"dscp_seen {sorted(dscp)}, expected [0] (one band)")
+    if mode in ("prio", "on") and not dscp <= KMOD_DSCPS:
+        problems.append(f"dscp_seen {sorted(dscp)}, expected within {sorted(KMOD_DSCPS)}")
+    if mode == "off" and km:
+        problems.append(f"kernel flow entries of modes {sorted(km)} on the shuffle port, "
+                        "expected none (no agent)")
+    if mode in ("dctcp", "prio") and km != {"dctcp"}:
+        problems.append(f"kernel flow modes {sorted(km)}, expected ['dctcp']")
+    if mode == "on" and "datcp" not in km:
+        problems.append(f"kernel flow modes {sorted(km)}, expected datcp among them")
+    if problems:
+        raise ModeCheckError(f"mode {mode}: " + "; ".join(problems))
+
+
+# ---------------------------------------------------------------- processes
+
+class Jvm:
+    """A JVM started in a namespace; stopped with SIGTERM (then SIGKILL) at cleanup."""
+
+    def __init__(self, name, ns, args, log_path, ready, cleanup):
+        self.name, self.log_path, self.ready = name, log_path, ready
+        self.fh = open(log_path, "w")
+        # nsenter, not `ip netns exec`, which mounts a sysfs of its own and so hides bpffs;
+        # JVM_NICE: the driver's priority by default (on a cluster, agents do not wait for
+        # the data path's CPU)
+        nice = int(os.environ.get("DATCP_REPLAY_JVM_NICE", os.getpriority(os.PRIO_PROCESS, 0)))
+        self.proc = subprocess.Popen(["nsenter", f"--net=/var/run/netns/{ns}", "java", *args],
+                                     stdout=self.fh, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, start_new_session=True,
+                                     preexec_fn=lambda: os.setpriority(os.PRIO_PROCESS, 0, nice))
+        cleanup.push(self.stop)
+
+    def wait_ready(self, deadline):
+        while time.time() < deadline:
+            with open(self.log_path) as fh:
+                text = fh.read()
+            if self.ready in text:
+                return
+            if self.proc.poll() is not None:
+                raise ReplayError(f"{self.name} exited ({self.proc.returncode}) before it was "
+                                  f"ready:\n{text[-2000:]}")
+            time.sleep(0.2)
+        raise ReplayError(f"{self.name} not ready in time; log {self.log_path}")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.fh.close()
+
+
+JVM_SMALL = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xss512k",
+             "-XX:ReservedCodeCacheSize=32m", "-XX:MaxMetaspaceSize=96m"]
+
+
+def write_props(path, props):
+    with open(path, "w") as fh:
+        for k, v in props.items():
+            fh.write(f"{k}={v}\n")
+
+
+def http(ns, method, url, token=None):
+    """An HTTP call made from inside namespace ns (the scheduler's)."""
+    req = urllib.request.Request(url, method=method, data=b"" if method == "POST" else None)
+    if token:
+        req.add_header("Authorization", f"Bearer {token}")
+    with in_netns(ns):
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return json.loads(r.read() or b"null")
+
+
+# ---------------------------------------------------------------- the driver
+
+def host_cc(s):
+    """The hosts run cubic, the Linux default Hadoop ships on (this machine's root namespace
+    may default to another, and a namespace other than the first may only default to one in
+    tcp_allowed_congestion_control). Accepted sockets inherit the listener's; the sockops
+    program replaces it with datcp on the shuffle port when a mode loads it there."""
+    s.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, b"cubic")
+
+
+class Forwarder:
+    """The plugin's EventForwarder: events to the agent's Forward rpc in batches with this
+    reporter's id and increasing batch ids; a failed batch is retried with the same id."""
+
+    def __init__(self, pb, stub, host):
+        self.pb, self.stub, self.host = pb, stub, host
+        self.reporter_id = str(uuid.uuid4())
+        self.batch_id = 1
+        self.q: asyncio.Queue = asyncio.Queue()
+        self.failures = 0
+        self.task = asyncio.ensure_future(self.run())
+
+    def offer(self, **event):
+        t = time.time_ns()
+        self.q.put_nowait(self.pb.ShuffleEvent(time_unix_nanos=t, **event))
+
+    async def run(self):
+        while True:
+            batch = [await self.q.get()]
+            while not self.q.empty() and len(batch) < 500:
+                batch.append(self.q.get_nowait())
+            report = self.pb.ShuffleReport(reporter_host=self.host, reporter_id=self.reporter_id,
+                                           batch_id=self.batch_id, events=batch)
+            while True:
+                try:
+                    await self.stub.Forward(report, timeout=5)
+                    break
+                except Exception:
+                    self.failures += 1
+                    await asyncio.sleep(0.2)
+            self.batch_id += 1
+
+    async def drain(self, timeout=5.0):
+        end = time.time() + timeout
+        while not self.q.empty() and time.time() < end:
+            await asyncio.sleep(0.05)
+
+
+class Host:
+    """One host's part of the driver: its shuffle server (map side), its fetchers' netns
+    (reduce side) and its agent connection."""
+
+    def __init__(self, replay, idx, ns, ip, sock_path):
+        self.r, self.idx, self.ns, self.ip = replay, idx, ns, ip
+        self.name = host_name(idx)
+        self.sock_path = sock_path
+        self.subscriber = f"replay-{self.name}/{os.getpid()}"
+        self.flows = {}           # agent flow id -> Serving
+        self.early_orders = {}    # orders that overtook their registration's reply
+        self.stub = self.fwd = self.channel = None
+        self.tasks = []
+
+    async def start(self):
+        import grpc
+        pb, pbg = self.r.pb, self.r.pbg
+        if self.sock_path:
+            self.channel = grpc.aio.insecure_channel("unix:" + self.sock_path)
+            self.stub = pbg.LocalAgentServiceStub(self.channel)
+            # registrations and ends go over a blocking channel from worker threads: on
+            # grpc.aio's, with this loop never idle while bytes flow, a registration's
+            # 5 ms wait took 30 ms (p50) before the first byte could go
+            self.sync_channel = grpc.insecure_channel("unix:" + self.sock_path)
+            self.sync_stub = pbg.LocalAgentServiceStub(self.sync_channel)
+            self.fwd = Forwarder(pb, self.stub, self.name)
+            self.tasks.append(asyncio.ensure_future(self.orders()))
+        with in_netns(self.ns):
+            ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            host_cc(ls)
+            ls.bind((self.ip, SHUFFLE_PORT))
+            ls.listen(1024)
+        ls.setblocking(False)
+        self.listener = ls
+        self.tasks.append(asyncio.ensure_future(self.accept_loop()))
+
+    async def warm_up(self):
+        """A cluster's agents run for days; these start cold (class loading, JIT). Flows of
+        a job that does not exist, on a port no socket uses, registered and aborted before
+        the first coflow keep that cold start out of the first jobs' registrations."""
+        pb = self.r.pb
+        for k in range(WARMUP_REGISTRATIONS):
+            reg = pb.FlowRegistration(job_id="job_0_0", reduce_id=0, map_ids=[0], bytes=1,
+                                      source_address=self.ip, source_port=1,
+                                      destination_address="10.10.0.254",
+                                      destination_port=1024 + k, subscriber_id=self.subscriber)
+            try:
+                reply = await self.stub.RegisterFlow(reg, timeout=10)
+                await self.stub.EndFlow(pb.FlowEnd(flow_id=reply.flow_id,
+                                                   reason=pb.FLOW_END_REASON_ABORTED), timeout=10)
+            except Exception as e:
+                raise ReplayError(f"agent {self.name} refused a warm-up registration: {e}")
+
+    async def stop(self):
+        for t in self.tasks:
+            t.cancel()
+        if self.fwd:
+            self.fwd.task.cancel()
+        self.listener.close()
+        if self.channel:
+            await self.channel.close()
+            self.sync_channel.close()
+
+    async def orders(self):
+        pb = self.r.pb
+        while True:
+            try:
+                async for o in self.stub.Orders(pb.OrdersRequest(subscriber_id=self.subscriber)):
+                    s = self.flows.get(o.flow_id)
+                    if s is None:
+                        self.early_orders[o.flow_id] = o.action
+                    else:
+                        s.order(o.action)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                await asyncio.sleep(0.5)
+
+    async def accept_loop(self):
+        loop = asyncio.get_running_loop()
+        while True:
+            conn, _ = await loop.sock_accept(self.listener)
+            conn.setblocking(False)
+            asyncio.ensure_future(Serving(self, conn).run())
+
+
+class Serving:
+    """One fetch response on the map side: the plugin's FlowTracker."""
+
+    def __init__(self, host, conn):
+        self.h, self.conn = host, conn
+        self.running = asyncio.Event()
+        self.running.set()
+        self.killed = False
+        self.flow_id = 0
+        self.ended = False
+        self.written = 0
+
+    def order(self, action):
+        pb = self.h.r.pb
+        if action == pb.FLOW_ACTION_SUSPEND:
+            self.rec["suspended"] += 1
+            self.running.clear()
+        elif action == pb.FLOW_ACTION_RESUME:
+            self.running.set()
+        elif action == pb.FLOW_ACTION_KILL:
+            self.rec["killed"] += 1
+            self.killed = True
+            self.running.set()
+            self.conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.conn.close()
+
+    def observe(self):
+        """What the kernel runs this connection with: its congestion control and DSCP."""
+        try:
+            cc = self.conn.getsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, 16)
+            tos = self.conn.getsockopt(socket.IPPROTO_IP, socket.IP_TOS)
+        except OSError:
+            return
+        self.rec["cc"].add(cc.split(b"\0", 1)[0].decode())
+        self.rec["dscp"].add(tos >> 2)
+
+    async def run(self):
+        loop = asyncio.get_running_loop()
+        r = self.h.r
+        try:
+            line = b""
+            while not line.endswith(b"\n"):
+                part = await loop.sock_recv(self.conn, 4096)
+                if not part:
+                    return
+                line += part
+            req = json.loads(line)
+            self.rec = rec = r.flows[req["fetch"]]
+            rec["t_served"] = time.time()       # the map side has the request
+            job = r.jobs[req["job"]]
+            red, maps = req["reduce"], req["maps"]
+            sizes = [partition(job, red) for _ in maps]
+            total = sum(sizes) + HEADER_BYTES * len(maps)
+            if r.force_cc:
+                self.conn.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, r.force_cc.encode())
+            self.observe()
+            if self.h.stub:
+                await self.register(job, red, maps, total)
+            rec["t_released"] = time.time()     # registration answered or timed out
+            zero = r.zero
+            next_look = 1 << 20
+            for m, size in zip(maps, sizes):
+                await self.send(HEADER.pack(m, size))
+                left = size
+                while left > 0:
+                    n = min(left, CHUNK)
+                    await self.send(zero[:n])
+                    left -= n
+                    if self.written >= next_look:
+                        self.observe()
+                        next_look += 1 << 20
+            self.observe()
+            self.end(True)
+            # the reducer closes once it has every byte
+            while await loop.sock_recv(self.conn, 4096):
+                pass
+        except (OSError, ConnectionError, asyncio.CancelledError, ValueError, KeyError):
+            pass
+        finally:
+            self.end(False)
+            if not self.killed:
+                self.conn.close()
+
+    async def send(self, data):
+        if not self.running.is_set():
+            await self.running.wait()
+        if self.killed:
+            raise ConnectionError("killed")
+        await asyncio.get_running_loop().sock_sendall(self.conn, data)
+        self.written += len(data)
+
+    async def register(self, job, red, maps, total):
+        pb = self.h.r.pb
+        src, dst = self.conn.getsockname(), self.conn.getpeername()
+        reg = pb.FlowRegistration(job_id=job["id"], reduce_id=red, map_ids=maps, bytes=total,
+                                  source_address=src[0], source_port=src[1],
+                                  destination_address=dst[0], destination_port=dst[1],
+                                  subscriber_id=self.h.subscriber)
+        self.t_reg = time.monotonic()
+        call = asyncio.get_running_loop().run_in_executor(
+            self.h.r.pool, functools.partial(self.h.sync_stub.RegisterFlow, reg, timeout=10))
+        done, _ = await asyncio.wait({call}, timeout=REGISTER_TIMEOUT_S)
+        if not done:
+            self.rec["register_timeout"] = True
+            call.add_done_callback(self.registered)
+        else:
+            self.registered(call)
+
+    def registered(self, call):
+        pb = self.h.r.pb
+        if call.cancelled() or call.exception() is not None:
+            self.rec["registered"] = False
+            self.rec["register_error"] = str(call.exception())[:200] if not call.cancelled() \
+                else "cancelled"
+            return
+        reply = call.result()
+        self.rec["register_ms"] = round((time.monotonic() - self.t_reg) * 1e3, 2)
+        self.flow_id = reply.flow_id
+        p = reply.policy
+        self.rec.update(registered=True, in_kernel=reply.in_kernel, epoch=reply.epoch,
+                        policy={"mode": pb.FlowMode.Name(p.mode).replace("FLOW_MODE_", "").lower(),
+                                "importance": p.importance, "phi": p.phi,
+                                "deadline_ms": p.deadline_nanos / 1e6 if p.deadline_nanos else None,
+                                "quench": pb.QuenchMode.Name(p.quench_mode)
+                                .replace("QUENCH_MODE_", "").lower()})
+        if self.ended:      # written before the answer came: end it now, as the plugin does
+            self.send_end(self.end_reason)
+            return
+        self.h.flows[self.flow_id] = self
+        early = self.h.early_orders.pop(self.flow_id, None)
+        if early is not None:
+            self.order(early)
+
+    def end(self, written):
+        if self.ended:
+            return
+        self.ended = True
+        pb = self.h.r.pb
+        self.end_reason = pb.FLOW_END_REASON_WRITTEN if written else pb.FLOW_END_REASON_ABORTED
+        if self.flow_id:
+            self.send_end(self.end_reason)
+            self.h.flows.pop(self.flow_id, None)
+
+    def send_end(self, reason):
+        pb = self.h.r.pb
+        try:
+            fut = asyncio.get_running_loop().run_in_executor(self.h.r.pool, functools.partial(
+                self.h.sync_stub.EndFlow, pb.FlowEnd(flow_id=self.flow_id, reason=reason,
+                                                     bytes_written=self.written), timeout=10))
+        except RuntimeError:    # interrupted: the pool is shut down, the agents go next
+            return
+        fut.add_done_callback(lambda f: f.cancelled() or f.exception())
+
+
+class Reduce:
+    """One reduce task: Hadoop's Fetcher threads, PARALLEL_COPIES of them, each fetching all
+    ready maps (up to MAX_MAPS_PER_FETCH) of one host per connection."""
+
+    def __init__(self, replay, job, r):
+        self.rp, self.job, self.r = replay, job, r
+        self.host = replay.hosts[job["reduce_hosts"][r]]
+        self.pending = {}            # map host index -> [map ids]
+        self.busy = set()
+        self.left = job["maps"]
+        self.wake = asyncio.Event()
+        self.first = self.last = None
+        self.received = 0
+
+    def fwd(self, **ev):
+        if self.host.fwd:
+            self.host.fwd.offer(**ev)
+
+    def map_done(self, m):
+        pb = self.rp.pb
+        hm = self.job["map_hosts"][m]
+        self.fwd(map_completed=pb.MapCompleted(
+            job_id=self.job["id"], reduce_id=self.r, map_id=m, host=host_name(hm),
+            run_time_nanos=0, output_bytes=-1, maps_running=-1))
+        self.pending.setdefault(hm, []).append(m)
+        self.wake.set()
+
+    async def run(self):
+        pb, job = self.rp.pb, self.job
+        self.fwd(reduce_started=pb.ReduceStarted(
+            job_id=job["id"], reduce_id=self.r, host=self.host.name, total_maps=job["maps"],
+            total_reduces=job["reduces"], queue=job.get("queue", "default"),
+            user=job.get("user", "replay"), job_name=job["name"],
+            priority=pb.JOB_PRIORITY_NORMAL))
+        running = set()
+        while self.left > 0:
+            ready = [h for h, ms in self.pending.items() if ms and h not in self.busy]
+            while ready and len(running) < PARALLEL_COPIES:
+                hm = ready.pop(0)
+                ms = self.pending[hm][:MAX_MAPS_PER_FETCH]
+                del self.pending[hm][:len(ms)]
+                self.busy.add(hm)
+                running.add(asyncio.ensure_future(self.fetch(hm, ms)))
+            self.wake.clear()
+            waits = set(running) | {asyncio.ensure_future(self.wake.wait())}
+            done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            for t in waits - set(running):
+                t.cancel()
+            running -= done
+            for t in done:
+                t.result()
+        self.fwd(shuffle_finished=pb.ShuffleFinished(job_id=job["id"], reduce_id=self.r))
+
+    async def fetch(self, hm, maps):
+        """One connection to map host hm for `maps`; maps not received are fetched again."""
+        pb, job, loop = self.rp.pb, self.job, asyncio.get_running_loop()
+        src = self.rp.hosts[hm]
+        fid = len(self.rp.flows)
+        rec = self.rp.flows[fid] = {
+            "job": job["name"], "job_id": job["id"], "reduce": self.r, "src": src.name,
+            "dst": self.host.name, "maps": list(maps),
+            "bytes": sum(partition(job, self.r) for _ in maps) + HEADER_BYTES * len(maps),
+            "t_request": time.time(), "t_first": None, "t_end": None, "cc": set(),
+            "dscp": set(), "suspended": 0, "killed": 0, "complete": False}
+        got = []
+        try:
+            with in_netns(self.host.ns):
+                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            host_cc(s)
+            s.setblocking(False)
+            try:
+                await loop.sock_connect(s, (src.ip, SHUFFLE_PORT))
+                rec["t_connected"] = time.time()
+                await loop.sock_sendall(s, json.dumps({"fetch": fid, "job": job["id"],
+                                                       "reduce": self.r,
+                                                       "maps": maps}).encode() + b"\n")
+                buf = bytearray(CHUNK)
+                view = memoryview(buf)
+                for m in maps:
+                    hdr = await self.read_exactly(s, HEADER_BYTES, rec)
+                    mid, size = HEADER.unpack(hdr)
+                    if mid != m:
+                        raise ConnectionError(f"map {mid} where {m} was asked")
+                    self.fwd(fetch_started=pb.FetchStarted(
+                        job_id=job["id"], reduce_id=self.r, source_host=src.name, map_ids=[m],
+                        bytes=size + HEADER_BYTES))
+                    t0, left = time.monotonic_ns(), size
+                    try:
+                        while left > 0:
+                            n = await loop.sock_recv_into(s, view[:min(left, CHUNK)])
+                            if n == 0:
+                                raise ConnectionError("closed early")
+                            left -= n
+                        self.mark_byte()
+                    finally:
+                        self.fwd(fetch_finished=pb.FetchFinished(
+                            job_id=job["id"], reduce_id=self.r, source_host=src.name,
+                            map_ids=[m], bytes=0 if left else size + HEADER_BYTES,
+                            duration_nanos=time.monotonic_ns() - t0))
+                    got.append(m)
+                    self.received += size
+                rec["complete"] = True
+            finally:
+                s.close()
+        except (OSError, ConnectionError) as e:
+            rec["error"] = str(e)[:200]
+        rec["t_end"] = time.time()
+        self.busy.discard(hm)
+        lost = [m for m in maps if m not in got]
+        self.left -= len(got)
+        if lost:        # Hadoop's Fetcher puts the host back with these maps after a pause
+            await asyncio.sleep(REFETCH_DELAY_S)
+            self.pending.setdefault(hm, [])[:0] = lost
+            self.wake.set()
+
+    async def read_exactly(self, s, n, rec):
+        loop = asyncio.get_running_loop()
+        out = b""
+        while len(out) < n:
+            part = await loop.sock_recv(s, n - len(out))
+            if not part:
+                raise ConnectionError("closed early")
+            out += part
+            if rec["t_first"] is None:
+                rec["t_first"] = time.time()
+                if self.first is None:
+                    self.first = rec["t_first"]
+        return out
+
+    def mark_byte(self):
+        self.last = time.time()
+
+
+class Replay:
+    """One mode's replay on a testbed whose hosts (and agents) are up."""
+
+    def __init__(self, spec, tb, agent_socks, force_cc=None, timeout_s=900.0):
+        from . import protos
+        self.pb, self.pbg = protos.load()
+        self.spec, self.tb, self.force_cc, self.timeout_s = spec, tb, force_cc, timeout_s
+        self.zero = memoryview(bytes(CHUNK))
+        self.agent_socks = agent_socks
+        self.flows = {}
+        stamp = int(time.time() * 1000)
+        self.jobs = {}
+        for k, j in enumerate(spec["jobs"]):
+            j = dict(j, id=f"job_{stamp}_{k + 1:04d}")
+            self.jobs[j["id"]] = j
+        self.kernel_modes = set()
+        self.pool = concurrent.futures.ThreadPoolExecutor(16, thread_name_prefix="register")
+        self.lag_ms = []
+
+    async def sample_kernel(self):
+        """datcpctl flow list once a second: the flow modes the kernel holds for shuffle
+        flows of this testbed's hosts."""
+        prefix = "10.10.1."
+        while True:
+            p = await asyncio.create_subprocess_exec(
+                kernel.DATCPCTL, "flow", "list", "--json", stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL)
+            try:
+                out, _ = await p.communicate()
+                for f in json.loads(out or b"[]"):
+                    if f.get("src", "").startswith(prefix) and \
+                            f["src"].endswith(f":{SHUFFLE_PORT}") and f.get("mode"):
+                        self.kernel_modes.add(f["mode"])
+            except (ValueError, OSError):
+                pass
+            finally:
+                if p.returncode is None:
+                    p.kill()
+                    await p.wait()
+            await asyncio.sleep(1.0)
+
+    async def watch_lag(self):
+        """How late the driver's loop wakes up (every 50 ms): a busy loop delays bytes,
+        registrations and reports alike."""
+        while True:
+            t = time.monotonic()
+            await asyncio.sleep(0.05)
+            self.lag_ms.append(round((time.monotonic() - t - 0.05) * 1e3, 2))
+
+    async def run_job(self, j, t0):
+        pb = self.pb
+        await asyncio.sleep(max(0.0, t0 + j["submit_s"] - time.time()))
+        submit = time.time()
+        reduces = [Reduce(self, j, r) for r in range(j["reduces"])]
+        tasks = [asyncio.ensure_future(rd.run()) for rd in reduces]
+
+        async def map_ends(m):
+            await asyncio.sleep(map_delay(j, m))
+            hm = self.hosts[j["map_hosts"][m]]
+            if hm.fwd:   # the map side reports the index when the map's container stops
+                hm.fwd.offer(map_output_indexed=pb.MapOutputIndexed(
+                    job_id=j["id"], map_id=m, host=hm.name,
+                    partition_bytes=[partition(j, r) + HEADER_BYTES
+                                     for r in range(j["reduces"])]))
+            for rd in reduces:
+                rd.map_done(m)
+
+        maps = [asyncio.ensure_future(map_ends(m)) for m in range(j["maps"])]
+        await asyncio.gather(*maps)
+        await asyncio.gather(*tasks)
+        end = max(rd.last for rd in reduces if rd.last) if any(rd.last for rd in reduces) \
+            else time.time()
+        first = min((rd.first for rd in reduces if rd.first), default=end)
+        rh = reduces[0].host
+        if rh.fwd:
+            rh.fwd.offer(job_finished=pb.JobFinished(job_id=j["id"], succeeded=True))
+        received = sum(rd.received for rd in reduces)
+        jct = end - submit
+        return j["name"], {"jct_s": round(jct, 4), "copy_s": round(end - first, 4),
+                           "deadline_met": None if j.get("deadline_s") is None
+                           else jct <= j["deadline_s"],
+                           "bytes": received, "rounds": [round(jct, 4)]}
+
+    async def main(self, progress=None):
+        self.hosts = [Host(self, i, ns, self.tb.sender_ip(i), self.agent_socks.get(i))
+                      for i, ns in enumerate(self.tb.senders)]
+        for h in self.hosts:
+            await h.start()
+        await asyncio.gather(*(h.warm_up() for h in self.hosts if h.stub))
+        sampler = asyncio.ensure_future(self.sample_kernel())
+        lag = asyncio.ensure_future(self.watch_lag())
+        t0 = time.time() + 0.5
+        jobs = list(self.jobs.values())
+        tasks = [asyncio.ensure_future(self.run_job(j, t0)) for j in jobs]
+        last_submit = max(j["submit_s"] for j in jobs)
+        pending = set(tasks)
+        try:
+            while pending:
+                left = t0 + last_submit + self.timeout_s - time.time()
+                if left <= 0:
+                    break
+                done, pending = await asyncio.wait(pending, timeout=min(left, 10.0))
+                if progress:
+                    progress(len(tasks) - len(pending), len(tasks), time.time() - t0)
+            results = {}
+            for t in tasks:
+                if t.done():
+                    name, res = t.result()
+                    results[name] = res
+            for h in self.hosts:
+                if h.fwd:
+                    await h.fwd.drain()
+            self.duration_s = time.time() - t0
+            return results
+        finally:
+            for t in pending:
+                t.cancel()
+            sampler.cancel()
+            lag.cancel()
+            for h in self.hosts:
+                await h.stop()
+            self.pool.shutdown(wait=False, cancel_futures=True)
+
+    def flow_records(self):
+        out = []
+        for fid, f in sorted(self.flows.items()):
+            f = dict(f, id=fid, cc=sorted(f["cc"]), dscp=sorted(f["dscp"]))
+            f["fct_s"] = round(f["t_end"] - f["t_request"], 4) if f["t_end"] else None
+            out.append(f)
+        return out
+
+    def forward_failures(self):
+        return sum(h.fwd.failures for h in self.hosts if h.fwd)
+
+
+# ---------------------------------------------------------------- one mode
+
+def run_mode(spec, mode, out_dir, force_cc=None, timeout_s=900.0, progress=None):
+    """One mode on a fresh testbed; returns the mode's results entry and its flows.
+    Raises ModeCheckError when its connections were not the mode's."""
+    m = MODES[mode]
+    hosts = spec["hosts"]
+    cleanup = Cleanup()
+    work = tempfile.mkdtemp(prefix=f"datcp-replay-{mode}-")
+    cleanup.push(shutil.rmtree, work, ignore_errors=True)
+    logs = os.path.join(out_dir, "logs", mode)
+    os.makedirs(logs, exist_ok=True)
+    tb = Testbed(hosts, 1, LINK_MBPS, dict(m["switch"], symmetric=True), cleanup)
+    ctl = tb.receivers[0]          # the scheduler's namespace, behind its own switch port
+    ports_before = set((kernel.status() or {}).get("ports") or [])
+    jv = jars()
+    try:
+        tb.up()
+        for ns in tb.senders:
+            kernel.line_rate_set(ns, LINK_MBPS)
+            cleanup.push(kernel.line_rate_set, ns, 0)
+        if m["agents"]:
+            port = m.get("agent_port", SHUFFLE_PORT)
+            if port not in ports_before:
+                cleanup.push(kernel._ctl, "ports", "del", port, check=False)
+            cleanup.push(delete_leftover_flows)
+            for k in ("scheduler", "agent", "libdatcp"):
+                if not os.path.isfile(jv[k]):
+                    raise ReplayError(f"{jv[k]} missing: build it (mvn -q package -DskipTests "
+                                      "-pl proto,scheduler,agent -am; make -C kmod)")
+        tokens = {}
+        if m["scheduler"]:
+            tokens = start_scheduler(jv, ctl, work, logs, m["scheduler_conf"], hosts, cleanup)
+        socks = {}
+        if m["agents"]:
+            socks = start_agents(jv, tb, work, logs, m["agent_mode"], m.get("agent_port"),
+                                 tb.receiver_ip(0) if m["scheduler"] else "", tokens, cleanup)
+        rp = Replay(spec, tb, socks, force_cc=force_cc, timeout_s=timeout_s)
+        counters0 = tb.counters()
+        jobs = asyncio.run(rp.main(progress))
+        counters1 = tb.counters()
+        if m["scheduler"]:
+            try:
+                with open(os.path.join(logs, "scheduler-jobs.json"), "w") as fh:
+                    json.dump(http(ctl, "GET", f"http://127.0.0.1:{HTTP_PORT}/api/v1/jobs"), fh)
+            except OSError as e:
+                log(f"  scheduler jobs view not saved: {e}")
+    finally:
+        cleanup.run()
+    flows = rp.flow_records()
+    cc_seen = sorted(set().union(*(set(f["cc"]) for f in flows))) if flows else []
+    dscp_seen = sorted(set().union(*(set(f["dscp"]) for f in flows))) if flows else []
+    entry = {"jobs": jobs, "cc_seen": cc_seen, "dscp_seen": dscp_seen,
+             "kernel_modes_seen": sorted(rp.kernel_modes),
+             "duration_s": round(rp.duration_s, 2),
+             "flows": len(flows),
+             "registered": sum(1 for f in flows if f.get("registered")),
+             "register_timeouts": sum(1 for f in flows if f.get("register_timeout")),
+             "register_ms": quantiles([f["register_ms"] for f in flows if "register_ms" in f]),
+             "in_kernel": sum(1 for f in flows if f.get("in_kernel")),
+             "suspended": sum(f["suspended"] for f in flows),
+             "killed": sum(f["killed"] for f in flows),
+             "forward_failures": rp.forward_failures(),
+             "driver_lag_ms": quantiles(rp.lag_ms),
+             "switch": switch_delta(counters0, counters1)}
+    with open(os.path.join(out_dir, f"flows-{mode}.json"), "w") as fh:
+        json.dump(flows, fh)
+    missing = [j["name"] for j in spec["jobs"] if j["name"] not in jobs]
+    short = [n for n, r in jobs.items()
+             if r["bytes"] != job_bytes(next(j for j in spec["jobs"] if j["name"] == n))]
+    if missing or short:
+        raise ReplayError(f"mode {mode}: {len(missing)} jobs not completed within "
+                          f"{timeout_s:.0f} s after the last submit ({missing[:5]}), "
+                          f"{len(short)} with bytes missing ({short[:5]})")
+    try:
+        check_mode(mode, cc_seen, dscp_seen, rp.kernel_modes)
+    except ModeCheckError as e:
+        e.entry = entry
+        raise
+    return entry, flows
+
+
+def quantiles(xs):
+    """p50 / p95 / max of a list, None when empty."""
+    if not xs:
+        return None
+    xs = sorted(xs)
+    return {"p50": xs[len(xs) // 2], "p95": xs[min(len(xs) - 1, int(0.95 * len(xs)))],
+            "max": xs[-1]}
+
+
+def switch_delta(a, b):
+    out = {}
+    for k in ("bytes", "packets", "marks", "drops"):
+        if a.get(k) is not None and b.get(k) is not None:
+            out[k] = b[k] - a[k]
+    out["peak_queue_bytes"] = b.get("peak_queue_bytes")
+    return out
+
+
+def delete_leftover_flows():
+    """Kernel entries of this testbed's shuffle flows an agent left (they hand live flows
+    to their next start on SIGTERM; there is none)."""
+    for f in kernel.flow_list() or []:
+        if f.get("src", "").startswith("10.10.1.") and f["src"].endswith(f":{SHUFFLE_PORT}"):
+            kernel.flow_delete(f["src"], f["dst"])
+
+
+def start_scheduler(jv, ctl, work, logs, extra, hosts, cleanup):
+    """The scheduler in namespace ctl; returns a node token per host (minted over REST)."""
+    data = os.path.join(work, "scheduler")
+    os.makedirs(data)
+    admin = secrets.token_hex(16)
+    props = {"auth.token": admin, "auth.nodes.required": "true",
+             "jobs.attributesFrom": "reports", "yarn.rm.webappAddress": "",
+             "planner.downlinkBitsPerSecond": LINK_MBPS * 1_000_000, "server.eventLoops": 1}
+    props.update(extra)
+    conf = os.path.join(work, "scheduler.properties")
+    write_props(conf, props)
+    write_props(os.path.join(logs, "scheduler.properties"),
+                dict(props, **{"auth.token": "(generated for the run)"}))
+    s = Jvm("scheduler", ctl, ["-Xmx192m", *JVM_SMALL,
+                               f"-Xlog:gc:file={os.path.join(logs, 'scheduler-gc.log')}", "-jar", jv["scheduler"], "--data-dir",
+                               data, "--grpc-port", str(GRPC_PORT), "--http-port",
+                               str(HTTP_PORT), "--config", conf],
+            os.path.join(logs, "scheduler.log"), "datcp scheduler ready", cleanup)
+    try:
+        s.wait_ready(time.time() + 120)
+    except ReplayError as e:
+        refused = [ln for ln in str(e).splitlines() if "planner.policy" in ln]
+        if refused:
+            raise ReplayError("the scheduler refuses planner.policy=order, the prio mode's "
+                              f"planner (is it built from a main with it?): {refused[0][:300]}")
+        raise
+    tokens = {}
+    for i in range(hosts):
+        r = http(ctl, "POST", f"http://127.0.0.1:{HTTP_PORT}/api/v1/nodes/{host_name(i)}/token",
+                 admin)
+        tokens[i] = r["token"]
+    return tokens
+
+
+def start_agents(jv, tb, work, logs, mode, port, sched_ip, tokens, cleanup):
+    socks, agents = {}, []
+    for i, ns in enumerate(tb.senders):
+        d = os.path.join(work, host_name(i))
+        os.makedirs(os.path.join(d, "state"))
+        tok = ""
+        if i in tokens:
+            tok = os.path.join(d, "token")
+            with open(tok, "w") as fh:
+                fh.write(tokens[i])
+            os.chmod(tok, 0o600)
+        socks[i] = os.path.join(d, "agent.sock")
+        props = {"agent.role": "host", "agent.host": host_name(i),
+                 "local.socketPath": socks[i], "local.socketMode": "0600",
+                 "kernel.enabled": "true", "kernel.library": jv["libdatcp"],
+                 "kernel.shufflePorts": port or SHUFFLE_PORT,
+                 "kernel.lineRateBitsPerSecond": LINK_MBPS * 1_000_000,
+                 "scheduler.target": f"{sched_ip}:{GRPC_PORT}" if sched_ip else "",
+                 "scheduler.tokenFile": tok, "policy.defaultMode": mode,
+                 "state.dir": os.path.join(d, "state"), "state.journalBytes": 1 << 22,
+                 "metrics.port": -1}
+        conf = os.path.join(d, "agent.properties")
+        write_props(conf, props)
+        if i == 0:
+            shutil.copy(conf, os.path.join(logs, "agent-h0.properties"))
+        agents.append(Jvm(f"agent {host_name(i)}", ns,
+                          ["-Xmx96m", *JVM_SMALL,
+                           f"-Xlog:gc:file={os.path.join(logs, f'agent-{host_name(i)}-gc.log')}",
+                           "-jar", jv["agent"], "--config", conf],
+                          os.path.join(logs, f"agent-{host_name(i)}.log"), "datcp agent ready",
+                          cleanup))
+    deadline = time.time() + 180
+    for a in agents:
+        a.wait_ready(deadline)
+    return socks
+
+
+# ---------------------------------------------------------------- the whole run
+
+def summary_line(mode, entry):
+    jcts = sorted(r["jct_s"] for r in entry["jobs"].values())
+    p95 = jcts[min(len(jcts) - 1, int(round(0.95 * (len(jcts) - 1))))]
+    return (f"{mode:>6}: {len(jcts)} jobs, mean JCT {statistics.mean(jcts):.3f} s, "
+            f"p95 {p95:.3f} s, cc {entry['cc_seen']}, dscp {entry['dscp_seen']}, "
+            f"kernel modes {entry['kernel_modes_seen']}")
+
+
+def run(spec, modes, out_dir, force_cc=None, timeout_s=900.0):
+    """Every mode in turn; writes out_dir/results.json (and flows-MODE.json, logs/).
+    Returns 0 when every mode ran and passed its check, 1 otherwise."""
+    for md in modes:
+        if md not in MODES:
+            raise SystemExit(f"--modes: unknown mode '{md}'; accepted: {', '.join(MODES)}")
+    if not kernel.available():
+        raise SystemExit(f"the trace replay needs {kernel.DATCPCTL} (make -C kmod)")
+    check_placement(spec)
+    os.makedirs(out_dir, exist_ok=True)
+    install_signal_handlers()
+    reap_stale()
+    from .runner import boost_priority
+    boost_priority()
+    res = {"spec": spec["name"], "rounds": 1, "generated_by": "bench/run trace",
+           "hosts": spec["hosts"], "link_mbps": LINK_MBPS, "modes": {},
+           # a job whose maps all sit on its reduces' hosts has no fabric limit: left out
+           "alone": {j["name"]: round(alone_s(j), 4) for j in spec["jobs"] if alone_s(j) > 0}}
+    failed = {}
+    path = os.path.join(out_dir, "results.json")
+
+    def progress(done, total, t):
+        log(f"  {done}/{total} jobs done at t={t:.0f} s")
+
+    with kernel.Loaded():
+        for md in modes:
+            log(f"trace replay: mode {md}, {len(spec['jobs'])} jobs on {spec['hosts']} hosts")
+            try:
+                entry, _ = run_mode(spec, md, out_dir, force_cc, timeout_s, progress)
+                res["modes"][md] = entry
+                log(summary_line(md, entry))
+            except (ModeCheckError, ReplayError) as e:
+                failed[md] = {"error": str(e)}
+                if getattr(e, "entry", None):
+                    failed[md].update({k: v for k, v in e.entry.items() if k != "jobs"})
+                log(f"mode {md} FAILED: {e}")
+            if failed:
+                res["failed_modes"] = failed
+            with open(path, "w") as fh:
+                json.dump(res, fh, indent=1)
+    log(f"wrote {path}")
+    return 1 if failed else 0

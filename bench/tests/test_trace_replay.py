@@ -1,0 +1,128 @@
+"""bench/run trace: the replay with the real scheduler and agents (root, kmod, jars), and
+its pure parts (spec loading, the physical limit, the mode check)."""
+import json
+import os
+import subprocess
+
+import pytest
+
+from conftest import BENCH, RUN, needs_kmod, needs_root, our_netns
+from datcpbench import kernel, replay, replayspec
+
+SMALL = os.path.join(BENCH, "tests", "data", "replay-small.json")
+JARS = replay.jars()
+needs_jars = pytest.mark.skipif(
+    not all(os.path.isfile(p) for p in JARS.values()),
+    reason=f"scheduler/agent jars or libdatcp missing ({', '.join(JARS.values())}): "
+           "mvn -q package -DskipTests -pl proto,scheduler,agent -am; make -C kmod")
+
+
+def trace(tmp_path, *args, timeout=300):
+    out = tmp_path / "out"
+    r = subprocess.run([RUN, "trace", "--trace", SMALL, "--out", str(out), "--timeout", "120",
+                        *args], capture_output=True, text=True, timeout=timeout)
+    res = json.loads((out / "results.json").read_text()) if (out / "results.json").exists() \
+        else None
+    return r, res, out
+
+
+@needs_root
+@needs_kmod
+@needs_jars
+def test_replay_off_and_on(tmp_path):
+    r, res, out = trace(tmp_path, "--modes", "off,on")
+    assert r.returncode == 0, r.stderr[-3000:]
+    spec = replayspec.load_spec(SMALL)
+    assert res["spec"] == "replay-small" and res["rounds"] == 1
+    assert res["generated_by"] == "bench/run trace"
+    assert set(res["modes"]) == {"off", "on"} and "failed_modes" not in res
+    names = {j["name"] for j in spec["jobs"]}
+    assert set(res["alone"]) <= names and res["alone"]
+    for mode, m in res["modes"].items():
+        assert set(m["jobs"]) == names, mode
+        for j in spec["jobs"]:
+            got = m["jobs"][j["name"]]
+            assert set(got) >= {"jct_s", "copy_s", "deadline_met", "bytes", "rounds"}
+            # every job completed with all its bytes, no faster than the fabric allows
+            assert got["bytes"] == replay.job_bytes(j), (mode, j["name"])
+            assert got["rounds"] == [got["jct_s"]] and got["deadline_met"] is None
+            assert 0 <= got["copy_s"] <= got["jct_s"]
+            assert got["jct_s"] >= 0.95 * res["alone"].get(j["name"], 0), (mode, j["name"])
+        flows = json.loads((out / f"flows-{mode}.json").read_text())
+        assert flows and all(f["complete"] or f.get("error") for f in flows)
+    off, on = res["modes"]["off"], res["modes"]["on"]
+    assert off["cc_seen"] == ["cubic"] and off["dscp_seen"] == [0]
+    assert off["kernel_modes_seen"] == [] and off["registered"] == 0
+    assert on["cc_seen"] == ["datcp"] and "datcp" in on["kernel_modes_seen"]
+    assert on["registered"] == on["flows"] > 0
+    # the agents' shuffle port is gone again, nothing is left in the kernel or as namespaces
+    st = kernel.status() or {}
+    assert replay.SHUFFLE_PORT not in (st.get("ports") or [])
+    assert not [f for f in kernel.flow_list() or [] if f["src"].startswith("10.10.1.")]
+    assert not our_netns()
+
+
+@needs_root
+@needs_kmod
+def test_a_mode_whose_connections_are_wrong_fails(tmp_path):
+    # reno on the shuffle sockets where off means cubic: the kernel says so, the mode fails
+    r, res, _ = trace(tmp_path, "--modes", "off", "--force-cc", "reno")
+    assert r.returncode != 0
+    err = res["failed_modes"]["off"]
+    assert "cc_seen ['reno'], expected ['cubic']" in err["error"]
+    assert err["cc_seen"] == ["reno"] and "off" not in res["modes"]
+
+
+def test_check_mode():
+    replay.check_mode("off", ["cubic"], [0], [])
+    replay.check_mode("dctcp", ["datcp"], [0], ["dctcp"])
+    replay.check_mode("prio", ["datcp"], [0, 8, 34], ["dctcp"])
+    replay.check_mode("on", ["datcp"], [0, 34], ["datcp"])
+    for args, why in [(("off", ["cubic", "datcp"], [0], []), "cc_seen"),
+                      (("off", ["cubic"], [0], ["datcp"]), "kernel flow entries"),
+                      (("on", ["cubic"], [0], ["datcp"]), "cc_seen ['cubic']"),
+                      (("on", ["datcp"], [0], []), "expected datcp among them"),
+                      (("dctcp", ["datcp"], [34], ["dctcp"]), "one band"),
+                      (("prio", ["datcp"], [0], ["datcp"]), "expected ['dctcp']")]:
+        with pytest.raises(replay.ModeCheckError, match=why.replace("[", r"\[")):
+            replay.check_mode(*args)
+
+
+def test_alone_is_the_busiest_port_at_the_link_rate():
+    # two maps on h0 and h1, one reduce on h2: h2's downlink carries 2 x 10 MB -> 1.6 s
+    j = {"maps": 2, "reduces": 1, "partition_bytes": 10_000_000, "map_hosts": [0, 1],
+         "reduce_hosts": [2]}
+    assert replay.alone_s(j) == pytest.approx(1.6)
+    # a map on the reduce's own host does not cross the fabric
+    assert replay.alone_s(dict(j, map_hosts=[2, 1])) == pytest.approx(0.8)
+    # per-reduce bytes; the uplink of h0 carries both reduces' partitions
+    j2 = dict(j, maps=1, reduces=2, map_hosts=[0], reduce_hosts=[1, 2],
+              reduce_bytes=[5_000_000, 7_500_000])
+    assert replay.alone_s(j2) == pytest.approx(1.0)
+    # not before the last map ends
+    assert replay.alone_s(dict(j, map_seconds=3.0)) == pytest.approx(3.0)
+
+
+def test_select_and_spec_errors(tmp_path):
+    spec = replayspec.load_spec(SMALL)
+    sel = replay.select(spec, "2:3")
+    assert [j["name"] for j in sel["jobs"]] == [j["name"] for j in spec["jobs"][2:5]]
+    assert sel["jobs"][0]["submit_s"] == 0
+    bad = dict(spec, jobs=[dict(spec["jobs"][0], map_hosts=[0, 9])])
+    p = tmp_path / "bad.json"
+    p.write_text(json.dumps(bad))
+    with pytest.raises(replayspec.SpecError, match=r"jobs\[0\]\.map_hosts"):
+        replayspec.load_spec(p)
+    unplaced = dict(spec, jobs=[{k: v for k, v in spec["jobs"][0].items() if k != "map_hosts"}])
+    with pytest.raises(SystemExit, match=r"jobs\[0\]\.map_hosts: the trace replay needs"):
+        replay.check_placement(unplaced)
+
+
+@needs_root
+def test_cli_names_the_bad_field(tmp_path):
+    spec = replayspec.load_spec(SMALL)
+    p = tmp_path / "bad.json"
+    p.write_text(json.dumps(dict(spec, jobs=[dict(spec["jobs"][0], map_hosts=[0, 9])])))
+    r = subprocess.run([RUN, "trace", "--trace", str(p), "--out", str(tmp_path / "o")],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "jobs[0].map_hosts" in r.stderr
