@@ -55,21 +55,32 @@ def strip_for_json(r):
 
 
 def trace(ap, a):
-    from . import replay, replayspec
+    """--trace is a workload spec with placement (JSON), or a coflow trace (FB2010 format)
+    converted here with --select, --hosts and --load as `bench/workload convert --target
+    replay` would."""
+    from . import coflows, replay, workload
     if not a.trace:
-        ap.error("trace needs --trace SPEC.json")
+        ap.error("trace needs --trace SPEC.json or --trace TRACE.txt")
     try:
-        spec = replayspec.load_spec(a.trace)
-    except replayspec.SpecError as e:
-        raise SystemExit(f"--trace {a.trace}: {e} (a coflow trace must be converted first: "
-                         "bench/workload convert ... --target replay)")
-    if a.load is not None:
-        ap.error("--load applies when converting a coflow trace; the spec's load is fixed")
+        with open(a.trace) as fh:
+            is_json = fh.read(1) == "{"
+        if is_json:
+            if a.load is not None:
+                ap.error("--load applies when converting a coflow trace; the spec's load is fixed")
+            spec = replay.select(workload.load_spec(a.trace), a.select)
+        else:
+            if a.hosts is None or a.load is None:
+                ap.error("a coflow trace needs --hosts and --load to be converted")
+            trace = coflows.parse_trace(a.trace)
+            start, count = coflows.parse_select(a.select or f"0:{len(trace)}", len(trace))
+            spec, summary = coflows.convert(trace, start, count, a.hosts, a.load, "replay")
+            print(coflows.format_summary(summary), file=sys.stderr)
+    except (OSError, workload.WorkloadError) as e:
+        raise SystemExit(f"--trace {a.trace}: {e}")
     if spec.get("hosts") is None:
         raise SystemExit(f"--trace {a.trace}: hosts: the trace replay needs placement")
     if a.hosts is not None and a.hosts != spec["hosts"]:
         ap.error(f"--hosts {a.hosts}: the spec places jobs on {spec['hosts']} hosts")
-    spec = replay.select(spec, a.select)
     modes = [m for m in a.modes.split(",") if m]
     return replay.run(spec, modes, a.out or "replay-results", force_cc=a.force_cc,
                       timeout_s=a.timeout)
@@ -99,8 +110,8 @@ def main(argv=None):
     ap.add_argument("--ccs", help="for 'all': comma-separated subset of CCs")
     ap.add_argument("--scenarios", help="for 'all': comma-separated subset of scenarios")
     tr = ap.add_argument_group("trace replay (bench/run trace, see bench/README.md)")
-    tr.add_argument("--trace", help="workload spec (JSON) with placement: hosts, map_hosts, "
-                                    "reduce_hosts")
+    tr.add_argument("--trace", help="workload spec (JSON) with placement (hosts, map_hosts, "
+                                    "reduce_hosts), or a coflow trace to convert")
     tr.add_argument("--select", metavar="START:COUNT", help="replay jobs[START:START+COUNT]")
     tr.add_argument("--hosts", type=int, help="host count (must match the spec's hosts)")
     tr.add_argument("--load", type=float, help="offered load at the bottleneck ports (converter)")

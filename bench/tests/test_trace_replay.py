@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 from conftest import BENCH, RUN, needs_kmod, needs_root, our_netns
-from datcpbench import kernel, replay, replayspec
+from datcpbench import kernel, replay, workload
 
 SMALL = os.path.join(BENCH, "tests", "data", "replay-small.json")
 JARS = replay.jars()
@@ -32,7 +32,7 @@ def trace(tmp_path, *args, timeout=300):
 def test_replay_off_and_on(tmp_path):
     r, res, out = trace(tmp_path, "--modes", "off,on")
     assert r.returncode == 0, r.stderr[-3000:]
-    spec = replayspec.load_spec(SMALL)
+    spec = workload.load_spec(SMALL)
     assert res["spec"] == "replay-small" and res["rounds"] == 1
     assert res["generated_by"] == "bench/run trace"
     assert set(res["modes"]) == {"off", "on"} and "failed_modes" not in res
@@ -104,15 +104,15 @@ def test_alone_is_the_busiest_port_at_the_link_rate():
 
 
 def test_select_and_spec_errors(tmp_path):
-    spec = replayspec.load_spec(SMALL)
+    spec = workload.load_spec(SMALL)
     sel = replay.select(spec, "2:3")
     assert [j["name"] for j in sel["jobs"]] == [j["name"] for j in spec["jobs"][2:5]]
     assert sel["jobs"][0]["submit_s"] == 0
     bad = dict(spec, jobs=[dict(spec["jobs"][0], map_hosts=[0, 9])])
     p = tmp_path / "bad.json"
     p.write_text(json.dumps(bad))
-    with pytest.raises(replayspec.SpecError, match=r"jobs\[0\]\.map_hosts"):
-        replayspec.load_spec(p)
+    with pytest.raises(workload.WorkloadError, match=r"jobs\[0\]\.map_hosts"):
+        workload.load_spec(p)
     unplaced = dict(spec, jobs=[{k: v for k, v in spec["jobs"][0].items() if k != "map_hosts"}])
     with pytest.raises(SystemExit, match=r"jobs\[0\]\.map_hosts: the trace replay needs"):
         replay.check_placement(unplaced)
@@ -120,9 +120,21 @@ def test_select_and_spec_errors(tmp_path):
 
 @needs_root
 def test_cli_names_the_bad_field(tmp_path):
-    spec = replayspec.load_spec(SMALL)
+    spec = workload.load_spec(SMALL)
     p = tmp_path / "bad.json"
     p.write_text(json.dumps(dict(spec, jobs=[dict(spec["jobs"][0], map_hosts=[0, 9])])))
     r = subprocess.run([RUN, "trace", "--trace", str(p), "--out", str(tmp_path / "o")],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and "jobs[0].map_hosts" in r.stderr
+
+
+@needs_root
+def test_cli_converts_a_coflow_trace_only_with_hosts_and_load(tmp_path):
+    raw = tmp_path / "trace.txt"
+    raw.write_text("150 2\n1 0 1 22 1 65:1.0\n2 10833 2 104 132 1 140:48.0\n")
+    r = subprocess.run([RUN, "trace", "--trace", str(raw), "--out", str(tmp_path / "o")],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "--hosts and --load" in r.stderr
+    r = subprocess.run([RUN, "trace", "--trace", str(raw), "--hosts", "4", "--load", "1.5",
+                        "--out", str(tmp_path / "o")], capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "--load: must be in (0, 1)" in r.stderr
