@@ -233,7 +233,8 @@ class JobAbScenarioTest {
         new JobEvent.MapCompleted(t1, "jobC", 0, 1, "m4", TASK, 10 * MB, 0)));
     FlowPolicy c = scheduler.lookup("m3", "jobC", 0, 10 * MB);
     assertThat(seconds(c)).isCloseTo(2.5, within(0.01));
-    assertThat(c.reason()).contains("64.0 Mbit/s", "measured on this host");
+    assertThat(c.reason()).contains("64.0 Mbit/s", "first-job shuffles measured",
+        "on this host");
   }
 
   @Test

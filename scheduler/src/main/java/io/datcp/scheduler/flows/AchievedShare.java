@@ -27,10 +27,14 @@ import java.util.function.Predicate;
  * <p>The planner's rate for a host is the lowest tenth (nearest rank) of the host's last
  * {@link #SAMPLES_KEPT} samples; a host without samples uses those of all hosts, and before any
  * sample the configured prior. Rates vary from episode to episode (how the ECN back-offs of the
- * first job's flows fall); planning at a low quantile keeps the promise in most of them.
+ * first job's flows fall); planning at a low quantile keeps the promise in most of them. Below
+ * {@link #QUANTILE_SAMPLES} samples the lowest one is no such quantile (the next episode falls
+ * below the lowest of n with probability 1/(n+1)), so until then measurements may only lower
+ * the rate below the prior, never raise it above.
  */
 public final class AchievedShare {
   static final int SAMPLES_KEPT = 20;
+  static final int QUANTILE_SAMPLES = 10;
   static final long MIN_EPISODE_NANOS = 500_000_000L;
   /** Open episodes kept per host; the oldest is dropped beyond (their jobs never ended). */
   static final int MAX_OPEN_PER_HOST = 256;
@@ -43,11 +47,14 @@ public final class AchievedShare {
   public record Capacity(double bitsPerSecond, Source source, int samples) {
     public String describe() {
       String rate = DeadlinePlanner.decimal(bitsPerSecond / 1e6, 1) + " Mbit/s";
+      String which = samples < QUANTILE_SAMPLES
+          ? "lowest of the " + samples + " first-job shuffles measured"
+              + ", at most planner.targetUtilisation of the downlink until "
+              + QUANTILE_SAMPLES + " are,"
+          : "lowest tenth of the last " + samples + " first-job shuffles measured";
       return switch (source) {
-        case HOST -> rate + " (lowest tenth of the last " + samples
-            + " first-job shuffles measured on this host)";
-        case ALL_HOSTS -> rate + " (lowest tenth of the last " + samples
-            + " first-job shuffles measured on all hosts; none yet on this host)";
+        case HOST -> rate + " (" + which + " on this host)";
+        case ALL_HOSTS -> rate + " (" + which + " on all hosts; none yet on this host)";
         case PRIOR -> rate + " (planner.targetUtilisation of the downlink: nothing measured yet)";
       };
     }
@@ -116,16 +123,22 @@ public final class AchievedShare {
           }
         }
         if (!h.samples.isEmpty()) {
-          return new Capacity(lowestTenth(h.samples), Source.HOST, h.samples.size());
+          return measured(h.samples, Source.HOST);
         }
       }
     }
     synchronized (allSamples) {
       if (!allSamples.isEmpty()) {
-        return new Capacity(lowestTenth(allSamples), Source.ALL_HOSTS, allSamples.size());
+        return measured(allSamples, Source.ALL_HOSTS);
       }
     }
     return prior;
+  }
+
+  private Capacity measured(Deque<Double> samples, Source source) {
+    double low = lowestTenth(samples);
+    double rate = samples.size() < QUANTILE_SAMPLES ? Math.min(prior.bitsPerSecond(), low) : low;
+    return new Capacity(rate, source, samples.size());
   }
 
   private static Episode episode(Host h, String jobId) {

@@ -35,7 +35,23 @@ class AchievedShareTest {
     AchievedShare.Capacity c = share.usable("r1", job -> false);
     assertThat(c.bitsPerSecond()).isCloseTo(64_000_000.0, within(1.0));
     assertThat(c.source()).isEqualTo(Source.HOST);
-    assertThat(c.describe()).contains("64.0 Mbit/s", "last 1 first-job shuffles", "this host");
+    assertThat(c.describe()).contains("64.0 Mbit/s", "lowest of the 1 first-job shuffles",
+        "this host");
+  }
+
+  @Test
+  void belowTenSamplesMeasurementsOnlyLowerTheRateBelowThePrior() {
+    // nine episodes at 90 Mbit/s: the lowest of nine is no tenth percentile; the next episode
+    // falls below it with probability 1/10
+    for (int i = 0; i < AchievedShare.QUANTILE_SAMPLES - 1; i++) {
+      share.flowEnded("r1", "job" + i, 9 * MB, T0 + i * 10 * S, T0 + i * 10 * S + 4 * S / 5);
+    }
+    AchievedShare.Capacity c = share.usable("r1", job -> false);
+    assertThat(c.bitsPerSecond()).isEqualTo(80_000_000.0);
+    assertThat(c.describe()).contains("at most planner.targetUtilisation", "until 10");
+    share.flowEnded("r1", "job9", 9 * MB, T0 + 100 * S, T0 + 100 * S + 4 * S / 5);
+    assertThat(share.usable("r1", job -> false).bitsPerSecond()).isCloseTo(90_000_000.0,
+        within(1.0));
   }
 
   @Test
@@ -79,7 +95,9 @@ class AchievedShareTest {
 
   @Test
   void aMeasuredRateNeverExceedsTheDownlink() {
-    share.flowEnded("r1", "jobB", 100 * MB, T0, T0 + S);
+    for (int i = 0; i < AchievedShare.QUANTILE_SAMPLES; i++) {
+      share.flowEnded("r1", "job" + i, 100 * MB, T0 + i * 10 * S, T0 + i * 10 * S + S);
+    }
     assertThat(share.usable("r1", job -> false).bitsPerSecond()).isEqualTo(100_000_000.0);
   }
 
