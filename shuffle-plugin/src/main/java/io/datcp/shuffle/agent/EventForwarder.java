@@ -10,6 +10,7 @@ import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
 
 /**
  * Sends shuffle events to the agent's Forward rpc from one background thread, in batches with
@@ -19,7 +20,11 @@ import java.util.concurrent.atomic.AtomicLong;
 public final class EventForwarder implements Closeable {
   private static final long RETRY_DELAY_MS = 200;
 
-  private final AgentClient agent;
+  private final AgentConfig config;
+  /** Built by the sender thread when the forwarder connects on its own (see connecting). */
+  private final Supplier<AgentClient> connect;
+  private final boolean ownsAgent;
+  private volatile AgentClient agent;
   private final String reporterHost;
   private final String reporterId = UUID.randomUUID().toString();
   private final BlockingQueue<ShuffleEvent> queue;
@@ -32,12 +37,29 @@ public final class EventForwarder implements Closeable {
   private int inFlight;
 
   public EventForwarder(AgentClient agent, String reporterHost) {
-    this.agent = agent;
+    this(agent.config(), () -> agent, false, reporterHost);
+  }
+
+  private EventForwarder(AgentConfig config, Supplier<AgentClient> connect, boolean ownsAgent,
+      String reporterHost) {
+    this.config = config;
+    this.connect = connect;
+    this.ownsAgent = ownsAgent;
     this.reporterHost = reporterHost;
-    this.queue = new ArrayBlockingQueue<>(agent.config().reportQueueSize());
+    this.queue = new ArrayBlockingQueue<>(config.reportQueueSize());
     this.sender = new Thread(this::run, "datcp-event-forwarder");
     sender.setDaemon(true);
     sender.start();
+  }
+
+  /**
+   * A forwarder whose sender thread builds the agent client itself and closes it with the
+   * forwarder: a reduce task's shuffle then starts without waiting for the client's start-up
+   * (gRPC's and Netty's classes load in 1-3 s of a reduce JVM on a busy host, which was on
+   * the path to its first fetch); events offered meanwhile wait in the queue.
+   */
+  public static EventForwarder connecting(AgentConfig config, String who, String reporterHost) {
+    return new EventForwarder(config, () -> new AgentClient(config, who), true, reporterHost);
   }
 
   /** Queues an event; never blocks. Returns false when it was dropped. */
@@ -58,6 +80,17 @@ public final class EventForwarder implements Closeable {
   }
 
   private void run() {
+    AgentClient client;
+    try {
+      client = connect.get();
+    } catch (RuntimeException e) {
+      // no client, no reports: the shuffle is Hadoop's, unchanged; offers count as drops
+      stopping = true;
+      dropped.addAndGet(queue.size());
+      queue.clear();
+      return;
+    }
+    agent = client;
     List<ShuffleEvent> batch = new ArrayList<>();
     while (!stopping || !queue.isEmpty() || !batch.isEmpty()) {
       try {
@@ -67,7 +100,7 @@ public final class EventForwarder implements Closeable {
             continue;
           }
           batch.add(first);
-          queue.drainTo(batch, agent.config().reportBatchSize() - 1);
+          queue.drainTo(batch, config.reportBatchSize() - 1);
           synchronized (idle) {
             inFlight = batch.size();
           }
@@ -76,7 +109,7 @@ public final class EventForwarder implements Closeable {
             .setReporterHost(reporterHost).setReporterId(reporterId).setBatchId(nextBatchId)
             .addAllEvents(batch).build();
         try {
-          agent.forward(report);
+          client.forward(report);
           delivered.addAndGet(batch.size());
           nextBatchId++;
           batch.clear();
@@ -113,17 +146,32 @@ public final class EventForwarder implements Closeable {
     }
   }
 
-  /** Sends what is queued (bounded by the rpc timeout), then stops. */
+  /**
+   * Sends what is queued (bounded by the rpc timeout), then stops; closes the agent client if
+   * this forwarder built it.
+   */
   @Override
   public void close() {
+    AgentClient client = agent;
     try {
-      if (!agent.isDown()) {
-        flush(agent.config().rpcTimeout().toMillis());
+      if (client != null && !client.isDown()) {
+        flush(config.rpcTimeout().toMillis());
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
     stopping = true;
     sender.interrupt();
+    if (ownsAgent) {
+      try {
+        sender.join(config.rpcTimeout().toMillis());
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      client = agent;
+      if (client != null) {
+        client.close();
+      }
+    }
   }
 }

@@ -3,7 +3,6 @@ package io.datcp.shuffle.reduceside;
 import io.datcp.proto.v1.JobPriority;
 import io.datcp.proto.v1.ReduceStarted;
 import io.datcp.proto.v1.ShuffleFinished;
-import io.datcp.shuffle.agent.AgentClient;
 import io.datcp.shuffle.agent.AgentConfig;
 import io.datcp.shuffle.agent.EventForwarder;
 import io.datcp.shuffle.agent.Events;
@@ -28,7 +27,6 @@ import org.slf4j.LoggerFactory;
 public class DatcpShuffle<K, V> extends Shuffle<K, V> {
   private static final Logger LOG = LoggerFactory.getLogger(DatcpShuffle.class);
 
-  private AgentClient agent;
   private EventForwarder events;
   private String jobId;
   private int reduce;
@@ -39,9 +37,9 @@ public class DatcpShuffle<K, V> extends Shuffle<K, V> {
     AgentConfig config = AgentConfig.from(conf); // fails the task on a bad key, naming it
     jobId = context.getReduceId().getJobID().toString();
     reduce = context.getReduceId().getTaskID().getId();
-    agent = new AgentClient(config, "reduce " + context.getReduceId());
     String host = Events.localHostName();
-    events = new EventForwarder(agent, host);
+    // the client starts on the forwarder's thread: the shuffle does not wait for it
+    events = EventForwarder.connecting(config, "reduce " + context.getReduceId(), host);
     events.offer(Events.now().setReduceStarted(ReduceStarted.newBuilder()
         .setJobId(jobId).setReduceId(reduce).setHost(host)
         .setTotalMaps(conf.getNumMapTasks()).setTotalReduces(conf.getNumReduceTasks())
@@ -75,7 +73,6 @@ public class DatcpShuffle<K, V> extends Shuffle<K, V> {
       super.close();
     } finally {
       events.close();
-      agent.close();
       if (events.dropped() > 0) {
         LOG.info("DATCP: {} shuffle events dropped (agent slow or absent), {} delivered",
             events.dropped(), events.delivered());

@@ -72,4 +72,22 @@ class EventForwarderTest {
     assertThat(defaults.socketPath()).isEqualTo(AgentConfig.DEFAULT_AGENT_SOCKET);
     assertThat(defaults.registerTimeout()).isEqualTo(Duration.ofMillis(5));
   }
+
+  @Test
+  void aConnectingForwarderQueuesEventsOfferedBeforeItsClientIsUpAndClosesTheClient()
+      throws Exception {
+    Path dir = Files.createTempDirectory("datcp-fwd");
+    try (FakeAgent agent = new FakeAgent(dir)) {
+      EventForwarder forwarder = EventForwarder.connecting(config(agent.socket, 10), "test",
+          "host-a");
+      // offered at once, before the sender thread can have built the client
+      assertThat(forwarder.offer(event(1))).isTrue();
+      assertThat(forwarder.offer(event(2))).isTrue();
+      await().atMost(Duration.ofSeconds(10)).until(() -> agent.events.size() == 2);
+      forwarder.close();
+      assertThat(forwarder.delivered()).isEqualTo(2);
+      assertThat(forwarder.dropped()).isZero();
+      assertThat(forwarder.offer(event(3))).isFalse();
+    }
+  }
 }
