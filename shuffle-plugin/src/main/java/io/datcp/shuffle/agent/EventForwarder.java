@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
@@ -19,12 +20,16 @@ import java.util.function.Supplier;
  */
 public final class EventForwarder implements Closeable {
   private static final long RETRY_DELAY_MS = 200;
+  /** close() waits this long for a connecting forwarder's client before it drops the queue. */
+  private static final long CONNECT_WAIT_MS = 30_000;
 
   private final AgentConfig config;
   /** Built by the sender thread when the forwarder connects on its own (see connecting). */
   private final Supplier<AgentClient> connect;
   private final boolean ownsAgent;
   private volatile AgentClient agent;
+  /** Counted down once the sender thread has built its client, or failed to. */
+  private final CountDownLatch connected = new CountDownLatch(1);
   private final String reporterHost;
   private final String reporterId = UUID.randomUUID().toString();
   private final BlockingQueue<ShuffleEvent> queue;
@@ -40,7 +45,8 @@ public final class EventForwarder implements Closeable {
     this(agent.config(), () -> agent, false, reporterHost);
   }
 
-  private EventForwarder(AgentConfig config, Supplier<AgentClient> connect, boolean ownsAgent,
+  /** {@code connect} runs on the sender thread; the forwarder closes its client if it owns it. */
+  EventForwarder(AgentConfig config, Supplier<AgentClient> connect, boolean ownsAgent,
       String reporterHost) {
     this.config = config;
     this.connect = connect;
@@ -88,9 +94,11 @@ public final class EventForwarder implements Closeable {
       stopping = true;
       dropped.addAndGet(queue.size());
       queue.clear();
+      connected.countDown();
       return;
     }
     agent = client;
+    connected.countDown();
     List<ShuffleEvent> batch = new ArrayList<>();
     while (!stopping || !queue.isEmpty() || !batch.isEmpty()) {
       try {
@@ -152,6 +160,12 @@ public final class EventForwarder implements Closeable {
    */
   @Override
   public void close() {
+    try {
+      // a short reduce can end before its client is up: what it reported must still go out
+      connected.await(CONNECT_WAIT_MS, TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
     AgentClient client = agent;
     try {
       if (client != null && !client.isDown()) {

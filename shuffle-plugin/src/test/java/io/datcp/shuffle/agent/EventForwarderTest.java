@@ -90,4 +90,26 @@ class EventForwarderTest {
       assertThat(forwarder.offer(event(3))).isFalse();
     }
   }
+
+  @Test
+  void eventsOfAReduceThatEndsBeforeItsClientIsUpAreStillDelivered() throws Exception {
+    Path dir = Files.createTempDirectory("datcp-fwd");
+    try (FakeAgent agent = new FakeAgent(dir)) {
+      AgentConfig config = config(agent.socket, 10);
+      // the client's start-up (gRPC and Netty classes) outlasts a short reduce's shuffle
+      EventForwarder forwarder = new EventForwarder(config, () -> {
+        try {
+          Thread.sleep(500);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+        return new AgentClient(config, "slow");
+      }, true, "host-a");
+      assertThat(forwarder.offer(event(1))).isTrue();
+      assertThat(forwarder.offer(event(2))).isTrue();
+      forwarder.close();
+      assertThat(forwarder.delivered()).isEqualTo(2);
+      assertThat(agent.events).hasSize(2);
+    }
+  }
 }
