@@ -133,6 +133,8 @@ up() {
 	[ -e /sys/fs/bpf/datcp ] && datcp_before=1
 	cp "$spec" "$data/spec.json"
 	echo "== $mode: ${env_vars[*]}"
+	# a run that was killed leaves its networks behind, and their subnets would clash
+	"${compose[@]}" down -t 5 >/dev/null 2>&1 || true
 	env "${env_vars[@]}" DATCP_DATA="$data" "${compose[@]}" up -d "${services[@]}" >/dev/null
 	for _ in $(seq 180); do
 		# the RM answers only after a while: a failed call must not end the script (set -e)
