@@ -48,10 +48,12 @@ done
 if [ -x bench/workload ]; then
 	python3 bench/workload validate "$spec" >/dev/null || die "--spec: $spec is not a valid workload spec"
 fi
-# the spec's name and cluster layout (the job client validates the whole spec again)
-read -r spec_name cluster < <(python3 -c 'import json, sys
+# the spec's name, cluster layout and link rate (the job client validates the whole spec again)
+read -r spec_name cluster link_mbit < <(python3 -c 'import json, sys
 s = json.load(open(sys.argv[1]))
-print(s.get("name", "?"), s.get("cluster", "shared"))' "$spec") || die "--spec: $spec is not JSON"
+print(s.get("name", "?"), s.get("cluster", "shared"), "%g" % s.get("link_mbit", 100))' "$spec") ||
+	die "--spec: $spec is not JSON"
+link_bps=$(python3 -c 'import sys; print(round(float(sys.argv[1]) * 1e6))' "$link_mbit")
 out=${out:-$root/bench/results/workload/docker-$spec_name}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -107,20 +109,25 @@ if ! iptables -C "${rule[@]}" 2>/dev/null; then
 	rule_added=1
 fi
 
-# mode_env MODE: the cluster's settings for a mode (issue 16 §2; docker/README.md)
+# mode_env MODE: the cluster's settings for a mode (issue 16 §2; docker/README.md); every mode
+# runs the ToR ports at the spec's link rate, and the agents and the scheduler know it
 mode_env() {
 	local red=(TOR_MARK=red) step=(TOR_MARK=step TOR_K_BYTES=30000) one_band=(TOR_DSCP_MAP=)
-	local bands=(TOR_DSCP_MAP=34=0,0=1,8=2)
+	local bands=(TOR_DSCP_MAP=34=0,0=1,8=2) link=(TOR_RATE_MBIT="$link_mbit")
+	local agent=kernel.lineRateBitsPerSecond=$link_bps scheduler=planner.downlinkBitsPerSecond=$link_bps
+	local nl=$'\n'
 	case "$1" in
 	off) env_vars=(DATCP_SHUFFLE=stock "${red[@]}" "${one_band[@]}") services=(tor rm "${nms[@]}") ;;
-	dctcp) env_vars=(DATCP_SHUFFLE=datcp DATCP_SCHEDULER= DATCP_AGENT_EXTRA=policy.defaultMode=dctcp
+	dctcp) env_vars=(DATCP_SHUFFLE=datcp DATCP_SCHEDULER= "DATCP_AGENT_EXTRA=policy.defaultMode=dctcp$nl$agent"
 		"${step[@]}" "${one_band[@]}") services=(tor rm "${nms[@]}") ;;
 	prio) env_vars=(DATCP_SHUFFLE=datcp DATCP_SCHEDULER=scheduler:9090
-		DATCP_AGENT_EXTRA=policy.defaultMode=dctcp DATCP_SCHEDULER_EXTRA=planner.policy=order
+		"DATCP_AGENT_EXTRA=policy.defaultMode=dctcp$nl$agent"
+		"DATCP_SCHEDULER_EXTRA=planner.policy=order$nl$scheduler"
 		"${step[@]}" "${bands[@]}") services=(tor scheduler rm "${nms[@]}") ;;
-	on) env_vars=(DATCP_SHUFFLE=datcp DATCP_SCHEDULER=scheduler:9090 DATCP_AGENT_EXTRA=
-		DATCP_SCHEDULER_EXTRA= "${red[@]}" "${bands[@]}") services=(tor scheduler rm "${nms[@]}") ;;
+	on) env_vars=(DATCP_SHUFFLE=datcp DATCP_SCHEDULER=scheduler:9090 "DATCP_AGENT_EXTRA=$agent"
+		"DATCP_SCHEDULER_EXTRA=$scheduler" "${red[@]}" "${bands[@]}") services=(tor scheduler rm "${nms[@]}") ;;
 	esac
+	env_vars+=("${link[@]}")
 }
 
 # up MODE: start the mode's cluster and wait until it can run jobs
@@ -132,7 +139,7 @@ up() {
 	datcp_before=""
 	[ -e /sys/fs/bpf/datcp ] && datcp_before=1
 	cp "$spec" "$data/spec.json"
-	echo "== $mode: ${env_vars[*]}"
+	echo "== $mode: ${env_vars[*]//$'\n'/; }"
 	# a run that was killed leaves its networks behind, and their subnets would clash
 	"${compose[@]}" down -t 5 >/dev/null 2>&1 || true
 	env "${env_vars[@]}" DATCP_DATA="$data" "${compose[@]}" up -d "${services[@]}" >/dev/null
@@ -189,16 +196,43 @@ settle() {
 	echo "run-workload: $mode's cluster still used ${pct}% of a CPU after 90 s; running anyway" >&2
 }
 
+# cpu_snapshot: CPU time (ns) each of the cluster's containers has used so far, from its
+# cgroup (v1 cpuacct or v2 cpu.stat), one "name ns" line per container
+cpu_snapshot() {
+	local name pid cg ns stat
+	for name in $(docker ps --filter "name=^$DATCP_CLUSTER-" --format '{{.Names}}'); do
+		pid=$(docker inspect -f '{{.State.Pid}}' "$name" 2>/dev/null) || continue
+		ns=""
+		cg=$(awk -F: '$2 ~ /(^|,)cpuacct(,|$)/ {print $3}' "/proc/$pid/cgroup" 2>/dev/null)
+		if [ -n "$cg" ] && [ -r "/sys/fs/cgroup/cpuacct$cg/cpuacct.usage" ]; then
+			ns=$(cat "/sys/fs/cgroup/cpuacct$cg/cpuacct.usage")
+		else
+			cg=$(awk -F: '$1 == 0 {print $3}' "/proc/$pid/cgroup" 2>/dev/null)
+			stat=/sys/fs/cgroup$cg/cpu.stat
+			[ -r "$stat" ] || stat=/sys/fs/cgroup/unified$cg/cpu.stat
+			[ -r "$stat" ] && ns=$(awk '$1 == "usage_usec" {print $2 * 1000}' "$stat")
+		fi
+		[ -n "$ns" ] && echo "${name#"$DATCP_CLUSTER-"} $ns"
+	done
+}
+
 # samplers START|STOP DIR: the NodeManagers' shuffle connections and the datcp flow table,
-# read from the kernel every 200 ms (ss) and 500 ms (flows) while the jobs run
+# read from the kernel every 200 ms (ss) and 500 ms (flows) while the jobs run; each
+# container's CPU time at start and stop, and every second the CPU time of each NodeManager's
+# processes by role (docker/node/bin/cpu-sampler.sh)
 samplers() {
 	local dir=$2 nm
 	if [ "$1" = stop ]; then
 		touch "$data/$dir/stop"
 		sleep 1
+		cpu_snapshot >"$data/$dir/cpu-stop.txt"
 		return
 	fi
 	mkdir -p "$data/$dir"
+	cpu_snapshot >"$data/$dir/cpu-start.txt"
+	for nm in "${nms[@]}"; do
+		docker exec -d "$DATCP_CLUSTER-$nm" sh -c "exec /opt/datcp/bin/cpu-sampler.sh /data/$dir >/data/$dir/ps-$nm.txt 2>&1"
+	done
 	for nm in "${nms[@]}"; do
 		docker exec -d "$DATCP_CLUSTER-$nm" sh -c "while [ ! -e /data/$dir/stop ]; do
 			echo \"# \$(date +%s.%N)\"

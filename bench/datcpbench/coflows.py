@@ -209,9 +209,16 @@ def host_bytes(job, hosts):
     return down, up
 
 
-def convert(coflows, start, count, hosts, load, target, link_mbit=100, name=None, **limits):
+DEFAULT_LINK_MBIT = 100
+
+
+def convert(coflows, start, count, hosts, load, target, link_mbit=None, name=None, **limits):
     """A spec from coflows[start:start+count]; returns (spec, summary dict). limits:
-    max_maps, max_reduces, min_bytes, max_bytes (None = the target's default)."""
+    max_maps, max_reduces, min_bytes, max_bytes (None = the target's default). A link rate
+    given (link_mbit) goes into the spec, for the runner to set the cluster's ports to it;
+    without one the spec assumes the default 100 Mbit/s."""
+    given_link = link_mbit is not None
+    link_mbit = DEFAULT_LINK_MBIT if link_mbit is None else link_mbit
     if target not in TARGETS:
         raise WorkloadError(f"--target: must be one of {', '.join(TARGETS)}")
     if not 0 < load < 1:
@@ -262,6 +269,8 @@ def convert(coflows, start, count, hosts, load, target, link_mbit=100, name=None
     spec = {"name": name or f"fb2010-{start}-{count}-{target}"}
     if target == "replay":
         spec["hosts"] = hosts
+    if given_link:
+        spec["link_mbit"] = int(link_mbit) if link_mbit == int(link_mbit) else link_mbit
     spec["jobs"] = []
     for c, j in zip(sel, jobs):
         spec["jobs"].append({"name": str(c.id),

@@ -4,8 +4,9 @@ runner").
 While a round's jobs run, the runner samples every NodeManager's shuffle connections from the
 kernel (`ss -tinH --tos` on port 13562, both ends) and the datcp flow table (`datcpctl flow list
 --json`). `verify` turns those samples into what each mode actually used (`cc_seen`,
-`dscp_seen`, ...) and the list of ways they break the mode's definition; `merge` builds
-results.json (issue 16's schema) from the rounds' job-client output.
+`dscp_seen`, ...) and the list of ways they break the mode's definition; `cpu_usage` adds what
+the round cost in CPU (each container's cgroup, each NodeManager's Java processes by role);
+`merge` builds results.json (issue 16's schema) from the rounds' job-client output.
 
     python3 -m datcpbench.dockerrun check --mode MODE --samples DIR --out FILE
     python3 -m datcpbench.dockerrun merge --dir DIR --spec NAME --modes M,.. --rounds N
@@ -147,7 +148,58 @@ def check_samples(mode, samples_dir):
     if os.path.exists(path):
         with open(path) as f:
             flows = parse_flows(f.read())
-    return verify(mode, conns, flows)
+    summary, problems = verify(mode, conns, flows)
+    summary["cpu_s"] = cpu_usage(samples_dir)
+    return summary, problems
+
+
+def _read_cgroup_snapshot(path):
+    with open(path) as f:
+        return {name: int(ns) for name, ns in (line.split() for line in f if line.strip())}
+
+
+def parse_cpu_samples(text):
+    """CPU seconds per role from one cpu-sampler.sh file: per process, its ticks at its last
+    sample less those at the round's first sample (0 for a process started later); summed by
+    role, with task attempts counted as "map" or "reduce". A process's last second is lost."""
+    first, last, hz, t0 = {}, {}, 100, True
+    for line in text.splitlines():
+        if line.startswith("#"):
+            parts = line.split()
+            hz = int(parts[2]) if len(parts) > 2 else hz
+            t0 = not first and not last
+            continue
+        parts = line.split()
+        if len(parts) != 3:
+            continue
+        pid, ticks, role = parts[0], int(parts[1]), parts[2]
+        if role.startswith("attempt_"):
+            role = "map" if "_m_" in role else "reduce"
+        key = (pid, role)
+        if key not in first:
+            first[key] = ticks if t0 else 0
+        last[key] = ticks
+    roles = {}
+    for key, ticks in last.items():
+        roles[key[1]] = roles.get(key[1], 0) + (ticks - first[key]) / hz
+    return roles
+
+
+def cpu_usage(samples_dir):
+    """{"containers": {name: s}, "total": s, "roles": {role: s}} for a round, or None when the
+    round has no CPU samples (cpu-start.txt, cpu-stop.txt, ps-HOST.txt from the runner)."""
+    start, stop = (os.path.join(samples_dir, f"cpu-{w}.txt") for w in ("start", "stop"))
+    if not (os.path.exists(start) and os.path.exists(stop)):
+        return None
+    before, after = _read_cgroup_snapshot(start), _read_cgroup_snapshot(stop)
+    containers = {n: round((after[n] - before.get(n, 0)) / 1e9, 2) for n in sorted(after)}
+    roles = {}
+    for path in sorted(glob.glob(os.path.join(samples_dir, "ps-*.txt"))):
+        with open(path) as f:
+            for role, s in parse_cpu_samples(f.read()).items():
+                roles[role] = roles.get(role, 0) + s
+    return {"containers": containers, "total": round(sum(containers.values()), 2),
+            "roles": {r: round(s, 2) for r, s in sorted(roles.items())}}
 
 
 PHASES = ("start", "maps", "wait", "copy", "end")
@@ -171,7 +223,8 @@ def phases(job):
 def merge(spec, rounds_by_mode, checks):
     """results.json: per mode, per job the medians over rounds of jct_s, copy_s and the phases
     (phases_s), the rounds' jct_s, bytes and deadline_met (the median jct_s against deadline_s;
-    null without one), and the union of the rounds' verification summaries."""
+    null without one), the union of the rounds' verification summaries, and the medians of
+    the rounds' CPU seconds (cpu_s) where the rounds have them."""
     modes = {}
     for mode, rounds in rounds_by_mode.items():
         jobs = {}
@@ -189,6 +242,13 @@ def merge(spec, rounds_by_mode, checks):
         entry = {"jobs": jobs}
         for key in ("cc_seen", "dscp_seen", "ecn_seen", "flow_modes_seen"):
             entry[key] = sorted({v for c in checks[mode] for v in c[key]})
+        cpu = [c["cpu_s"] for c in checks[mode] if c.get("cpu_s")]
+        if cpu:
+            entry["cpu_s"] = {"total": statistics.median(c["total"] for c in cpu)}
+            for part in ("containers", "roles"):
+                names = sorted({n for c in cpu for n in c[part]})
+                entry["cpu_s"][part] = {n: statistics.median(c[part].get(n, 0) for c in cpu)
+                                        for n in names}
         modes[mode] = entry
     rounds = {len(r) for r in rounds_by_mode.values()}
     return {"spec": spec, "rounds": rounds.pop() if len(rounds) == 1 else sorted(rounds),
@@ -216,6 +276,12 @@ def _main(argv=None):
               f"{summary['ecn_seen']}, flow modes {summary['flow_modes_seen']} "
               f"({summary['connections_sampled']} connections, {summary['flows_read']} flow"
               " reads)")
+        cpu = summary["cpu_s"]
+        if cpu:
+            print(f"{a.mode}: CPU {cpu['total']:.1f} s in the cluster's containers ("
+                  + ", ".join(f"{n} {s:.1f}" for n, s in cpu["containers"].items())
+                  + "); NodeManagers' Java by role: "
+                  + ", ".join(f"{r} {s:.1f}" for r, s in cpu["roles"].items()))
         for p in problems:
             print(f"MODE CHECK FAILED: {p}", file=sys.stderr)
         return 1 if problems else 0

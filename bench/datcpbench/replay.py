@@ -148,6 +148,9 @@ def select(spec, sel):
 
 
 def check_placement(spec):
+    if spec.get("link_mbit", LINK_MBPS) != LINK_MBPS:
+        raise SystemExit(f"link_mbit: the replay's fabric runs at {LINK_MBPS} Mbit/s, the spec "
+                         f"was scaled for {spec['link_mbit']:g}")
     for i, j in enumerate(spec["jobs"]):
         for k in ("map_hosts", "reduce_hosts"):
             if k not in j:

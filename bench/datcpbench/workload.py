@@ -18,7 +18,7 @@ TARGET_P95 = 0.77
 TARGET_SLOWDOWN = 1.25
 
 NAME_RE = re.compile(r"[A-Za-z0-9_.-]+")
-TOP_KEYS = ("name", "jobs", "barrier", "hosts", "cluster")
+TOP_KEYS = ("name", "jobs", "barrier", "hosts", "cluster", "link_mbit")
 CLUSTERS = ("shared", "ab")
 JOB_REQUIRED = ("name", "submit_s", "maps", "reduces", "partition_bytes")
 JOB_OPTIONAL = ("map_seconds", "slow_maps", "deadline_s", "queue", "user",
@@ -117,6 +117,8 @@ def validate_spec(obj):
     hosts = obj.get("hosts")
     if "hosts" in obj and (not _is_int(hosts) or hosts < 1):
         raise WorkloadError("hosts: must be an integer >= 1")
+    if "link_mbit" in obj and (not _is_num(obj["link_mbit"]) or obj["link_mbit"] <= 0):
+        raise WorkloadError("link_mbit: must be a number > 0 (Mbit/s)")
     if not isinstance(obj["jobs"], list) or not obj["jobs"]:
         raise WorkloadError("jobs: must be a non-empty list")
     seen = {}
@@ -316,6 +318,29 @@ def _f(x, d=2):
     return f"{x:.{d}f}"
 
 
+def _cpu_md(results, modes):
+    """The CPU section: what each mode's rounds cost the cluster (docker runner's cpu_s)."""
+    cpu = {m: results["modes"][m].get("cpu_s") for m in modes}
+    if not any(cpu.values()):
+        return []
+    containers = sorted({n for c in cpu.values() if c for n in c["containers"]})
+    roles = sorted({r for c in cpu.values() if c for r in c["roles"]})
+    L = ["", "## CPU (s, median over rounds)", "",
+         "Each container's CPU time over the round (cgroup); the NodeManagers' Java processes "
+         "by role, sampled every second (a process's last second is not counted).", "",
+         "| mode | total | " + " | ".join(containers + roles) + " |",
+         "|---|---|" + "---|" * (len(containers) + len(roles))]
+    for m in modes:
+        c = cpu[m]
+        if not c:
+            L.append(f"| {m} | - |" + " - |" * (len(containers) + len(roles)))
+            continue
+        L.append(f"| {m} | {_f(c['total'], 1)} | " + " | ".join(
+            [_f(c["containers"].get(n, 0), 1) for n in containers] +
+            [_f(c["roles"].get(r, 0), 1) for r in roles]) + " |")
+    return L
+
+
 def table_md(results, a):
     rm = results["modes"]
     L = [f"# Workload `{results['spec']}`: {len(a['jobs'])} jobs, {results['rounds']} "
@@ -351,6 +376,7 @@ def table_md(results, a):
         for m in a["modes"]:
             s = a["slow_alone_stats"][m]
             L.append(f"| {m} | {_f(s['median'])} | {_f(s['p95'])} | {_f(s['max'])} |")
+    L += _cpu_md(results, a["modes"])
     L += ["", "## Issue 16 §5 targets (on)", ""]
     if a["targets"] is None:
         L.append("No `on` mode in these results: targets not evaluated.")

@@ -50,7 +50,7 @@ def main(argv=None):
     c.add_argument("--target", required=True, choices=coflows.TARGETS)
     c.add_argument("--out", required=True, help="spec file to write")
     c.add_argument("--name", help="spec name (default: the out file's stem)")
-    c.add_argument("--link-mbit", type=float, default=100, help="link rate (default 100)")
+    c.add_argument("--link-mbit", type=float, help="link rate, written into the spec (default: none written; runners assume 100)")
     for k, what in (("max-maps", "maps per job"), ("max-reduces", "reduces per job"),
                     ("min-bytes", "shuffle bytes of the slice's smallest job"),
                     ("max-bytes", "shuffle bytes of the slice's largest job")):

@@ -145,3 +145,49 @@ def test_check_command_exits_non_zero_on_a_wrong_mode(tmp_path, capsys):
     assert "MODE CHECK FAILED: on: shuffle connections must run datcp only" in \
         capsys.readouterr().err
     assert json.loads(out.read_text())["cc_seen"] == ["cubic"]
+
+
+def test_cpu_samples_count_each_process_from_the_rounds_start_by_role():
+    text = "\n".join([
+        "# 1764090000.0 100",
+        "1 500 nodemanager",          # running before the round: only its growth counts
+        "40 90 agent",
+        "# 1764090001.0 100",
+        "1 530 nodemanager", "40 95 agent",
+        "77 120 attempt_1_0001_m_000000_0",   # started during the round: all of it counts
+        "# 1764090002.0 100",
+        "1 560 nodemanager", "40 95 agent",
+        "77 310 attempt_1_0001_m_000000_0",
+        "81 150 attempt_1_0001_r_000000_0", "82 40 attempt_1_0002_r_000000_0",
+        "90 250 appmaster"])
+    assert dockerrun.parse_cpu_samples(text) == pytest.approx(
+        {"nodemanager": 0.6, "agent": 0.05, "map": 3.1, "reduce": 1.9, "appmaster": 2.5})
+
+
+def test_cpu_usage_is_each_containers_cgroup_growth_and_none_without_samples(tmp_path):
+    assert dockerrun.cpu_usage(str(tmp_path)) is None
+    (tmp_path / "cpu-start.txt").write_text("nm1 1000000000\nrm 500000000\n")
+    # the scheduler started during the round: counted from 0
+    (tmp_path / "cpu-stop.txt").write_text("nm1 3500000000\nrm 600000000\nscheduler 2000000000\n")
+    (tmp_path / "ps-nm1.txt").write_text("# 1.0 100\n7 0 agent\n# 2.0 100\n7 30 agent\n")
+    (tmp_path / "ps-nm2.txt").write_text("# 1.0 100\n8 10 agent\n# 2.0 100\n8 20 agent\n")
+    assert dockerrun.cpu_usage(str(tmp_path)) == {
+        "containers": {"nm1": 2.5, "rm": 0.1, "scheduler": 2.0}, "total": 4.6,
+        "roles": {"agent": 0.4}}
+
+
+def test_merge_keeps_the_median_cpu_of_the_rounds(tmp_path):
+    for i, total in enumerate([10.0, 14.0, 12.0], 1):
+        check = {"cc_seen": ["cubic"], "dscp_seen": [0], "ecn_seen": [False],
+                 "flow_modes_seen": [], "problems": [],
+                 "cpu_s": {"containers": {"nm1": total}, "total": total,
+                           "roles": {"map": total / 2} if i != 2 else {}}}
+        d = tmp_path / "raw" / "off"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"round-{i}.json").write_text(json.dumps(round_json(9.8, 2.4)))
+        (d / f"round-{i}-check.json").write_text(json.dumps(check))
+    dockerrun._main(["merge", "--dir", str(tmp_path), "--spec", "s", "--modes", "off",
+                     "--rounds", "3"])
+    cpu = json.loads((tmp_path / "results.json").read_text())["modes"]["off"]["cpu_s"]
+    # a role a round did not see counts 0 in that round
+    assert cpu == {"total": 12.0, "containers": {"nm1": 12.0}, "roles": {"map": 5.0}}

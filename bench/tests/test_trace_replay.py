@@ -116,6 +116,9 @@ def test_select_and_spec_errors(tmp_path):
     unplaced = dict(spec, jobs=[{k: v for k, v in spec["jobs"][0].items() if k != "map_hosts"}])
     with pytest.raises(SystemExit, match=r"jobs\[0\]\.map_hosts: the trace replay needs"):
         replay.check_placement(unplaced)
+    with pytest.raises(SystemExit, match="link_mbit: the replay's fabric runs at 100 Mbit/s, "
+                                         "the spec was scaled for 10"):
+        replay.check_placement(dict(spec, link_mbit=10))
 
 
 @needs_root

@@ -18,7 +18,7 @@ REPO = os.path.dirname(BENCH)
 CLI = os.path.join(BENCH, "workload")
 TRACE = os.path.join(os.path.dirname(REPO), "shared", "traces", "FB2010-1Hr-150-0.txt")
 COMMITTED = {"docker/workloads/fb-20.json": (20, None), "docker/workloads/fb-ci.json": (6, None),
-             "bench/workloads/fb-200.json": (200, 8)}
+             "docker/workloads/fb-20-10m.json": (20, None), "bench/workloads/fb-200.json": (200, 8)}
 
 
 def cli(*args):
@@ -58,6 +58,8 @@ BAD_SPECS = [
     ((("barrier",), "yes"), "barrier: must be true or false"),
     ((("cluster",), "rack"), "cluster: must be one of shared, ab"),
     ((("hosts",), 0), "hosts: must be an integer >= 1"),
+    ((("link_mbit",), 0), "link_mbit: must be a number > 0"),
+    ((("link_mbit",), "10"), "link_mbit: must be a number > 0"),
     ((("jobs", 0, "reduces"), DELETE), "jobs[0].reduces: missing"),
     ((("jobs", 1, "colour"), 1), "jobs[1].colour: unknown key"),
     ((("jobs", 1, "maps"), 0), "jobs[1].maps: must be an integer >= 1"),
@@ -231,6 +233,21 @@ def test_report_without_on_or_alone(tmp_path):
     assert (tmp_path / "slowdown.png").exists()
 
 
+def test_report_shows_the_cpu_of_the_modes_that_measured_it(tmp_path):
+    r = results(modes=("off", "on"), alone=False)
+    _, text = workload.report(r, str(tmp_path))
+    assert "## CPU" not in text
+    r["modes"]["off"]["cpu_s"] = {"total": 71.3, "containers": {"nm1": 14.1, "rm": 6.5},
+                                  "roles": {"map": 9.0, "reduce": 5.0}}
+    r["modes"]["on"]["cpu_s"] = {"total": 102.4, "containers": {"nm1": 19.6, "scheduler": 1.9},
+                                 "roles": {"agent": 1.0, "reduce": 8.0}}
+    _, text = workload.report(r, str(tmp_path))
+    assert "| mode | total | nm1 | rm | scheduler | agent | map | reduce |" in text
+    # a container or role a mode did not have shows 0
+    assert "| off | 71.3 | 14.1 | 6.5 | 0.0 | 0.0 | 9.0 | 5.0 |" in text
+    assert "| on | 102.4 | 19.6 | 0.0 | 1.9 | 1.0 | 0.0 | 8.0 |" in text
+
+
 def test_report_cli(tmp_path):
     p = tmp_path / "results.json"
     p.write_text(json.dumps(results()))
@@ -370,6 +387,19 @@ def test_convert_docker(trace):
     assert total * 8 / (4 * 100e6 * window) == pytest.approx(0.65, rel=1e-3)
     sub = [j["submit_s"] for j in spec["jobs"]]
     assert sub == sorted(sub)
+    assert "link_mbit" not in spec
+
+
+def test_convert_docker_at_a_slower_link_spreads_the_jobs_and_says_so(trace):
+    _, cs = coflows.parse_trace(trace)
+    fast, _ = coflows.convert(cs, 0, 6, 4, 0.65, "docker")
+    slow, s = coflows.convert(cs, 0, 6, 4, 0.65, "docker", link_mbit=10)
+    workload.validate_spec(slow)
+    assert slow["link_mbit"] == 10 and s["link_mbit"] == 10
+    # the same bytes at a tenth of the rate: the same load over ten times the window
+    for f, j in zip(fast["jobs"], slow["jobs"]):
+        assert j["partition_bytes"] == f["partition_bytes"]
+        assert j["submit_s"] == pytest.approx(10 * f["submit_s"], abs=0.011)
 
 
 @pytest.mark.parametrize("kw,msg", [

@@ -21,7 +21,7 @@ public record WorkloadSpec(String name, List<JobSpec> jobs, boolean barrier, Int
   public static final String SHARED = "shared";
   public static final String AB = "ab";
   private static final Set<String> TOP_KEYS = Set.of("name", "jobs", "barrier", "hosts",
-      "cluster");
+      "cluster", "link_mbit");
   private static final Set<String> JOB_KEYS = Set.of("name", "submit_s", "maps", "reduces",
       "partition_bytes", "map_seconds", "slow_maps", "deadline_s", "queue", "user", "map_hosts",
       "reduce_hosts", "reduce_bytes");
@@ -78,6 +78,10 @@ public record WorkloadSpec(String name, List<JobSpec> jobs, boolean barrier, Int
     String cluster = root.has("cluster") ? string(root, "cluster", "cluster", true) : SHARED;
     if (!cluster.equals(SHARED) && !cluster.equals(AB)) {
       throw new SpecException("cluster", "must be \"shared\" or \"ab\", not \"" + cluster + "\"");
+    }
+    if (root.has("link_mbit")) {
+      // the runner sets the cluster's ports to it; the jobs do not depend on it
+      number(root.get("link_mbit"), "link_mbit", 0, true);
     }
     JsonNode list = root.get("jobs");
     if (list == null || !list.isArray() || list.isEmpty()) {

@@ -72,6 +72,7 @@ class WorkloadSpecTest {
     "{'name': 's', 'cluster': 'big', 'jobs': [{}]}|cluster: must be \"shared\" or \"ab\"",
     "{'name': 's', 'barrier': 1, 'jobs': [{}]}|barrier: must be true or false",
     "{'name': 's', 'hosts': 0, 'jobs': [{}]}|hosts: must be an integer >= 1",
+    "{'name': 's', 'link_mbit': 0, 'jobs': [{}]}|link_mbit: must be a number > 0",
     "{'name': 's', 'jobs': [{'name': 'a b'}]}|jobs[0].name: must match",
     "{'name': 's', 'jobs': [{'name': 'a'}]}|jobs[0].submit_s: is required",
   })
