@@ -161,13 +161,15 @@ def _read_cgroup_snapshot(path):
 def parse_cpu_samples(text):
     """CPU seconds per role from one cpu-sampler.sh file: per process, its ticks at its last
     sample less those at the round's first sample (0 for a process started later); summed by
-    role, with task attempts counted as "map" or "reduce". A process's last second is lost."""
-    first, last, hz, t0 = {}, {}, 100, True
+    role, with task attempts counted as "map" or "reduce". A process keeps the first role it
+    was seen with: an exited JVM not yet reaped has no command line (role "java") but its
+    final ticks. A process's last second is lost when it is reaped between two samples."""
+    first, last, role_of, hz, t0 = {}, {}, {}, 100, True
     for line in text.splitlines():
         if line.startswith("#"):
             parts = line.split()
             hz = int(parts[2]) if len(parts) > 2 else hz
-            t0 = not first and not last
+            t0 = not first
             continue
         parts = line.split()
         if len(parts) != 3:
@@ -175,13 +177,14 @@ def parse_cpu_samples(text):
         pid, ticks, role = parts[0], int(parts[1]), parts[2]
         if role.startswith("attempt_"):
             role = "map" if "_m_" in role else "reduce"
-        key = (pid, role)
-        if key not in first:
-            first[key] = ticks if t0 else 0
-        last[key] = ticks
+        if pid not in first:
+            first[pid] = ticks if t0 else 0
+        if role_of.get(pid, "java") == "java":
+            role_of[pid] = role
+        last[pid] = ticks
     roles = {}
-    for key, ticks in last.items():
-        roles[key[1]] = roles.get(key[1], 0) + (ticks - first[key]) / hz
+    for pid, ticks in last.items():
+        roles[role_of[pid]] = roles.get(role_of[pid], 0) + (ticks - first[pid]) / hz
     return roles
 
 

@@ -159,9 +159,15 @@ def test_cpu_samples_count_each_process_from_the_rounds_start_by_role():
         "1 560 nodemanager", "40 95 agent",
         "77 310 attempt_1_0001_m_000000_0",
         "81 150 attempt_1_0001_r_000000_0", "82 40 attempt_1_0002_r_000000_0",
-        "90 250 appmaster"])
+        "90 250 appmaster", "95 70 java",
+        "# 1764090003.0 100",
+        # the map exited and is not reaped yet: no command line, its final ticks
+        "1 570 nodemanager", "40 95 agent", "77 330 java",
+        "81 150 attempt_1_0001_r_000000_0", "82 40 attempt_1_0002_r_000000_0",
+        "90 260 appmaster", "95 75 java"])
     assert dockerrun.parse_cpu_samples(text) == pytest.approx(
-        {"nodemanager": 0.6, "agent": 0.05, "map": 3.1, "reduce": 1.9, "appmaster": 2.5})
+        {"nodemanager": 0.7, "agent": 0.05, "map": 3.3, "reduce": 1.9, "appmaster": 2.6,
+         "java": 0.75})
 
 
 def test_cpu_usage_is_each_containers_cgroup_growth_and_none_without_samples(tmp_path):

@@ -7,6 +7,8 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import org.apache.commons.cli.CommandLine;
+import org.apache.commons.cli.Options;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
@@ -36,28 +38,37 @@ import org.apache.hadoop.util.GenericOptionsParser;
 public final class AbScenario {
   private AbScenario() {}
 
+  private static final Options OPTIONS = new Options()
+      .addOption(JobClientOptions.required("label", "L", "names the jobs and the results"))
+      .addOption(JobClientOptions.required("work", "DIR", "the jobs' HDFS working directory"))
+      .addOption(JobClientOptions.optional("bytes", "N", "bytes per map output (10000000)"))
+      .addOption(JobClientOptions.optional("slow-millis", "MS",
+          "extra run time of job A's last two maps (5000)"))
+      .addOption(JobClientOptions.optional("rounds", "N", "pairs of jobs, 1-99 (1)"))
+      .addOption(JobClientOptions.optional("out", "FILE", "also write the results JSON here"));
+
   public static void main(String[] args) throws Exception {
     Configuration conf = ClientConf.create();
-    String[] rest = new GenericOptionsParser(conf, args).getRemainingArgs();
-    Map<String, String> opts = new LinkedHashMap<>();
-    for (int i = 0; i + 1 < rest.length; i += 2) {
-      opts.put(rest[i], rest[i + 1]);
+    CommandLine opts;
+    long rounds;
+    long bytes;
+    long slowMillis;
+    try {
+      opts = JobClientOptions.parse(OPTIONS, new GenericOptionsParser(conf, args)
+          .getRemainingArgs());
+      rounds = JobClientOptions.integer(opts, "rounds", 1, 1, 99);
+      bytes = JobClientOptions.integer(opts, "bytes", 10_000_000L, 1, Long.MAX_VALUE);
+      slowMillis = JobClientOptions.integer(opts, "slow-millis", 5000, 0, Long.MAX_VALUE);
+    } catch (JobClientOptions.UsageException e) {
+      JobClientOptions.exit("AbScenario", OPTIONS, e);
+      return;
     }
-    int rounds = opts.containsKey("--rounds") && opts.get("--rounds").matches("[1-9][0-9]?")
-        ? Integer.parseInt(opts.get("--rounds")) : opts.containsKey("--rounds") ? 0 : 1;
-    if (!opts.containsKey("--label") || !opts.containsKey("--work") || rest.length % 2 != 0
-        || rounds == 0) {
-      System.err.println("usage: AbScenario [-D k=v]... --label L --work DIR [--bytes N]"
-          + " [--slow-millis MS] [--rounds 1-99] [--out FILE]");
-      System.exit(2);
-    }
-    String label = opts.get("--label");
+    String label = opts.getOptionValue("label");
     List<Map<String, Object>> results = new ArrayList<>();
     for (int i = 1; i <= rounds; i++) {
-      Path work = new Path(opts.get("--work"));
-      results.add(run(conf, label, rounds == 1 ? work : new Path(work, "round-" + i),
-          Long.parseLong(opts.getOrDefault("--bytes", "10000000")),
-          Long.parseLong(opts.getOrDefault("--slow-millis", "5000"))));
+      Path work = new Path(opts.getOptionValue("work"));
+      results.add(run(conf, label, rounds == 1 ? work : new Path(work, "round-" + i), bytes,
+          slowMillis));
     }
     Map<String, Object> result = new LinkedHashMap<>();
     result.put("label", label);
@@ -66,8 +77,8 @@ public final class AbScenario {
     ObjectMapper json = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
     String text = json.writeValueAsString(result);
     System.out.println(text);
-    if (opts.containsKey("--out")) {
-      json.writeValue(new File(opts.get("--out")), result);
+    if (opts.hasOption("out")) {
+      json.writeValue(new File(opts.getOptionValue("out")), result);
     }
     boolean ok = results.stream().allMatch(r ->
         "SUCCEEDED".equals(((Map<?, ?>) r.get("jobA")).get("state"))

@@ -15,6 +15,8 @@ import java.util.TreeMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import org.apache.commons.cli.CommandLine;
+import org.apache.commons.cli.Options;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
@@ -54,32 +56,35 @@ public final class WorkloadScenario {
 
   private WorkloadScenario() {}
 
+  private static final Options OPTIONS = new Options()
+      .addOption(JobClientOptions.required("spec", "FILE", "the workload spec (JSON)"))
+      .addOption(JobClientOptions.required("work", "DIR", "the jobs' HDFS working directory"))
+      .addOption(JobClientOptions.required("out", "FILE", "where the results JSON goes"))
+      .addOption(JobClientOptions.optional("label", "L", "names the run's jobs (default run)"));
+
   public static void main(String[] args) throws Exception {
     Configuration conf = ClientConf.create();
-    String[] rest = new GenericOptionsParser(conf, args).getRemainingArgs();
-    Map<String, String> opts = new LinkedHashMap<>();
-    for (int i = 0; i + 1 < rest.length; i += 2) {
-      opts.put(rest[i], rest[i + 1]);
-    }
-    if (rest.length % 2 != 0 || !opts.keySet().stream().allMatch(k -> List.of("--spec",
-        "--work", "--out", "--label").contains(k)) || !opts.containsKey("--spec")
-        || !opts.containsKey("--work") || !opts.containsKey("--out")) {
-      System.err.println("usage: WorkloadScenario [-D k=v]... --spec FILE --work DIR --out FILE"
-          + " [--label L]");
-      System.exit(2);
+    CommandLine opts;
+    try {
+      opts = JobClientOptions.parse(OPTIONS, new GenericOptionsParser(conf, args)
+          .getRemainingArgs());
+    } catch (JobClientOptions.UsageException e) {
+      JobClientOptions.exit("WorkloadScenario", OPTIONS, e);
+      return;
     }
     WorkloadSpec spec;
     try {
-      spec = WorkloadSpec.read(new File(opts.get("--spec")));
+      spec = WorkloadSpec.read(new File(opts.getOptionValue("spec")));
     } catch (WorkloadSpec.SpecException e) {
-      System.err.println("WorkloadScenario: " + opts.get("--spec") + ": " + e.getMessage());
+      System.err.println("WorkloadScenario: " + opts.getOptionValue("spec") + ": "
+          + e.getMessage());
       System.exit(2);
       return;
     }
-    Map<String, Object> result = run(conf, spec, opts.getOrDefault("--label", "run"),
-        new Path(opts.get("--work")));
+    Map<String, Object> result = run(conf, spec, opts.getOptionValue("label", "run"),
+        new Path(opts.getOptionValue("work")));
     new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT)
-        .writeValue(new File(opts.get("--out")), result);
+        .writeValue(new File(opts.getOptionValue("out")), result);
     @SuppressWarnings("unchecked")
     List<String> problems = (List<String>) result.get("problems");
     problems.forEach(p -> log("FAILED: " + p));
