@@ -45,6 +45,11 @@ public final class AchievedShare {
 
   /** The rate the planner counts on for one host, and where it came from. */
   public record Capacity(double bitsPerSecond, Source source, int samples) {
+    /** The configured prior: {@code utilisation} of a downlink of {@code downlinkBitsPerSecond}. */
+    public static Capacity prior(long downlinkBitsPerSecond, double utilisation) {
+      return new Capacity(downlinkBitsPerSecond * utilisation, Source.PRIOR, 0);
+    }
+
     public String describe() {
       String rate = DeadlinePlanner.decimal(bitsPerSecond / 1e6, 1) + " Mbit/s";
       String which = samples < QUANTILE_SAMPLES
@@ -78,7 +83,7 @@ public final class AchievedShare {
 
   public AchievedShare(long downlinkBitsPerSecond, double priorUtilisation) {
     this.downlinkBitsPerSecond = downlinkBitsPerSecond;
-    this.prior = new Capacity(downlinkBitsPerSecond * priorUtilisation, Source.PRIOR, 0);
+    this.prior = Capacity.prior(downlinkBitsPerSecond, priorUtilisation);
   }
 
   /** A finished flow of {@code jobId} to {@code host}: part of the job's episode there. */
