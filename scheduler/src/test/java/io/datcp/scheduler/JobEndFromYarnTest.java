@@ -148,6 +148,19 @@ class JobEndFromYarnTest {
     assertThat(asked).hasValue(1);
   }
 
+  @Test
+  void aJobEndedFromYarnMeasuresTheRateItsFlowsAchieved() {
+    SchedulerService s = shuffledAndSucceeded(new CopyOnWriteArrayList<>());
+    long t = clock.nanos();
+    // the flow of the first (and only) job on node1: 10 MB in 2 s
+    s.reportOutcomes("m1", List.of(TestServices.outcome(JOB, "m1", "node1", 10 * MB, t,
+        t + 2 * S)));
+
+    assertThat(s.pollJobEnds().join()).isEqualTo(1);
+    assertThat(TestServices.newJobsPlan(s, "node1", clock.nanos()))
+        .contains("40.0 Mbit/s (lowest of the 1 first-job shuffles measured");
+  }
+
   @ParameterizedTest
   @CsvSource({"FAILED, FAILED", "KILLED, KILLED", "FINISHED, FAILED"})
   void anApplicationThatDidNotSucceedEndsTheJobAsFailed(String yarnState, String yarnFinal) {

@@ -2,6 +2,11 @@ package io.datcp.scheduler;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.datcp.scheduler.config.SchedulerConf;
+import io.datcp.scheduler.flows.FlowOutcome;
+import io.datcp.scheduler.flows.QuenchOutcome;
+import io.datcp.scheduler.jobs.JobConf;
+import io.datcp.scheduler.jobs.JobEvent;
+import io.datcp.scheduler.jobs.JobPriority;
 import io.datcp.scheduler.jobs.YarnApps;
 import io.datcp.scheduler.limits.HostRateLimiter;
 import io.datcp.scheduler.policy.PolicyBook;
@@ -10,6 +15,7 @@ import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 
 /** Builds a domain service on a temporary store, for tests below the network adapters. */
@@ -45,5 +51,28 @@ public final class TestServices {
         new HostRateLimiter(conf.get(SchedulerConf.REPORT_RATE_PER_HOST),
             conf.get(SchedulerConf.REPORT_BURST_PER_HOST), System::nanoTime),
         new SimpleMeterRegistry(), yarn);
+  }
+
+  /**
+   * A flow of {@code bytes} from {@code mapHost} to reduce 0 of {@code jobId} on {@code
+   * reduceHost} that ran from {@code start} to {@code finish} and met its deadline there.
+   */
+  public static FlowOutcome outcome(String jobId, String mapHost, String reduceHost, long bytes,
+      long start, long finish) {
+    return new FlowOutcome(jobId, 0, mapHost, reduceHost, bytes, start, finish, finish, true,
+        QuenchOutcome.NONE, null);
+  }
+
+  /**
+   * Starts a new shuffle-bound job on {@code host} and returns the reason its first flow's
+   * deadline gives, which names the rate the host's downlink is planned at.
+   */
+  public static String newJobsPlan(SchedulerService s, String host, long now) {
+    String job = "probe_" + now;
+    s.report(host, List.of(
+        new JobEvent.ReduceStarted(now, job, 0, host, 1, 1,
+            new JobConf("default", "probe", job, JobPriority.NORMAL), 0),
+        new JobEvent.MapCompleted(now, job, 0, 0, "probe-map", 1_000_000_000L, 10_000_000L, 0)));
+    return s.lookup("probe-map", job, 0, 10_000_000L).reason();
   }
 }
