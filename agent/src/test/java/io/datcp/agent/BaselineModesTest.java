@@ -7,7 +7,7 @@ import io.datcp.agent.kernel.FlowMeta;
 import io.datcp.agent.kernel.FlowTuple;
 import io.datcp.agent.testing.AgentClient;
 import io.datcp.agent.testing.FakeScheduler;
-import io.datcp.agent.testing.KernelLock;
+import io.datcp.agent.testing.KernelLockExtension;
 import io.datcp.agent.testing.TestAgents;
 import io.datcp.proto.v1.FlowMode;
 import io.datcp.proto.v1.FlowPolicy;
@@ -17,10 +17,9 @@ import io.datcp.proto.v1.QuenchMode;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -28,20 +27,9 @@ import org.junit.jupiter.api.io.TempDir;
  * dctcp runs agents without a scheduler whose default mode is dctcp; prio gets dctcp flows with
  * an importance, phi 1 and quenching off from the scheduler's order policy.
  */
+@ExtendWith(KernelLockExtension.class)
 class BaselineModesTest {
-  private static KernelLock lock;
-
   @TempDir Path dir;
-
-  @BeforeAll
-  static void lock() throws Exception {
-    lock = KernelLock.acquire();
-  }
-
-  @AfterAll
-  static void unlock() throws Exception {
-    lock.close();
-  }
 
   @AfterEach
   void clean() throws Exception {

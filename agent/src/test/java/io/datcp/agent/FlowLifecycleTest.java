@@ -10,6 +10,7 @@ import io.datcp.agent.kernel.KernelEvent;
 import io.datcp.agent.testing.AgentClient;
 import io.datcp.agent.testing.FakeScheduler;
 import io.datcp.agent.testing.KernelLock;
+import io.datcp.agent.testing.KernelLockExtension;
 import io.datcp.agent.testing.TestAgents;
 import io.datcp.proto.v1.FlowAction;
 import io.datcp.proto.v1.FlowEnd;
@@ -35,11 +36,10 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -48,9 +48,9 @@ import org.junit.jupiter.api.io.TempDir;
  * last byte acknowledged, the agent reports the outcome and deletes the entry; an agent restart
  * in between disturbs nothing; quench events become orders for the plugin.
  */
+@ExtendWith(KernelLockExtension.class)
 class FlowLifecycleTest {
   private static final int FLOW_BYTES = 2_000_000;
-  private static KernelLock lock;
 
   @TempDir
   Path dir;
@@ -60,16 +60,6 @@ class FlowLifecycleTest {
   private ServerSocket listener;
   private Socket sender;
   private Socket receiver;
-
-  @BeforeAll
-  static void lock() throws Exception {
-    lock = KernelLock.acquire();
-  }
-
-  @AfterAll
-  static void unlock() throws Exception {
-    lock.close();
-  }
 
   @BeforeEach
   void start() throws Exception {

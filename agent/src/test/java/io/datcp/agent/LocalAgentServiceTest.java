@@ -8,7 +8,7 @@ import io.datcp.agent.kernel.FlowMeta;
 import io.datcp.agent.kernel.FlowTuple;
 import io.datcp.agent.testing.AgentClient;
 import io.datcp.agent.testing.FakeScheduler;
-import io.datcp.agent.testing.KernelLock;
+import io.datcp.agent.testing.KernelLockExtension;
 import io.datcp.agent.testing.TestAgents;
 import io.datcp.proto.v1.FlowEnd;
 import io.datcp.proto.v1.FlowEndReason;
@@ -26,11 +26,10 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -38,24 +37,13 @@ import org.junit.jupiter.api.io.TempDir;
  * registrations land in the datcp flow map, hostile ones change nothing, the scheduler's answer
  * replaces the default in the kernel.
  */
+@ExtendWith(KernelLockExtension.class)
 class LocalAgentServiceTest {
-  private static KernelLock lock;
-
   @TempDir
   Path dir;
   private FakeScheduler scheduler;
   private AgentServer agent;
   private AgentClient client;
-
-  @BeforeAll
-  static void lock() throws Exception {
-    lock = KernelLock.acquire();
-  }
-
-  @AfterAll
-  static void unlock() throws Exception {
-    lock.close();
-  }
 
   @BeforeEach
   void start() throws Exception {

@@ -8,7 +8,7 @@ import io.datcp.agent.kernel.FlowMeta;
 import io.datcp.agent.scheduler.SchedulerClient;
 import io.datcp.agent.testing.AgentClient;
 import io.datcp.agent.testing.FakeScheduler;
-import io.datcp.agent.testing.KernelLock;
+import io.datcp.agent.testing.KernelLockExtension;
 import io.datcp.agent.testing.TestAgents;
 import io.datcp.proto.v1.FlowEnd;
 import io.datcp.proto.v1.FlowEndReason;
@@ -32,10 +32,9 @@ import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -45,25 +44,15 @@ import org.junit.jupiter.api.io.TempDir;
  * neither changes anything nor ends the stream; a cancelled stream leaves what it registered
  * and nothing else.
  */
+@ExtendWith(KernelLockExtension.class)
 class RegistrationStreamTest {
   private static final String JOB = "job_1700000000000_0101";
-  private static KernelLock lock;
 
   @TempDir
   Path dir;
   private FakeScheduler scheduler;
   private AgentServer agent;
   private AgentClient client;
-
-  @BeforeAll
-  static void lock() throws Exception {
-    lock = KernelLock.acquire();
-  }
-
-  @AfterAll
-  static void unlock() throws Exception {
-    lock.close();
-  }
 
   private void start(Map<String, String> extra) throws Exception {
     scheduler = new FakeScheduler().start();

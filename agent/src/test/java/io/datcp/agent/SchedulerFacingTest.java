@@ -9,7 +9,7 @@ import io.datcp.agent.kernel.FlowTuple;
 import io.datcp.agent.scheduler.SchedulerClient;
 import io.datcp.agent.testing.AgentClient;
 import io.datcp.agent.testing.FakeScheduler;
-import io.datcp.agent.testing.KernelLock;
+import io.datcp.agent.testing.KernelLockExtension;
 import io.datcp.agent.testing.TestAgents;
 import io.datcp.proto.v1.ContainersRunning;
 import io.datcp.proto.v1.FlowEnd;
@@ -37,10 +37,9 @@ import java.util.logging.Handler;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
 import java.util.logging.Logger;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -48,9 +47,8 @@ import org.junit.jupiter.api.io.TempDir;
  * lock): registrations never wait for it, one log line per outage, the update stream resyncs,
  * reports are batched with ids and bounded while it is away, the node credential is sent.
  */
+@ExtendWith(KernelLockExtension.class)
 class SchedulerFacingTest {
-  private static KernelLock lock;
-
   @TempDir
   Path dir;
   private FakeScheduler scheduler;
@@ -74,16 +72,6 @@ class SchedulerFacingTest {
     @Override
     public void close() {}
   };
-
-  @BeforeAll
-  static void lock() throws Exception {
-    lock = KernelLock.acquire();
-  }
-
-  @AfterAll
-  static void unlock() throws Exception {
-    lock.close();
-  }
 
   @AfterEach
   void stop() throws Exception {

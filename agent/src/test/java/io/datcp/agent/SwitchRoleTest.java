@@ -11,6 +11,7 @@ import io.datcp.agent.switches.DatcpSwitchDriver;
 import io.datcp.agent.switches.SwitchAgent;
 import io.datcp.agent.testing.FakeScheduler;
 import io.datcp.agent.testing.KernelLock;
+import io.datcp.agent.testing.KernelLockExtension;
 import io.datcp.agent.testing.TestAgents;
 import io.datcp.proto.v1.MarkMode;
 import io.datcp.proto.v1.SwitchConfig;
@@ -29,6 +30,7 @@ import java.util.Map;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -36,10 +38,10 @@ import org.junit.jupiter.api.io.TempDir;
  * joined by a veth pair, the switch ports on one side. Configurations replace each other whole,
  * bad ports are skipped, counters count real packets.
  */
+@ExtendWith(KernelLockExtension.class)
 class SwitchRoleTest {
   private static final String NS = "datcpagt-sw" + ProcessHandle.current().pid();
   private static final String PEER = "datcpagt-h" + ProcessHandle.current().pid();
-  private static KernelLock lock;
   private static DatcpKernel kernel;
 
   @TempDir
@@ -47,7 +49,6 @@ class SwitchRoleTest {
 
   @BeforeAll
   static void setUp() throws Exception {
-    lock = KernelLock.acquire();
     sh("ip", "netns", "add", NS);
     sh("ip", "netns", "add", PEER);
     sh("ip", "-n", NS, "link", "add", "p0", "type", "veth", "peer", "name", "h0", "netns", PEER);
@@ -70,7 +71,6 @@ class SwitchRoleTest {
     } finally {
       sh("ip", "netns", "del", NS);
       sh("ip", "netns", "del", PEER);
-      lock.close();
     }
   }
 

@@ -261,6 +261,7 @@ public final class SchedulerService {
         }
       }
       changed.forEach(j -> publishDemands(j, touched));
+      changed.stream().filter(Job::finished).forEach(this::closeEpisodes);
       registry.drainEvicted().forEach(flowLog::forget);
       replan(touched, now, out);
     }
@@ -290,6 +291,7 @@ public final class SchedulerService {
         n++;
         hub.jobFinished(out, job.id(), now);
         publishDemands(job, Set.of());
+        closeEpisodes(job);
         registry.drainEvicted().forEach(flowLog::forget);
         replan(touched, now, out);
       }
@@ -625,6 +627,7 @@ public final class SchedulerService {
           touched, now);
       hub.jobFinished(out, job.id(), now);
       publishDemands(job, touched);
+      closeEpisodes(job);
       registry.drainEvicted().forEach(flowLog::forget);
       replan(touched, now, out);
     }
@@ -793,8 +796,7 @@ public final class SchedulerService {
       try (Stripes.Held held = hostLocks.hold(host)) {
         Map<String, Deadline> old = hostPlans.getOrDefault(host, Map.of());
         List<Demand> on = demandsOn(host);
-        Map<String, Deadline> plan = planner.plan(host, on, now, old,
-            achieved.usable(host, jobId -> registry.running(jobId) != null));
+        Map<String, Deadline> plan = planner.plan(host, on, now, old, achieved.usable(host));
         for (Demand demand : on) {
           Deadline d = plan.get(demand.jobId());
           if (demand.flowing() && d != null && !d.first()) {
@@ -815,6 +817,24 @@ public final class SchedulerService {
             pushJob(registry.running(jobId), host, d, now, out);
           }
         });
+      }
+    }
+  }
+
+  /**
+   * {@code job} ended and its demands are withdrawn: its episodes on every host it reduced on
+   * become samples of the first job's rate, before the hosts are re-planned. Each under the
+   * host's lock, so that a plan that still read the job's demand has marked it behind by then,
+   * and no later plan reopens an episode nothing would close. Caller holds the job's lock.
+   */
+  private void closeEpisodes(Job job) {
+    Set<String> hosts = new HashSet<>();
+    for (Job.Reduce r : job.reduces()) {
+      hosts.add(r.host());
+    }
+    for (String host : hosts) {
+      try (Stripes.Held held = hostLocks.hold(host)) {
+        achieved.jobEnded(host, job.id());
       }
     }
   }

@@ -58,6 +58,23 @@ class BoundsTest {
   }
 
   @Test
+  void aJobDroppedForIdlenessLeavesNoOpenEpisodeItsFlowsRateIsMeasured() {
+    SchedulerService s = TestServices.create(dir, clock,
+        TestServices.dev(Map.of("jobs.idleTimeoutSeconds", "60")));
+    start(s, "lost_1");
+    s.lookup("m1", "lost_1", 0, 10 * MB);
+    long t = clock.nanos();
+    // the flow of the first (and only) job on node1: 10 MB in 2 s
+    s.reportOutcomes("m1", List.of(TestServices.outcome("lost_1", "m1", "node1", 10 * MB, t,
+        t + 2 * S)));
+
+    clock.advance(Duration.ofSeconds(61));
+    assertThat(s.expireIdleJobs()).isEqualTo(1);
+    assertThat(TestServices.newJobsPlan(s, "node1", clock.nanos()))
+        .contains("40.0 Mbit/s (lowest of the 1 first-job shuffles measured");
+  }
+
+  @Test
   void outcomesOfJobsTheSchedulerDoesNotKnowAreNotKept() {
     SchedulerService s = TestServices.create(dir, clock, TestServices.dev());
     start(s, "known_1");

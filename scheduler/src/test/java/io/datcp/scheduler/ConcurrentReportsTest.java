@@ -50,9 +50,8 @@ class ConcurrentReportsTest {
     final SchedulerService s;
     final Queue updates = new Queue();
 
-    Run(String name) throws java.io.IOException {
-      s = TestServices.create(java.nio.file.Files.createDirectories(dir.resolve(name)), clock,
-          TestServices.dev());
+    Run(String name) {
+      s = TestServices.create(dir.resolve(name), clock, TestServices.dev());
       for (String a : AGENTS) {
         s.watch(a, false, u -> updates.add(a, u));
       }

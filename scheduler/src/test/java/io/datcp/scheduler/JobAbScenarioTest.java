@@ -52,8 +52,7 @@ class JobAbScenarioTest {
   }
 
   /** A scheduler of its own in {@code name} that knows only job B's reduce, started now. */
-  private SchedulerService onlyJobB(String name) throws Exception {
-    java.nio.file.Files.createDirectories(dir.resolve(name));
+  private SchedulerService onlyJobB(String name) {
     SchedulerService s = TestServices.create(dir.resolve(name), clock, TestServices.dev());
     JobConf conf = new JobConf("default", "alice", "wordcount", JobPriority.NORMAL);
     s.report(NODE, List.of(new JobEvent.ReduceStarted(clock.nanos(), "jobB", 0, NODE, 2, 1, conf,
@@ -274,7 +273,6 @@ class JobAbScenarioTest {
 
   @Test
   void withFirstJobImportanceZeroAllFlowsHaveNoImportanceAsInThePaper() throws Exception {
-    java.nio.file.Files.createDirectories(dir.resolve("paper"));
     SchedulerService paper = TestServices.create(dir.resolve("paper"), clock,
         TestServices.dev(java.util.Map.of("planner.firstJobImportance", "0")));
     long t0 = clock.nanos();

@@ -21,6 +21,7 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.nio.file.Path;
+import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
@@ -30,6 +31,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -59,14 +61,11 @@ class JobEndFromYarnTest {
   private volatile long finishedMillis;
   /** The fake ResourceManager answers once this completes. */
   private volatile CompletableFuture<Void> answer = CompletableFuture.completedFuture(null);
+  @RegisterExtension final TestServices.Servers servers = new TestServices.Servers();
   private Server rm;
-  private SchedulerServer server;
 
   @AfterEach
-  void stop() {
-    if (server != null) {
-      server.close();
-    }
+  void stopRm() {
     if (rm != null) {
       rm.stop().join();
     }
@@ -146,6 +145,19 @@ class JobEndFromYarnTest {
     clock.advance(Duration.ofSeconds(5));
     assertThat(s.pollJobEnds().join()).isZero();
     assertThat(asked).hasValue(1);
+  }
+
+  @Test
+  void aJobEndedFromYarnMeasuresTheRateItsFlowsAchieved() {
+    SchedulerService s = shuffledAndSucceeded(new CopyOnWriteArrayList<>());
+    long t = clock.nanos();
+    // the flow of the first (and only) job on node1: 10 MB in 2 s
+    s.reportOutcomes("m1", List.of(TestServices.outcome(JOB, "m1", "node1", 10 * MB, t,
+        t + 2 * S)));
+
+    assertThat(s.pollJobEnds().join()).isEqualTo(1);
+    assertThat(TestServices.newJobsPlan(s, "node1", clock.nanos()))
+        .contains("40.0 Mbit/s (lowest of the 1 first-job shuffles measured");
   }
 
   @ParameterizedTest
@@ -248,10 +260,8 @@ class JobEndFromYarnTest {
   @Test
   void theServerPollsOnItsScheduleAndRestShowsYarnsCompletionTime() throws Exception {
     yarnSays("FINISHED", "SUCCEEDED", System.currentTimeMillis() + 5_000);
-    server = SchedulerServer.builder().dataDir(dir).grpcPort(0).httpPort(0)
-        .conf(SchedulerConf.fromMap(Map.of("yarn.rm.webappAddress", startRm(),
-            "jobs.endPollMillis", "100")))
-        .build().start();
+    SchedulerServer server = servers.start(dir, Clock.systemUTC(), SchedulerConf.fromMap(
+        Map.of("yarn.rm.webappAddress", startRm(), "jobs.endPollMillis", "100")));
     long t = System.currentTimeMillis() * 1_000_000L;
     long submitted = t - 2 * S;
     server.service().report("node1", List.of(

@@ -10,7 +10,6 @@ import io.datcp.scheduler.jobs.JobPriority;
 import io.datcp.scheduler.policy.FlowMode;
 import io.datcp.scheduler.policy.PolicyRule;
 import io.datcp.scheduler.policy.QuenchMode;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
@@ -37,9 +36,8 @@ class OrderPolicyTest {
    * Three jobs reducing on node1: "small" (1 map, 10 MB, done) and "big" (2 maps, 20 MB, done)
    * are shuffle-bound, "waits" has 2 of 4 maps done.
    */
-  private SchedulerService threeJobs(String name, Map<String, String> conf) throws Exception {
-    Path d = Files.createDirectories(dir.resolve(name));
-    SchedulerService s = TestServices.create(d, clock, TestServices.dev(conf));
+  private SchedulerService threeJobs(String name, Map<String, String> conf) {
+    SchedulerService s = TestServices.create(dir.resolve(name), clock, TestServices.dev(conf));
     long t0 = clock.nanos();
     JobConf job = new JobConf("default", "alice", "sort", JobPriority.NORMAL);
     s.report(NODE, List.of(

@@ -1,18 +1,40 @@
 package io.datcp.scheduler;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.linecorp.armeria.client.grpc.GrpcClientBuilder;
+import com.linecorp.armeria.client.grpc.GrpcClients;
+import com.linecorp.armeria.common.auth.AuthToken;
 import io.datcp.scheduler.config.SchedulerConf;
+import io.datcp.scheduler.flows.FlowOutcome;
+import io.datcp.scheduler.flows.QuenchOutcome;
+import io.datcp.scheduler.jobs.JobConf;
+import io.datcp.scheduler.jobs.JobEvent;
+import io.datcp.scheduler.jobs.JobPriority;
 import io.datcp.scheduler.jobs.YarnApps;
 import io.datcp.scheduler.limits.HostRateLimiter;
 import io.datcp.scheduler.policy.PolicyBook;
 import io.datcp.scheduler.store.PolicyStore;
+import io.grpc.stub.StreamObserver;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
+import org.junit.jupiter.api.extension.AfterEachCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
-/** Builds a domain service on a temporary store, for tests below the network adapters. */
+/**
+ * What the scheduler's tests set up: a domain service on a temporary store, for tests below the
+ * network adapters; in-process servers on free ports ({@link Servers}) and stubs to them, for
+ * tests over real connections.
+ */
 public final class TestServices {
   private TestServices() {}
 
@@ -35,9 +57,17 @@ public final class TestServices {
     return create(dir, clock, conf, null);
   }
 
-  /** With {@code yarn} as the ResourceManager (null: none). */
+  /**
+   * With {@code yarn} as the ResourceManager (null: none). {@code dir} is created if missing, so
+   * that a test can run several services in folders of its temporary directory.
+   */
   public static SchedulerService create(Path dir, Clock clock, SchedulerConf conf,
       YarnApps yarn) {
+    try {
+      Files.createDirectories(dir);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
     PolicyStore store = PolicyStore.open(dir, new ObjectMapper());
     PolicyBook book = new PolicyBook(store, conf.get(SchedulerConf.DEFAULT_MODE),
         conf.get(SchedulerConf.DEFAULT_QUENCH_MODE));
@@ -45,5 +75,93 @@ public final class TestServices {
         new HostRateLimiter(conf.get(SchedulerConf.REPORT_RATE_PER_HOST),
             conf.get(SchedulerConf.REPORT_BURST_PER_HOST), System::nanoTime),
         new SimpleMeterRegistry(), yarn);
+  }
+
+  /**
+   * A flow of {@code bytes} from {@code mapHost} to reduce 0 of {@code jobId} on {@code
+   * reduceHost} that ran from {@code start} to {@code finish} and met its deadline there.
+   */
+  public static FlowOutcome outcome(String jobId, String mapHost, String reduceHost, long bytes,
+      long start, long finish) {
+    return new FlowOutcome(jobId, 0, mapHost, reduceHost, bytes, start, finish, finish, true,
+        QuenchOutcome.NONE, null);
+  }
+
+  /**
+   * Starts a new shuffle-bound job on {@code host} and returns the reason its first flow's
+   * deadline gives, which names the rate the host's downlink is planned at.
+   */
+  public static String newJobsPlan(SchedulerService s, String host, long now) {
+    String job = "probe_" + now;
+    s.report(host, List.of(
+        new JobEvent.ReduceStarted(now, job, 0, host, 1, 1,
+            new JobConf("default", "probe", job, JobPriority.NORMAL), 0),
+        new JobEvent.MapCompleted(now, job, 0, 0, "probe-map", 1_000_000_000L, 10_000_000L, 0)));
+    return s.lookup("probe-map", job, 0, 10_000_000L).reason();
+  }
+
+  /**
+   * Scheduler servers a test starts in-process on free ports, each closed after the test (after
+   * the test's own {@code @AfterEach} methods). Register as a {@link RegisterExtension} field.
+   */
+  public static final class Servers implements AfterEachCallback {
+    private final List<SchedulerServer> started = new ArrayList<>();
+    /** Node tokens minted per server and host: minting again would revoke the first token. */
+    private final Map<SchedulerServer, Map<String, String>> tokens = new HashMap<>();
+
+    /** A started server with its store in {@code dir}. */
+    public SchedulerServer start(Path dir, Clock clock, SchedulerConf conf) throws IOException {
+      SchedulerServer server = SchedulerServer.builder().dataDir(dir).grpcPort(0).httpPort(0)
+          .conf(conf).clock(clock).build().start();
+      started.add(server);
+      return server;
+    }
+
+    /** With the default configuration, on the system clock. */
+    public SchedulerServer start(Path dir) throws IOException {
+      return start(dir, Clock.systemUTC(), SchedulerConf.defaults());
+    }
+
+    /** A stub to {@code server} holding {@code host}'s node token. */
+    public <T> T asNode(SchedulerServer server, String host, Class<T> type) {
+      String token = tokens.computeIfAbsent(server, s -> new HashMap<>())
+          .computeIfAbsent(host, h -> server.nodes().mint(h));
+      return stub(server, token, type);
+    }
+
+    @Override
+    public void afterEach(ExtensionContext context) {
+      for (int i = started.size() - 1; i >= 0; i--) {
+        started.get(i).close();
+      }
+      started.clear();
+      tokens.clear();
+    }
+  }
+
+  /** A stub to {@code server}'s gRPC port with {@code token} as bearer token (null: none). */
+  public static <T> T stub(SchedulerServer server, String token, Class<T> type) {
+    GrpcClientBuilder b = GrpcClients.builder("http://127.0.0.1:" + server.grpcPort())
+        .responseTimeout(Duration.ofSeconds(10));
+    if (token != null) {
+      b.auth(AuthToken.ofOAuth2(token));
+    }
+    return b.build(type);
+  }
+
+  /** A response observer that adds every message to {@code sink}. */
+  public static <T> StreamObserver<T> collect(List<T> sink) {
+    return new StreamObserver<>() {
+      @Override
+      public void onNext(T value) {
+        sink.add(value);
+      }
+
+      @Override
+      public void onError(Throwable t) {}
+
+      @Override
+      public void onCompleted() {}
+    };
   }
 }

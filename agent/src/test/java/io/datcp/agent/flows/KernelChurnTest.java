@@ -6,6 +6,7 @@ import io.datcp.agent.config.AgentConf;
 import io.datcp.agent.kernel.DatcpKernel;
 import io.datcp.agent.kernel.FlowTuple;
 import io.datcp.agent.testing.KernelLock;
+import io.datcp.agent.testing.KernelLockExtension;
 import io.datcp.agent.testing.TestAgents;
 import io.datcp.proto.v1.FlowAction;
 import io.datcp.proto.v1.FlowEndReason;
@@ -16,6 +17,7 @@ import java.util.ArrayDeque;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * No kernel-map leak: flows registered and ended (100,000 in CI; agent/bench/run-bench.sh runs
@@ -23,6 +25,7 @@ import org.junit.jupiter.api.Test;
  * through the agent's flow registry and the real kernel, 64 in flight at a time over 1,000
  * kept-alive connections, leave no entry of theirs behind (root; holds the kernel lock).
  */
+@ExtendWith(KernelLockExtension.class)
 class KernelChurnTest {
   private static final int CONNECTIONS = 1000;
   private static final int IN_FLIGHT = 64;
@@ -30,53 +33,51 @@ class KernelChurnTest {
   @Test
   void registeringAndEndingFlowsLeavesTheFlowMapAsItWas() throws Exception {
     int total = Integer.getInteger("datcp.churn.flows", 100_000);
-    try (KernelLock lock = KernelLock.acquire()) {
-      DatcpKernel kernel = DatcpKernel.load(KernelLock.library(), java.util.List.of(13562),
-          100_000_000L, "").kernel();
-      int before = kernel.flowCount();
-      AtomicLong outcomes = new AtomicLong();
-      FlowRegistry registry = new FlowRegistry(AgentConf.fromMap(Map.of(
-          "local.registerRatePerSecond", "1e12", "local.registerBurst", "1000000000")),
-          "churn-host", kernel, PolicySource.NONE, new FlowListener() {
-            @Override
-            public void order(long flowId, String subscriber, FlowAction action, String reason) {}
+    DatcpKernel kernel = DatcpKernel.load(KernelLock.library(), java.util.List.of(13562),
+        100_000_000L, "").kernel();
+    int before = kernel.flowCount();
+    AtomicLong outcomes = new AtomicLong();
+    FlowRegistry registry = new FlowRegistry(AgentConf.fromMap(Map.of(
+        "local.registerRatePerSecond", "1e12", "local.registerBurst", "1000000000")),
+        "churn-host", kernel, PolicySource.NONE, new FlowListener() {
+          @Override
+          public void order(long flowId, String subscriber, FlowAction action, String reason) {}
 
-            @Override
-            public void outcome(FlowOutcome o) {
-              outcomes.incrementAndGet();
-            }
-          }, new SimpleMeterRegistry());
-      FlowRegistration base = TestAgents.registration("job_1700000000000_0301", 1, 1).build();
-      ArrayDeque<Long> live = new ArrayDeque<>();
-      int peak = 0;
-      long t0 = System.nanoTime();
-      for (int i = 0; i < total; i++) {
-        int conn = i % CONNECTIONS;
-        FlowRegistration r = base.toBuilder().setSourceAddress(TestAgents.TEST_NET
-            + (1 + conn / 250)).setDestinationPort(20000 + conn % 250).build();
-        live.addLast(registry.register(r).getFlowId());
-        if (live.size() > IN_FLIGHT) {
-          assertThat(registry.end(live.removeFirst(), FlowEndReason.FLOW_END_REASON_ABORTED))
-              .isTrue();
-        }
-        if (i % 100_000 == 0) {
-          peak = Math.max(peak, kernel.flowCount() - before);
-        }
+          @Override
+          public void outcome(FlowOutcome o) {
+            outcomes.incrementAndGet();
+          }
+        }, new SimpleMeterRegistry());
+    FlowRegistration base = TestAgents.registration("job_1700000000000_0301", 1, 1).build();
+    ArrayDeque<Long> live = new ArrayDeque<>();
+    int peak = 0;
+    long t0 = System.nanoTime();
+    for (int i = 0; i < total; i++) {
+      int conn = i % CONNECTIONS;
+      FlowRegistration r = base.toBuilder().setSourceAddress(TestAgents.TEST_NET
+          + (1 + conn / 250)).setDestinationPort(20000 + conn % 250).build();
+      live.addLast(registry.register(r).getFlowId());
+      if (live.size() > IN_FLIGHT) {
+        assertThat(registry.end(live.removeFirst(), FlowEndReason.FLOW_END_REASON_ABORTED))
+            .isTrue();
       }
-      while (!live.isEmpty()) {
-        registry.end(live.removeFirst(), FlowEndReason.FLOW_END_REASON_ABORTED);
+      if (i % 100_000 == 0) {
+        peak = Math.max(peak, kernel.flowCount() - before);
       }
-      double seconds = (System.nanoTime() - t0) / 1e9;
-      System.out.printf("churn: %d flows registered and ended in %.1f s (%.0f/s)%n", total,
-          seconds, total / seconds);
-
-      assertThat(peak).isBetween(1, IN_FLIGHT + 1);
-      assertThat(kernel.flowCount()).isEqualTo(before);
-      assertThat(kernel.flows().keySet().stream().map(FlowTuple::source)
-          .filter(s -> s.startsWith(TestAgents.TEST_NET))).isEmpty();
-      assertThat(registry.liveFlows()).isZero();
-      assertThat(registry.connections()).isEqualTo(CONNECTIONS);
-      assertThat(outcomes.get()).isEqualTo(total);
     }
+    while (!live.isEmpty()) {
+      registry.end(live.removeFirst(), FlowEndReason.FLOW_END_REASON_ABORTED);
+    }
+    double seconds = (System.nanoTime() - t0) / 1e9;
+    System.out.printf("churn: %d flows registered and ended in %.1f s (%.0f/s)%n", total,
+        seconds, total / seconds);
+
+    assertThat(peak).isBetween(1, IN_FLIGHT + 1);
+    assertThat(kernel.flowCount()).isEqualTo(before);
+    assertThat(kernel.flows().keySet().stream().map(FlowTuple::source)
+        .filter(s -> s.startsWith(TestAgents.TEST_NET))).isEmpty();
+    assertThat(registry.liveFlows()).isZero();
+    assertThat(registry.connections()).isEqualTo(CONNECTIONS);
+    assertThat(outcomes.get()).isEqualTo(total);
   }
 }

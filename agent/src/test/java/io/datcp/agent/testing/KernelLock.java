@@ -11,7 +11,8 @@ import java.io.IOException;
  * configuring switch ports: flock(2) on /tmp/datcp-kernel.lock, exactly what
  * `flock /tmp/datcp-kernel.lock CMD` takes. (Java's FileChannel.lock() takes an fcntl record
  * lock, which on Linux does not exclude flock(2) holders, so it is not used.) On release it
- * unloads datcp unless flows or switch ports of someone else remain.
+ * unloads datcp unless flows or switch ports of someone else remain. Test classes take it through
+ * {@link KernelLockExtension}.
  */
 public final class KernelLock implements AutoCloseable {
   private static final String LOCK = "/tmp/datcp-kernel.lock";
@@ -38,7 +39,7 @@ public final class KernelLock implements AutoCloseable {
   }
 
   /** Blocks until the lock is held. */
-  public static KernelLock acquire() throws IOException {
+  static KernelLock acquire() throws IOException {
     int fd = LibC.INSTANCE.open(LOCK, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
     if (fd < 0) {
       throw new IOException("cannot open " + LOCK + ": errno " + Native.getLastError());

@@ -9,7 +9,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.function.Predicate;
 
 /**
  * The rate that the first job in a reducer host's order actually achieves on that host's
@@ -21,8 +20,9 @@ import java.util.function.Predicate;
  * the host over the union of their [start, finish] intervals, so that a pause between two of its
  * fetches (a reduce learns of a map a poll late) is not counted as slowness. An episode counts
  * only if the job was first in every plan made while its flows ran there, and only once the job
- * has ended (its outcomes are in). Episodes shorter than {@link #MIN_EPISODE_NANOS} measure the
- * fetch set-up and slow start rather than the link and are dropped.
+ * has ended (its outcomes are in): {@link #jobEnded} closes it. Episodes shorter than {@link
+ * #MIN_EPISODE_NANOS} measure the fetch set-up and slow start rather than the link and are
+ * dropped.
  *
  * <p>The planner's rate for a host is the lowest tenth (nearest rank) of the host's last
  * {@link #SAMPLES_KEPT} samples; a host without samples uses those of all hosts, and before any
@@ -45,6 +45,11 @@ public final class AchievedShare {
 
   /** The rate the planner counts on for one host, and where it came from. */
   public record Capacity(double bitsPerSecond, Source source, int samples) {
+    /** The configured prior: {@code utilisation} of a downlink of {@code downlinkBitsPerSecond}. */
+    public static Capacity prior(long downlinkBitsPerSecond, double utilisation) {
+      return new Capacity(downlinkBitsPerSecond * utilisation, Source.PRIOR, 0);
+    }
+
     public String describe() {
       String rate = DeadlinePlanner.decimal(bitsPerSecond / 1e6, 1) + " Mbit/s";
       String which = samples < QUANTILE_SAMPLES
@@ -78,7 +83,7 @@ public final class AchievedShare {
 
   public AchievedShare(long downlinkBitsPerSecond, double priorUtilisation) {
     this.downlinkBitsPerSecond = downlinkBitsPerSecond;
-    this.prior = new Capacity(downlinkBitsPerSecond * priorUtilisation, Source.PRIOR, 0);
+    this.prior = Capacity.prior(downlinkBitsPerSecond, priorUtilisation);
   }
 
   /** A finished flow of {@code jobId} to {@code host}: part of the job's episode there. */
@@ -107,21 +112,27 @@ public final class AchievedShare {
   }
 
   /**
-   * The rate to plan {@code host} with; first closes the host's episodes of jobs that are no
-   * longer {@code running}.
+   * {@code jobId} ended: its episode on {@code host}, if any, is complete and becomes a sample
+   * when it measured the first job. Called once per host the job reduced on.
    */
-  public Capacity usable(String host, Predicate<String> running) {
+  public void jobEnded(String host, String jobId) {
+    Host h = hosts.get(host);
+    if (h == null) {
+      return;
+    }
+    synchronized (h) {
+      Episode e = h.open.remove(jobId);
+      if (e != null) {
+        close(h, e);
+      }
+    }
+  }
+
+  /** The rate to plan {@code host} with. */
+  public Capacity usable(String host) {
     Host h = hosts.get(host);
     if (h != null) {
       synchronized (h) {
-        for (Iterator<Map.Entry<String, Episode>> it = h.open.entrySet().iterator();
-            it.hasNext(); ) {
-          Map.Entry<String, Episode> entry = it.next();
-          if (!running.test(entry.getKey())) {
-            it.remove();
-            close(h, entry.getValue());
-          }
-        }
         if (!h.samples.isEmpty()) {
           return measured(h.samples, Source.HOST);
         }

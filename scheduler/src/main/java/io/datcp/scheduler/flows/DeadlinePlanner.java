@@ -37,8 +37,7 @@ public final class DeadlinePlanner {
   private final AchievedShare.Capacity prior;
 
   public DeadlinePlanner(long downlinkBitsPerSecond, double targetUtilisation) {
-    this.prior = new AchievedShare(downlinkBitsPerSecond, targetUtilisation)
-        .usable("", job -> false);
+    this.prior = AchievedShare.Capacity.prior(downlinkBitsPerSecond, targetUtilisation);
   }
 
   /**

@@ -5,8 +5,6 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.within;
 import static org.awaitility.Awaitility.await;
 
-import com.linecorp.armeria.client.grpc.GrpcClients;
-import com.linecorp.armeria.common.auth.AuthToken;
 import io.datcp.proto.v1.ContainersRunning;
 import io.datcp.proto.v1.FetchFinished;
 import io.datcp.proto.v1.FlowKey;
@@ -33,10 +31,10 @@ import io.datcp.proto.v1.SwitchPort;
 import io.datcp.proto.v1.WatchRequest;
 import io.datcp.scheduler.MutableClock;
 import io.datcp.scheduler.SchedulerServer;
+import io.datcp.scheduler.TestServices;
 import io.datcp.scheduler.config.SchedulerConf;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
-import io.grpc.stub.StreamObserver;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
@@ -44,8 +42,8 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -60,28 +58,18 @@ class ContractTest {
 
   @TempDir Path dir;
   private final MutableClock clock = new MutableClock(Instant.parse("2026-01-01T00:00:00Z"));
-  private final Map<String, String> tokens = new HashMap<>();
+  @RegisterExtension final TestServices.Servers servers = new TestServices.Servers();
   private SchedulerServer server;
 
   private void start(Map<String, String> conf) throws Exception {
     Map<String, String> all = new HashMap<>(Map.of("jobs.attributesFrom", "reports"));
     all.putAll(conf);
-    server = SchedulerServer.builder().dataDir(dir).grpcPort(0).httpPort(0)
-        .conf(SchedulerConf.fromMap(all)).clock(clock).build().start();
-  }
-
-  @AfterEach
-  void stop() {
-    if (server != null) {
-      server.close();
-    }
+    server = servers.start(dir, clock, SchedulerConf.fromMap(all));
   }
 
   /** A stub holding {@code host}'s node token. */
   private <T> T as(String host, Class<T> type) {
-    String token = tokens.computeIfAbsent(host, h -> server.nodes().mint(h));
-    return GrpcClients.builder("http://127.0.0.1:" + server.grpcPort())
-        .auth(AuthToken.ofOAuth2(token)).responseTimeout(Duration.ofSeconds(10)).build(type);
+    return servers.asNode(server, host, type);
   }
 
   private ShuffleReportServiceGrpc.ShuffleReportServiceBlockingStub plugin(String host) {
@@ -225,7 +213,7 @@ class ContractTest {
         mapDone(t0, 0, 10 * MB, 1)));
     List<PolicyUpdate> updates = new CopyOnWriteArrayList<>();
     as("m0", FlowPolicyServiceGrpc.FlowPolicyServiceStub.class).watchPolicies(
-        WatchRequest.newBuilder().build(), collect(updates));
+        WatchRequest.newBuilder().build(), TestServices.collect(updates));
     await().until(() -> server.service().openWatches() == 1);
     FlowKey a = key(0, 1);
     FlowKey b = key(0, 2);
@@ -259,7 +247,7 @@ class ContractTest {
 
     List<PolicyUpdate> updates = new CopyOnWriteArrayList<>();
     as("m0", FlowPolicyServiceGrpc.FlowPolicyServiceStub.class).watchPolicies(
-        WatchRequest.newBuilder().setResync(true).build(), collect(updates));
+        WatchRequest.newBuilder().setResync(true).build(), TestServices.collect(updates));
     await().untilAsserted(() -> assertThat(updates).hasSize(3));
     assertThat(updates.subList(0, 2)).extracting(u -> u.getPolicy().getFlow().getEpoch())
         .containsExactlyInAnyOrder(1, 2);
@@ -282,7 +270,7 @@ class ContractTest {
     start(Map.of("switch.tor1.port.eth1.rateBitsPerSecond", "1000000000"));
     List<SwitchConfig> configs = new CopyOnWriteArrayList<>();
     as("tor1-host", FlowPolicyServiceGrpc.FlowPolicyServiceStub.class).watchSwitchConfig(
-        SwitchConfigRequest.newBuilder().setSwitchName("tor1").build(), collect(configs));
+        SwitchConfigRequest.newBuilder().setSwitchName("tor1").build(), TestServices.collect(configs));
     await().untilAsserted(() -> assertThat(configs).hasSize(1));
     SwitchPort eth1 = configs.get(0).getPorts(0);
     assertThat(eth1.getInterface()).isEqualTo("eth1");
@@ -295,11 +283,10 @@ class ContractTest {
     assertThat(eth1.getDscpBandMap()).containsExactlyInAnyOrderEntriesOf(
         Map.of(34, 0, 0, 1, 8, 2));
 
-    var anonymous = GrpcClients.builder("http://127.0.0.1:" + server.grpcPort())
-        .build(PolicyAdminServiceGrpc.PolicyAdminServiceBlockingStub.class);
-    var admin = GrpcClients.builder("http://127.0.0.1:" + server.grpcPort())
-        .auth(AuthToken.ofOAuth2(server.token()))
-        .build(PolicyAdminServiceGrpc.PolicyAdminServiceBlockingStub.class);
+    var anonymous = TestServices.stub(server, null,
+        PolicyAdminServiceGrpc.PolicyAdminServiceBlockingStub.class);
+    var admin = TestServices.stub(server, server.token(),
+        PolicyAdminServiceGrpc.PolicyAdminServiceBlockingStub.class);
     SwitchConfig step = SwitchConfig.newBuilder().setSwitchName("tor1").addPorts(eth1.toBuilder()
         .setMark(MarkMode.MARK_MODE_STEP).setKBytes(40_000)).build();
     assertThatThrownBy(() -> anonymous.putSwitchConfig(step))
@@ -323,20 +310,5 @@ class ContractTest {
       assertThat(p.getInterface()).isEqualTo("*");
       assertThat(p.getBufferBytes()).isEqualTo(200_000);
     });
-  }
-
-  static <T> StreamObserver<T> collect(List<T> sink) {
-    return new StreamObserver<>() {
-      @Override
-      public void onNext(T value) {
-        sink.add(value);
-      }
-
-      @Override
-      public void onError(Throwable t) {}
-
-      @Override
-      public void onCompleted() {}
-    };
   }
 }

@@ -5,8 +5,6 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.within;
 import static org.awaitility.Awaitility.await;
 
-import com.linecorp.armeria.client.grpc.GrpcClients;
-import com.linecorp.armeria.common.auth.AuthToken;
 import io.datcp.proto.v1.FlowMode;
 import io.datcp.proto.v1.FlowOutcome;
 import io.datcp.proto.v1.FlowOutcomes;
@@ -48,8 +46,8 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /** The gRPC side over real connections to an in-process server on free ports. */
@@ -59,27 +57,15 @@ class GrpcApiTest {
 
   @TempDir Path dir;
   private final MutableClock clock = new MutableClock(Instant.parse("2026-01-01T00:00:00Z"));
+  @RegisterExtension final TestServices.Servers servers = new TestServices.Servers();
   private SchedulerServer server;
 
-  private SchedulerServer start(SchedulerConf conf) throws Exception {
-    server = SchedulerServer.builder().dataDir(dir).grpcPort(0).httpPort(0).conf(conf)
-        .clock(clock).build().start();
-    return server;
-  }
-
-  @AfterEach
-  void stop() {
-    if (server != null) {
-      server.close();
-    }
-  }
-
-  private String uri() {
-    return "http://127.0.0.1:" + server.grpcPort();
+  private void start(SchedulerConf conf) throws Exception {
+    server = servers.start(dir, clock, conf);
   }
 
   private <T> T stub(Class<T> type) {
-    return GrpcClients.builder(uri()).responseTimeout(Duration.ofSeconds(10)).build(type);
+    return TestServices.stub(server, null, type);
   }
 
   private static ShuffleEvent reduceStarted(long t, String job, int maps) {
@@ -117,7 +103,7 @@ class GrpcApiTest {
 
     List<PolicyUpdate> updates = new CopyOnWriteArrayList<>();
     agentAsync.watchPolicies(WatchRequest.newBuilder().setAgentHost("m0").build(),
-        collect(updates));
+        TestServices.collect(updates));
     await().atMost(Duration.ofSeconds(10)).until(() -> server.service().openWatches() == 1);
     FlowPolicy b = agent.lookupPolicy(lookup("jobB"));
     FlowPolicy a = agent.lookupPolicy(lookup("jobA"));
@@ -212,8 +198,8 @@ class GrpcApiTest {
   void policyWritesNeedTheBearerTokenAndNameBadFields() throws Exception {
     start(TestServices.dev());
     var anonymous = stub(PolicyAdminServiceGrpc.PolicyAdminServiceBlockingStub.class);
-    var admin = GrpcClients.builder(uri()).auth(AuthToken.ofOAuth2(server.token()))
-        .build(PolicyAdminServiceGrpc.PolicyAdminServiceBlockingStub.class);
+    var admin = TestServices.stub(server, server.token(),
+        PolicyAdminServiceGrpc.PolicyAdminServiceBlockingStub.class);
     PolicyRule gold = PolicyRule.newBuilder().setName("gold").setOrder(1).setQueue("gold")
         .setImportance(3).setPhi(0.5).setMode(FlowMode.FLOW_MODE_DATCP)
         .setQuenchMode(QuenchMode.QUENCH_MODE_SUSPEND).build();
@@ -266,20 +252,5 @@ class GrpcApiTest {
         .extracting(ServiceResponse::getName)
         .contains("datcp.v1.ShuffleReportService", "datcp.v1.FlowPolicyService",
             "datcp.v1.PolicyAdminService");
-  }
-
-  private static <T> StreamObserver<T> collect(List<T> sink) {
-    return new StreamObserver<>() {
-      @Override
-      public void onNext(T value) {
-        sink.add(value);
-      }
-
-      @Override
-      public void onError(Throwable t) {}
-
-      @Override
-      public void onCompleted() {}
-    };
   }
 }

@@ -4,11 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
-import com.linecorp.armeria.client.grpc.GrpcClients;
 import com.linecorp.armeria.common.HttpResponse;
 import com.linecorp.armeria.common.HttpStatus;
 import com.linecorp.armeria.common.MediaType;
-import com.linecorp.armeria.common.auth.AuthToken;
 import com.linecorp.armeria.server.Server;
 import io.datcp.proto.v1.FetchFinished;
 import io.datcp.proto.v1.FlowPolicyServiceGrpc;
@@ -22,6 +20,7 @@ import io.datcp.proto.v1.ShuffleReportServiceGrpc;
 import io.datcp.proto.v1.WatchRequest;
 import io.datcp.scheduler.MutableClock;
 import io.datcp.scheduler.SchedulerServer;
+import io.datcp.scheduler.TestServices;
 import io.datcp.scheduler.config.SchedulerConf;
 import io.datcp.scheduler.policy.FlowMode;
 import io.datcp.scheduler.policy.PolicyRule;
@@ -33,15 +32,14 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.time.Instant;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 import org.assertj.core.api.ThrowableAssert.ThrowingCallable;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -54,33 +52,23 @@ class NodeAuthTest {
 
   @TempDir Path dir;
   private final MutableClock clock = new MutableClock(Instant.parse("2026-01-01T00:00:00Z"));
-  private final Map<String, String> tokens = new HashMap<>();
+  @RegisterExtension final TestServices.Servers servers = new TestServices.Servers();
   private SchedulerServer server;
   private Server rm;
 
   private void start(Map<String, String> conf) throws Exception {
-    server = SchedulerServer.builder().dataDir(dir).grpcPort(0).httpPort(0)
-        .conf(SchedulerConf.fromMap(conf)).clock(clock).build().start();
+    server = servers.start(dir, clock, SchedulerConf.fromMap(conf));
   }
 
   @AfterEach
-  void stop() {
-    if (server != null) {
-      server.close();
-    }
+  void stopRm() {
     if (rm != null) {
       rm.stop().join();
     }
   }
 
-  private String uri() {
-    return "http://127.0.0.1:" + server.grpcPort();
-  }
-
   private <T> T as(String host, Class<T> type) {
-    String token = tokens.computeIfAbsent(host, h -> server.nodes().mint(h));
-    return GrpcClients.builder(uri()).auth(AuthToken.ofOAuth2(token))
-        .responseTimeout(Duration.ofSeconds(10)).build(type);
+    return servers.asNode(server, host, type);
   }
 
   private ShuffleReportServiceGrpc.ShuffleReportServiceBlockingStub plugin(String host) {
@@ -111,10 +99,10 @@ class NodeAuthTest {
   @Test
   void reportsAndLookupsNeedAKnownNodeToken() throws Exception {
     start(Map.of());
-    var anonymous = GrpcClients.builder(uri())
-        .build(ShuffleReportServiceGrpc.ShuffleReportServiceBlockingStub.class);
-    var forged = GrpcClients.builder(uri()).auth(AuthToken.ofOAuth2("f".repeat(64)))
-        .build(FlowPolicyServiceGrpc.FlowPolicyServiceBlockingStub.class);
+    var anonymous = TestServices.stub(server, null,
+        ShuffleReportServiceGrpc.ShuffleReportServiceBlockingStub.class);
+    var forged = TestServices.stub(server, "f".repeat(64),
+        FlowPolicyServiceGrpc.FlowPolicyServiceBlockingStub.class);
 
     assertStatus(() -> anonymous.report(batch(reduceStarted("node1", "q"))),
         Status.Code.UNAUTHENTICATED);
@@ -168,8 +156,8 @@ class NodeAuthTest {
     assertThat(minted.statusCode()).isEqualTo(200);
     String token = new com.fasterxml.jackson.databind.ObjectMapper().readTree(minted.body())
         .get("token").asText();
-    var node7 = GrpcClients.builder(uri()).auth(AuthToken.ofOAuth2(token))
-        .build(ShuffleReportServiceGrpc.ShuffleReportServiceBlockingStub.class);
+    var node7 = TestServices.stub(server, token,
+        ShuffleReportServiceGrpc.ShuffleReportServiceBlockingStub.class);
     assertThat(node7.report(batch(reduceStarted("node7", "q"))).getAccepted()).isEqualTo(1);
     assertThat(java.nio.file.Files.readString(dir.resolve("node-tokens"))).doesNotContain(token);
 
@@ -184,8 +172,8 @@ class NodeAuthTest {
   @Test
   void withoutCredentialsOnlyWhenExplicitlyConfigured() throws Exception {
     start(Map.of("auth.nodes.required", "false"));
-    var anonymous = GrpcClients.builder(uri())
-        .build(ShuffleReportServiceGrpc.ShuffleReportServiceBlockingStub.class);
+    var anonymous = TestServices.stub(server, null,
+        ShuffleReportServiceGrpc.ShuffleReportServiceBlockingStub.class);
     assertThat(anonymous.report(batch(reduceStarted("node1", "q")).toBuilder()
         .setReporterHost("node1").build()).getAccepted()).isEqualTo(1);
   }

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.datcp.scheduler.SchedulerServer;
+import io.datcp.scheduler.TestServices;
 import io.datcp.scheduler.auth.WriteToken;
 import io.datcp.scheduler.config.SchedulerConf;
 import io.datcp.scheduler.flows.FlowOutcome;
@@ -19,13 +20,14 @@ import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermission;
+import java.time.Clock;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /** The HTTP side over real connections: REST policy API, views, OpenAPI, metrics, health. */
@@ -35,17 +37,13 @@ class RestApiTest {
       + "\"phi\":0.5,\"mode\":\"datcp\",\"quenchMode\":\"suspend\"}";
 
   @TempDir Path dir;
+  @RegisterExtension final TestServices.Servers servers = new TestServices.Servers();
   private SchedulerServer server;
   private final HttpClient http = HttpClient.newHttpClient();
 
   @BeforeEach
   void start() throws Exception {
-    server = SchedulerServer.builder().dataDir(dir).grpcPort(0).httpPort(0).build().start();
-  }
-
-  @AfterEach
-  void stop() {
-    server.close();
+    server = servers.start(dir);
   }
 
   private HttpResponse<String> send(String method, String path, String body, String token)
@@ -214,7 +212,7 @@ class RestApiTest {
         .isEqualTo(Set.of(PosixFilePermission.OWNER_READ, PosixFilePermission.OWNER_WRITE));
     String first = server.token();
     server.close();
-    server = SchedulerServer.builder().dataDir(dir).grpcPort(0).httpPort(0).build().start();
+    server = servers.start(dir);
     assertThat(server.token()).isEqualTo(first).hasSize(64);
   }
 
@@ -222,8 +220,8 @@ class RestApiTest {
   void aConfiguredTokenReplacesTheGeneratedOne() throws Exception {
     server.close();
     String configured = "operator-token-0123456789";
-    server = SchedulerServer.builder().dataDir(dir).grpcPort(0).httpPort(0)
-        .conf(SchedulerConf.fromMap(Map.of("auth.token", configured))).build().start();
+    server = servers.start(dir, Clock.systemUTC(),
+        SchedulerConf.fromMap(Map.of("auth.token", configured)));
     assertThat(send("PUT", "/api/v1/policies/gold", GOLD, configured).statusCode())
         .isEqualTo(200);
   }

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.datcp.scheduler.SchedulerServer;
 import io.datcp.scheduler.SchedulerService;
+import io.datcp.scheduler.TestServices;
 import io.datcp.scheduler.flows.FlowOutcome;
 import io.datcp.scheduler.flows.QuenchOutcome;
 import io.datcp.scheduler.jobs.JobConf;
@@ -19,6 +20,7 @@ import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 import org.openqa.selenium.By;
 import org.openqa.selenium.OutputType;
@@ -43,13 +45,14 @@ class DashboardBrowserTest {
 
   @TempDir Path dir;
   @TempDir Path profile;
+  @RegisterExtension final TestServices.Servers servers = new TestServices.Servers();
   private SchedulerServer server;
   private WebDriver browser;
 
   @BeforeEach
   void start() throws Exception {
     assumeTrue(Files.isExecutable(CHROMIUM), "Chromium is not installed at " + CHROMIUM);
-    server = SchedulerServer.builder().dataDir(dir).grpcPort(0).httpPort(0).build().start();
+    server = servers.start(dir);
     ChromeOptions options = new ChromeOptions();
     options.setBinary(CHROMIUM.toFile());
     options.addArguments("--headless", "--no-sandbox", "--disable-gpu",
@@ -66,9 +69,6 @@ class DashboardBrowserTest {
   void stop() {
     if (browser != null) {
       browser.quit();
-    }
-    if (server != null) {
-      server.close();
     }
   }
 

@@ -6,7 +6,6 @@ import static org.assertj.core.api.Assertions.within;
 import io.datcp.scheduler.flows.AchievedShare.Source;
 import java.util.ArrayDeque;
 import java.util.List;
-import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 class AchievedShareTest {
@@ -16,9 +15,15 @@ class AchievedShareTest {
 
   private final AchievedShare share = new AchievedShare(100_000_000L, 0.8);
 
+  /** One flow of {@code job} to r1, then the job's end. */
+  private void ended(String job, long bytes, long start, long finish) {
+    share.flowEnded("r1", job, bytes, start, finish);
+    share.jobEnded("r1", job);
+  }
+
   @Test
   void beforeAnythingIsMeasuredThePriorShareOfTheDownlink() {
-    AchievedShare.Capacity c = share.usable("r1", job -> false);
+    AchievedShare.Capacity c = share.usable("r1");
     assertThat(c.bitsPerSecond()).isEqualTo(80_000_000.0);
     assertThat(c.source()).isEqualTo(Source.PRIOR);
     assertThat(c.describe()).contains("80.0 Mbit/s", "planner.targetUtilisation");
@@ -30,9 +35,10 @@ class AchievedShareTest {
     // the other 0.5-2.5 s, the host was busy for 2.5 s: 64 Mbit/s
     share.flowEnded("r1", "jobB", 10 * MB, T0, T0 + 2 * S);
     share.flowEnded("r1", "jobB", 10 * MB, T0 + S / 2, T0 + 5 * S / 2);
-    assertThat(share.usable("r1", Set.of("jobB")::contains).source()).isEqualTo(Source.PRIOR);
+    assertThat(share.usable("r1").source()).isEqualTo(Source.PRIOR);
 
-    AchievedShare.Capacity c = share.usable("r1", job -> false);
+    share.jobEnded("r1", "jobB");
+    AchievedShare.Capacity c = share.usable("r1");
     assertThat(c.bitsPerSecond()).isCloseTo(64_000_000.0, within(1.0));
     assertThat(c.source()).isEqualTo(Source.HOST);
     assertThat(c.describe()).contains("64.0 Mbit/s", "lowest of the 1 first-job shuffles",
@@ -40,17 +46,37 @@ class AchievedShareTest {
   }
 
   @Test
+  void anEpisodeBecomesASampleWhenItsJobEndsNotWhenAPlanAsks() {
+    share.flowEnded("r1", "jobB", 10 * MB, T0, T0 + S);
+    share.flowEnded("r1", "jobC", 10 * MB, T0 + 2 * S, T0 + 4 * S);
+    for (int plan = 0; plan < 3; plan++) {
+      assertThat(share.usable("r1").source()).isEqualTo(Source.PRIOR);
+    }
+
+    share.jobEnded("r1", "jobB");
+    assertThat(share.usable("r1").samples()).isEqualTo(1);
+    assertThat(share.usable("r1").bitsPerSecond()).isCloseTo(80_000_000.0, within(1.0));
+    // an end told twice, or on a host the job had no flows on, adds nothing
+    share.jobEnded("r1", "jobB");
+    share.jobEnded("r2", "jobC");
+    assertThat(share.usable("r1").samples()).isEqualTo(1);
+    share.jobEnded("r1", "jobC");
+    assertThat(share.usable("r1").samples()).isEqualTo(2);
+    assertThat(share.usable("r1").bitsPerSecond()).isCloseTo(40_000_000.0, within(1.0));
+  }
+
+  @Test
   void belowTenSamplesMeasurementsOnlyLowerTheRateBelowThePrior() {
     // nine episodes at 90 Mbit/s: the lowest of nine is no tenth percentile; the next episode
     // falls below it with probability 1/10
     for (int i = 0; i < AchievedShare.QUANTILE_SAMPLES - 1; i++) {
-      share.flowEnded("r1", "job" + i, 9 * MB, T0 + i * 10 * S, T0 + i * 10 * S + 4 * S / 5);
+      ended("job" + i, 9 * MB, T0 + i * 10 * S, T0 + i * 10 * S + 4 * S / 5);
     }
-    AchievedShare.Capacity c = share.usable("r1", job -> false);
+    AchievedShare.Capacity c = share.usable("r1");
     assertThat(c.bitsPerSecond()).isEqualTo(80_000_000.0);
     assertThat(c.describe()).contains("at most planner.targetUtilisation", "until 10");
-    share.flowEnded("r1", "job9", 9 * MB, T0 + 100 * S, T0 + 100 * S + 4 * S / 5);
-    assertThat(share.usable("r1", job -> false).bitsPerSecond()).isCloseTo(90_000_000.0,
+    ended("job9", 9 * MB, T0 + 100 * S, T0 + 100 * S + 4 * S / 5);
+    assertThat(share.usable("r1").bitsPerSecond()).isCloseTo(90_000_000.0,
         within(1.0));
   }
 
@@ -58,8 +84,8 @@ class AchievedShareTest {
   void aPauseBetweenAJobsFetchesIsNotCountedAsSlowness() {
     // the reduce learnt of the second map a poll late: 1 s with no flow of the job
     share.flowEnded("r1", "jobB", 10 * MB, T0, T0 + S);
-    share.flowEnded("r1", "jobB", 10 * MB, T0 + 2 * S, T0 + 3 * S);
-    assertThat(share.usable("r1", job -> false).bitsPerSecond()).isCloseTo(80_000_000.0,
+    ended("jobB", 10 * MB, T0 + 2 * S, T0 + 3 * S);
+    assertThat(share.usable("r1").bitsPerSecond()).isCloseTo(80_000_000.0,
         within(1.0));
   }
 
@@ -67,13 +93,14 @@ class AchievedShareTest {
   void aJobPlannedBehindAnotherWhileItsFlowsRanMeasuresNothing() {
     share.flowEnded("r1", "jobA", 10 * MB, T0, T0 + 4 * S);
     share.plannedBehind("r1", "jobA");
-    assertThat(share.usable("r1", job -> false).source()).isEqualTo(Source.PRIOR);
+    share.jobEnded("r1", "jobA");
+    assertThat(share.usable("r1").source()).isEqualTo(Source.PRIOR);
   }
 
   @Test
   void episodesTooShortToLeaveSlowStartAreDropped() {
-    share.flowEnded("r1", "tiny", MB, T0, T0 + S / 4);
-    assertThat(share.usable("r1", job -> false).source()).isEqualTo(Source.PRIOR);
+    ended("tiny", MB, T0, T0 + S / 4);
+    assertThat(share.usable("r1").source()).isEqualTo(Source.PRIOR);
   }
 
   @Test
@@ -81,13 +108,13 @@ class AchievedShareTest {
     for (int i = 0; i < 12; i++) {
       // 10 MB in 1 s (80 Mbit/s) for i < 11, the last 10 MB in 2 s (40 Mbit/s)
       long took = i < 11 ? S : 2 * S;
-      share.flowEnded("r1", "job" + i, 10 * MB, T0 + i * 10 * S, T0 + i * 10 * S + took);
+      ended("job" + i, 10 * MB, T0 + i * 10 * S, T0 + i * 10 * S + took);
     }
-    AchievedShare.Capacity own = share.usable("r1", job -> false);
+    AchievedShare.Capacity own = share.usable("r1");
     // nearest rank of the 10th percentile of 12 samples is the 2nd lowest
     assertThat(own.bitsPerSecond()).isCloseTo(80_000_000.0, within(1.0));
     assertThat(own.samples()).isEqualTo(12);
-    AchievedShare.Capacity other = share.usable("r2", job -> false);
+    AchievedShare.Capacity other = share.usable("r2");
     assertThat(other.source()).isEqualTo(Source.ALL_HOSTS);
     assertThat(other.bitsPerSecond()).isCloseTo(80_000_000.0, within(1.0));
     assertThat(other.describe()).contains("all hosts");
@@ -96,9 +123,9 @@ class AchievedShareTest {
   @Test
   void aMeasuredRateNeverExceedsTheDownlink() {
     for (int i = 0; i < AchievedShare.QUANTILE_SAMPLES; i++) {
-      share.flowEnded("r1", "job" + i, 100 * MB, T0 + i * 10 * S, T0 + i * 10 * S + S);
+      ended("job" + i, 100 * MB, T0 + i * 10 * S, T0 + i * 10 * S + S);
     }
-    assertThat(share.usable("r1", job -> false).bitsPerSecond()).isEqualTo(100_000_000.0);
+    assertThat(share.usable("r1").bitsPerSecond()).isEqualTo(100_000_000.0);
   }
 
   @Test
@@ -106,9 +133,9 @@ class AchievedShareTest {
     for (int i = 0; i < AchievedShare.SAMPLES_KEPT + 5; i++) {
       // the first five episodes were slow (20 Mbit/s), the rest 80 Mbit/s
       long took = i < 5 ? 4 * S : S;
-      share.flowEnded("r1", "job" + i, 10 * MB, T0 + i * 10 * S, T0 + i * 10 * S + took);
+      ended("job" + i, 10 * MB, T0 + i * 10 * S, T0 + i * 10 * S + took);
     }
-    assertThat(share.usable("r1", job -> false).bitsPerSecond()).isCloseTo(80_000_000.0,
+    assertThat(share.usable("r1").bitsPerSecond()).isCloseTo(80_000_000.0,
         within(1.0));
   }
 
