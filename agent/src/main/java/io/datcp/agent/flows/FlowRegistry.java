@@ -152,34 +152,40 @@ public final class FlowRegistry {
     FlowPolicy cached = policies.cached(r.getJobId(), r.getReduceId());
     FlowPolicy policy = cached != null ? translator.sanitize(cached, nowUnix)
         : translator.defaultPolicy(r.getJobId(), r.getReduceId());
-    Connection c = connections.computeIfAbsent(tuple, Connection::new);
     Flow flow;
     Flow superseded;
-    synchronized (c) {
-      Flow cur = c.current;
-      if (cur != null && cur.live() && !cur.registration.getJobId().equals(r.getJobId())) {
-        conflicts.increment();
-        throw new Rejected(Rejected.Reason.ALREADY_EXISTS, "4-tuple " + tuple
-            + " is owned by live flow " + cur.id + " of " + cur.registration.getJobId());
-      }
-      int epoch = c.nextEpoch();
-      flow = new Flow(nextId.getAndIncrement(), tuple, epoch, r, nowUnix, nowMono, policy);
-      flow.meta = write(tuple, translator.meta(policy, r.getBytes(), epoch, nowMono, nowMono,
-          nowUnix));
-      superseded = cur != null && flows.containsKey(cur.id) ? cur : null;
-      c.lastEpoch = epoch;
-      c.current = flow;
-      c.lastUsedMonoNanos = nowMono;
-      flows.put(flow.id, flow);
-      liveCount.incrementAndGet();
-      FlowJournal j = journal;
-      if (j != null) {
-        j.append(flow); // after the put: a compaction that misses the flow sees it live
-      }
-      if (superseded != null) {
-        // the next response started on this connection before the kernel saw the last byte
-        // of the previous one acknowledged: that response is over on the sender
-        finish(superseded, nowMono, true, false);
+    while (true) {
+      Connection c = connections.computeIfAbsent(tuple, Connection::new);
+      synchronized (c) {
+        if (connections.get(tuple) != c) {
+          continue; // the sweep dropped it (idle) between the lookup and the lock: look again
+        }
+        Flow cur = c.current;
+        if (cur != null && cur.live() && !cur.registration.getJobId().equals(r.getJobId())) {
+          conflicts.increment();
+          throw new Rejected(Rejected.Reason.ALREADY_EXISTS, "4-tuple " + tuple
+              + " is owned by live flow " + cur.id + " of " + cur.registration.getJobId());
+        }
+        int epoch = c.nextEpoch();
+        flow = new Flow(nextId.getAndIncrement(), tuple, epoch, r, nowUnix, nowMono, policy);
+        flow.meta = write(tuple, translator.meta(policy, r.getBytes(), epoch, nowMono, nowMono,
+            nowUnix));
+        superseded = cur != null && flows.containsKey(cur.id) ? cur : null;
+        c.lastEpoch = epoch;
+        c.current = flow;
+        c.lastUsedMonoNanos = nowMono;
+        flows.put(flow.id, flow);
+        liveCount.incrementAndGet();
+        FlowJournal j = journal;
+        if (j != null) {
+          j.append(flow); // after the put: a compaction that misses the flow sees it live
+        }
+        if (superseded != null) {
+          // the next response started on this connection before the kernel saw the last byte
+          // of the previous one acknowledged: that response is over on the sender
+          finish(superseded, nowMono, true, false);
+        }
+        break;
       }
     }
     drainResumes();
@@ -556,12 +562,16 @@ public final class FlowRegistry {
       resume(f, "suspended for quench.maxSuspendMillis");
     }
     drainResumes();
-    connections.values().removeIf(c -> {
+    for (Connection c : connections.values()) {
+      // removed under its lock (removeIf would remove after the test, unlocked), so that a
+      // registration holding the lock sees whether it is still the tuple's connection
       synchronized (c) {
-        return (c.current == null || !flows.containsKey(c.current.id))
-            && now - c.lastUsedMonoNanos > connectionIdleNanos;
+        if ((c.current == null || !flows.containsKey(c.current.id))
+            && now - c.lastUsedMonoNanos > connectionIdleNanos) {
+          connections.remove(c.tuple, c);
+        }
       }
-    });
+    }
   }
 
   /** Flows tracked now. */
