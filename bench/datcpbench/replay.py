@@ -805,15 +805,17 @@ class Replay:
 
 # ---------------------------------------------------------------- one mode
 
-def run_mode(spec, mode, out_dir, force_cc=None, timeout_s=900.0, progress=None):
-    """One mode on a fresh testbed; returns the mode's results entry and its flows.
-    Raises ModeCheckError when its connections were not the mode's."""
+def run_mode(spec, mode, out_dir, force_cc=None, timeout_s=900.0, progress=None, logs_sub=""):
+    """One mode (one round of it) on a fresh testbed; returns the mode's results entry, its
+    flows and the raw samples behind the entry's quantiles (for merging rounds). Raises
+    ModeCheckError when its connections were not the mode's, ReplayError when a job did not
+    complete; either carries the flows (.flows) when the replay ran."""
     m = MODES[mode]
     hosts = spec["hosts"]
     cleanup = Cleanup()
     work = tempfile.mkdtemp(prefix=f"datcp-replay-{mode}-")
     cleanup.push(shutil.rmtree, work, ignore_errors=True)
-    logs = os.path.join(out_dir, "logs", mode)
+    logs = os.path.join(out_dir, "logs", mode, logs_sub)
     os.makedirs(logs, exist_ok=True)
     tb = Testbed(hosts, 1, LINK_MBPS, dict(m["switch"], symmetric=True), cleanup)
     ctl = tb.receivers[0]          # the scheduler's namespace, behind its own switch port
@@ -853,6 +855,8 @@ def run_mode(spec, mode, out_dir, force_cc=None, timeout_s=900.0, progress=None)
     finally:
         cleanup.run()
     flows = rp.flow_records()
+    samples = {"register_ms": [f["register_ms"] for f in flows if "register_ms" in f],
+               "driver_lag_ms": list(rp.lag_ms)}
     cc_seen = sorted(set().union(*(set(f["cc"]) for f in flows))) if flows else []
     dscp_seen = sorted(set().union(*(set(f["dscp"]) for f in flows))) if flows else []
     entry = {"jobs": jobs, "cc_seen": cc_seen, "dscp_seen": dscp_seen,
@@ -861,28 +865,26 @@ def run_mode(spec, mode, out_dir, force_cc=None, timeout_s=900.0, progress=None)
              "flows": len(flows),
              "registered": sum(1 for f in flows if f.get("registered")),
              "register_timeouts": sum(1 for f in flows if f.get("register_timeout")),
-             "register_ms": quantiles([f["register_ms"] for f in flows if "register_ms" in f]),
+             "register_ms": quantiles(samples["register_ms"]),
              "in_kernel": sum(1 for f in flows if f.get("in_kernel")),
              "suspended": sum(f["suspended"] for f in flows),
              "killed": sum(f["killed"] for f in flows),
              "forward_failures": rp.forward_failures(),
-             "driver_lag_ms": quantiles(rp.lag_ms),
+             "driver_lag_ms": quantiles(samples["driver_lag_ms"]),
              "switch": switch_delta(counters0, counters1)}
-    with open(os.path.join(out_dir, f"flows-{mode}.json"), "w") as fh:
-        json.dump(flows, fh)
     missing = [j["name"] for j in spec["jobs"] if j["name"] not in jobs]
     short = [n for n, r in jobs.items()
              if r["bytes"] != job_bytes(next(j for j in spec["jobs"] if j["name"] == n))]
-    if missing or short:
-        raise ReplayError(f"mode {mode}: {len(missing)} jobs not completed within "
-                          f"{timeout_s:.0f} s after the last submit ({missing[:5]}), "
-                          f"{len(short)} with bytes missing ({short[:5]})")
     try:
+        if missing or short:
+            raise ReplayError(f"mode {mode}: {len(missing)} jobs not completed within "
+                              f"{timeout_s:.0f} s after the last submit ({missing[:5]}), "
+                              f"{len(short)} with bytes missing ({short[:5]})")
         check_mode(mode, cc_seen, dscp_seen, rp.kernel_modes)
-    except ModeCheckError as e:
-        e.entry = entry
+    except (ModeCheckError, ReplayError) as e:
+        e.entry, e.flows = entry, flows
         raise
-    return entry, flows
+    return entry, flows, samples
 
 
 def quantiles(xs):
@@ -992,12 +994,57 @@ def summary_line(mode, entry):
             f"kernel modes {entry['kernel_modes_seen']}")
 
 
-def run(spec, modes, out_dir, force_cc=None, timeout_s=900.0):
-    """Every mode in turn; writes out_dir/results.json (and flows-MODE.json, logs/).
-    Returns 0 when every mode ran and passed its check, 1 otherwise."""
+ADDED = ("flows", "registered", "register_timeouts", "in_kernel", "suspended", "killed",
+         "forward_failures")
+SAMPLED = ("register_ms", "driver_lag_ms")
+
+
+def merge_rounds(entries, samples, deadlines):
+    """One mode's results entry from its rounds' entries (and their raw samples): per job
+    the medians over the rounds of jct_s and copy_s, the rounds' jct_s in `rounds`, bytes
+    (equal in every round: a round is only kept when its jobs have all their bytes) and
+    deadline_met of the median jct_s, as the Docker runner's merge; the union of what the
+    kernel was seen running; counts added up; the quantiles of the rounds' samples pooled;
+    each round's own entry (without its jobs) under `per_round`."""
+    jobs = {}
+    for name in entries[0]["jobs"]:
+        per = [e["jobs"][name] for e in entries]
+        jct = statistics.median(p["jct_s"] for p in per)
+        copies = [p["copy_s"] for p in per if p["copy_s"] is not None]
+        deadline = deadlines.get(name)
+        jobs[name] = {"jct_s": round(jct, 4),
+                      "copy_s": round(statistics.median(copies), 4) if copies else None,
+                      "deadline_met": None if deadline is None else jct <= deadline,
+                      "bytes": per[0]["bytes"],
+                      "rounds": [p["jct_s"] for p in per]}
+    out = {"jobs": jobs}
+    for k in ("cc_seen", "dscp_seen", "kernel_modes_seen"):
+        out[k] = sorted(set().union(*(e[k] for e in entries)))
+    out["duration_s"] = round(statistics.median(e["duration_s"] for e in entries), 2)
+    for k in ADDED:
+        out[k] = sum(e[k] for e in entries)
+    for k in SAMPLED:
+        out[k] = quantiles([x for s in samples for x in s[k]])
+    sw = [e["switch"] for e in entries]
+    out["switch"] = {k: sum(s[k] for s in sw) for k in ("bytes", "packets", "marks", "drops")
+                     if all(s.get(k) is not None for s in sw)}
+    peaks = [s["peak_queue_bytes"] for s in sw if s.get("peak_queue_bytes") is not None]
+    out["switch"]["peak_queue_bytes"] = max(peaks) if peaks else None
+    out["per_round"] = [{k: v for k, v in e.items() if k != "jobs"} for e in entries]
+    return out
+
+
+def run(spec, modes, out_dir, force_cc=None, timeout_s=900.0, rounds=1):
+    """Every mode in turn, `rounds` times (round by round: round 1 of every mode, then round
+    2, ..., so that the machine's load drifts over all modes alike), each round on a fresh
+    testbed; writes out_dir/results.json after every round (and flows-MODE.json, logs/).
+    A mode that fails a round is listed under failed_modes and not run again. Returns 0
+    when every mode ran every round and passed its check, 1 otherwise."""
     for md in modes:
         if md not in MODES:
             raise SystemExit(f"--modes: unknown mode '{md}'; accepted: {', '.join(MODES)}")
+    if rounds < 1:
+        raise SystemExit(f"--rounds: must be an integer >= 1, not {rounds}")
     if not kernel.available():
         raise SystemExit(f"the trace replay needs {kernel.DATCPCTL} (make -C kmod)")
     check_placement(spec)
@@ -1006,7 +1053,7 @@ def run(spec, modes, out_dir, force_cc=None, timeout_s=900.0):
     reap_stale()
     from .runner import boost_priority
     boost_priority()
-    res = {"spec": spec["name"], "rounds": 1, "generated_by": "bench/run trace",
+    res = {"spec": spec["name"], "rounds": rounds, "generated_by": "bench/run trace",
            "hosts": spec["hosts"], "link_mbps": LINK_MBPS, "modes": {},
            # a job whose maps all sit on its reduces' hosts has no fabric limit: left out
            "alone": {j["name"]: round(alone_s(j), 4) for j in spec["jobs"] if alone_s(j) > 0}}
@@ -1016,21 +1063,44 @@ def run(spec, modes, out_dir, force_cc=None, timeout_s=900.0):
     def progress(done, total, t):
         log(f"  {done}/{total} jobs done at t={t:.0f} s")
 
+    deadlines = {j["name"]: j.get("deadline_s") for j in spec["jobs"]}
+    entries = {md: [] for md in modes}
+    samples = {md: [] for md in modes}
+    flows = {md: [] for md in modes}
+
+    def keep_flows(md, k, fl):
+        flows[md] += [dict(f, round=k) for f in fl] if rounds > 1 else fl
+        with open(os.path.join(out_dir, f"flows-{md}.json"), "w") as fh:
+            json.dump(flows[md], fh)
+
     with kernel.Loaded():
-        for md in modes:
-            log(f"trace replay: mode {md}, {len(spec['jobs'])} jobs on {spec['hosts']} hosts")
-            try:
-                entry, _ = run_mode(spec, md, out_dir, force_cc, timeout_s, progress)
-                res["modes"][md] = entry
-                log(summary_line(md, entry))
-            except (ModeCheckError, ReplayError) as e:
-                failed[md] = {"error": str(e)}
-                if getattr(e, "entry", None):
-                    failed[md].update({k: v for k, v in e.entry.items() if k != "jobs"})
-                log(f"mode {md} FAILED: {e}")
-            if failed:
-                res["failed_modes"] = failed
-            with open(path, "w") as fh:
-                json.dump(res, fh, indent=1)
+        for k in range(1, rounds + 1):
+            for md in modes:
+                if md in failed:
+                    continue
+                log(f"trace replay: mode {md}" + (f", round {k}/{rounds}" if rounds > 1 else "")
+                    + f", {len(spec['jobs'])} jobs on {spec['hosts']} hosts")
+                try:
+                    entry, fl, smp = run_mode(spec, md, out_dir, force_cc, timeout_s, progress,
+                                              f"round-{k}" if rounds > 1 else "")
+                    keep_flows(md, k, fl)
+                    entries[md].append(entry)
+                    samples[md].append(smp)
+                    res["modes"][md] = merge_rounds(entries[md], samples[md], deadlines)
+                    log(summary_line(md, entry))
+                except (ModeCheckError, ReplayError) as e:
+                    if getattr(e, "flows", None):
+                        keep_flows(md, k, e.flows)
+                    failed[md] = {"error": str(e)}
+                    if rounds > 1:
+                        failed[md]["round"] = k
+                    if getattr(e, "entry", None):
+                        failed[md].update({x: v for x, v in e.entry.items() if x != "jobs"})
+                    res["modes"].pop(md, None)
+                    log(f"mode {md} FAILED: {e}")
+                if failed:
+                    res["failed_modes"] = failed
+                with open(path, "w") as fh:
+                    json.dump(res, fh, indent=1)
     log(f"wrote {path}")
     return 1 if failed else 0

@@ -64,6 +64,26 @@ def test_replay_off_and_on(tmp_path):
 
 @needs_root
 @needs_kmod
+def test_replay_rounds(tmp_path):
+    # two rounds of off on a fresh testbed each: per job the median and both rounds' jct_s
+    r, res, out = trace(tmp_path, "--modes", "off", "--rounds", "2", "--select", "0:4")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert res["rounds"] == 2 and "failed_modes" not in res
+    workload.validate_results(res)
+    off = res["modes"]["off"]
+    assert len(off["jobs"]) == 4 and len(off["per_round"]) == 2
+    for got in off["jobs"].values():
+        assert len(got["rounds"]) == 2
+        assert got["jct_s"] == pytest.approx(sum(got["rounds"]) / 2, abs=1e-4)
+    flows = json.loads((out / "flows-off.json").read_text())
+    assert {f["round"] for f in flows} == {1, 2}
+    assert off["flows"] == len(flows) == sum(p["flows"] for p in off["per_round"])
+    assert (out / "logs" / "off" / "round-2").is_dir()
+    assert not our_netns()
+
+
+@needs_root
+@needs_kmod
 def test_a_mode_whose_connections_are_wrong_fails(tmp_path):
     # reno on the shuffle sockets where off means cubic: the kernel says so, the mode fails
     r, res, _ = trace(tmp_path, "--modes", "off", "--force-cc", "reno")
@@ -141,3 +161,57 @@ def test_cli_converts_a_coflow_trace_only_with_hosts_and_load(tmp_path):
     r = subprocess.run([RUN, "trace", "--trace", str(raw), "--hosts", "4", "--load", "1.5",
                         "--out", str(tmp_path / "o")], capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and "--load: must be in (0, 1)" in r.stderr
+
+
+def _round_entry(jcts, copy, lag, cc="datcp", dscp=(0,), km=("datcp",), peak=1000):
+    jobs = {n: {"jct_s": t, "copy_s": copy, "deadline_met": None, "bytes": 100,
+                "rounds": [t]} for n, t in jcts.items()}
+    entry = {"jobs": jobs, "cc_seen": [cc], "dscp_seen": list(dscp),
+             "kernel_modes_seen": list(km), "duration_s": 10.0 + lag, "flows": 3,
+             "registered": 3, "register_timeouts": 1, "register_ms": None,
+             "in_kernel": 3, "suspended": 0, "killed": 0, "forward_failures": 0,
+             "driver_lag_ms": None,
+             "switch": {"bytes": 10, "packets": 1, "marks": 2, "drops": 0,
+                        "peak_queue_bytes": peak}}
+    samples = {"register_ms": [1.0, 2.0], "driver_lag_ms": [lag]}
+    return entry, samples
+
+
+def test_merge_rounds_takes_medians_and_keeps_the_rounds():
+    e1, s1 = _round_entry({"a": 1.0, "b": 2.0}, 0.5, 1.0, dscp=(0,), peak=1000)
+    e2, s2 = _round_entry({"a": 3.0, "b": 1.0}, 0.7, 5.0, dscp=(0, 34), peak=3000)
+    e3, s3 = _round_entry({"a": 2.0, "b": 4.0}, 0.6, 3.0, km=("datcp", "dctcp"), peak=2000)
+    m = replay.merge_rounds([e1, e2, e3], [s1, s2, s3], {"a": 2.5, "b": None})
+    assert m["jobs"]["a"] == {"jct_s": 2.0, "copy_s": 0.6, "deadline_met": True, "bytes": 100,
+                              "rounds": [1.0, 3.0, 2.0]}
+    assert m["jobs"]["b"]["jct_s"] == 2.0 and m["jobs"]["b"]["rounds"] == [2.0, 1.0, 4.0]
+    assert m["jobs"]["b"]["deadline_met"] is None
+    # the kernel's view is the union, counts add up, samples pool, the switch adds up
+    assert m["dscp_seen"] == [0, 34] and m["kernel_modes_seen"] == ["datcp", "dctcp"]
+    assert m["flows"] == 9 and m["register_timeouts"] == 3
+    assert m["driver_lag_ms"] == {"p50": 3.0, "p95": 5.0, "max": 5.0}
+    assert m["register_ms"]["max"] == 2.0 and m["duration_s"] == 13.0
+    assert m["switch"] == {"bytes": 30, "packets": 3, "marks": 6, "drops": 0,
+                           "peak_queue_bytes": 3000}
+    assert len(m["per_round"]) == 3 and "jobs" not in m["per_round"][0]
+    # an even count of rounds: the mean of the middle two, as the Docker runner's merge
+    m2 = replay.merge_rounds([e1, e2], [s1, s2], {"a": 1.5})
+    assert m2["jobs"]["a"]["jct_s"] == 2.0 and m2["jobs"]["a"]["deadline_met"] is False
+    # results.json with these entries passes the workload schema (rounds at the top is N)
+    res = {"spec": "x", "rounds": 3, "generated_by": "bench/run trace",
+           "modes": {"off": m, "on": m}, "alone": {"a": 0.5}}
+    workload.validate_results(res)
+    with pytest.raises(workload.WorkloadError, match="rounds"):
+        workload.validate_results(dict(res, rounds=2))
+    # one round is the round itself
+    one = replay.merge_rounds([e1], [s1], {})
+    assert {n: (j["jct_s"], j["rounds"]) for n, j in one["jobs"].items()} == \
+        {"a": (1.0, [1.0]), "b": (2.0, [2.0])}
+
+
+@needs_root
+def test_cli_rounds_must_be_positive(tmp_path):
+    r = subprocess.run([RUN, "trace", "--trace", SMALL, "--rounds", "0", "--out",
+                        str(tmp_path / "o")], capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "--rounds 0: must be an integer >= 1" in r.stderr
+
