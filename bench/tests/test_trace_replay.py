@@ -2,7 +2,9 @@
 its pure parts (spec loading, the physical limit, the mode check)."""
 import json
 import os
+import socket
 import subprocess
+import sys
 
 import pytest
 
@@ -168,12 +170,14 @@ def _round_entry(jcts, copy, lag, cc="datcp", dscp=(0,), km=("datcp",), peak=100
                 "rounds": [t]} for n, t in jcts.items()}
     entry = {"jobs": jobs, "cc_seen": [cc], "dscp_seen": list(dscp),
              "kernel_modes_seen": list(km), "duration_s": 10.0 + lag, "flows": 3,
-             "registered": 3, "register_timeouts": 1, "register_ms": None,
+             "registered": 3, "register_timeouts": 1, "register_ms": None, "hold_ms": None,
              "in_kernel": 3, "suspended": 0, "killed": 0, "forward_failures": 0,
-             "driver_lag_ms": None,
+             "driver_lag_ms": None, "data_threads": 4,
+             "cpu_s": {"driver": lag, "agents": 1.0, "scheduler": None},
+             "runqueue_wait_s": {"driver": 0.5, "agents": lag, "scheduler": None},
              "switch": {"bytes": 10, "packets": 1, "marks": 2, "drops": 0,
                         "peak_queue_bytes": peak}}
-    samples = {"register_ms": [1.0, 2.0], "driver_lag_ms": [lag]}
+    samples = {"register_ms": [1.0], "hold_ms": [2.0, 3.0], "driver_lag_ms": [lag]}
     return entry, samples
 
 
@@ -190,7 +194,9 @@ def test_merge_rounds_takes_medians_and_keeps_the_rounds():
     assert m["dscp_seen"] == [0, 34] and m["kernel_modes_seen"] == ["datcp", "dctcp"]
     assert m["flows"] == 9 and m["register_timeouts"] == 3
     assert m["driver_lag_ms"] == {"p50": 3.0, "p95": 5.0, "max": 5.0}
-    assert m["register_ms"]["max"] == 2.0 and m["duration_s"] == 13.0
+    assert m["hold_ms"]["max"] == 3.0 and m["duration_s"] == 13.0
+    assert m["cpu_s"] == {"driver": 3.0, "agents": 1.0, "scheduler": None}
+    assert m["runqueue_wait_s"] == {"driver": 0.5, "agents": 3.0, "scheduler": None}
     assert m["switch"] == {"bytes": 30, "packets": 3, "marks": 6, "drops": 0,
                            "peak_queue_bytes": 3000}
     assert len(m["per_round"]) == 3 and "jobs" not in m["per_round"][0]
@@ -215,3 +221,52 @@ def test_cli_rounds_must_be_positive(tmp_path):
                         str(tmp_path / "o")], capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and "--rounds 0: must be an integer >= 1" in r.stderr
 
+
+def test_host_process_serves_and_fetches_over_loopback(tmp_path):
+    # one host's process without an agent, on loopback: it serves its own fetch; the reports
+    # come in order with the bytes, the map side's record at the end
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    conf = tmp_path / "host.json"
+    conf.write_text(json.dumps({"name": "h0", "ip": "127.0.0.1", "port": port,
+                                "subscriber": "test", "jobs": {"job_1_0001": [300_000, 7]}}))
+    mine, theirs = socket.socketpair()
+    p = subprocess.Popen([sys.executable, "-m", "datcpbench.replayhost", str(conf),
+                          str(theirs.fileno())], pass_fds=(theirs.fileno(),),
+                         env=dict(os.environ, PYTHONPATH=BENCH))
+    theirs.close()
+    try:
+        rd = mine.makefile("rb")
+        assert json.loads(rd.readline()) == {"ev": "ready"}
+
+        def fetch(fid, job, maps):
+            req = json.dumps({"fetch": fid, "job": job, "reduce": 0, "maps": maps}) + "\n"
+            mine.sendall(json.dumps({"op": "fetch", "fetch": fid, "src_ip": "127.0.0.1",
+                                     "src_name": "h0", "job_id": job, "reduce": 0,
+                                     "maps": maps, "request": req}).encode() + b"\n")
+            msgs = []
+            while not msgs or msgs[-1]["ev"] != "fetched":
+                msgs.append(json.loads(rd.readline()))
+            return msgs[:-1], msgs[-1]
+
+        events, res = fetch(0, "job_1_0001", [0, 1, 2])
+        assert [(e["kind"], e["map_ids"]) for e in events] == [
+            (k, [m]) for m in (0, 1, 2) for k in ("fetch_started", "fetch_finished")]
+        assert all(e["bytes"] == 300_000 + replay.HEADER_BYTES for e in events)
+        assert res["complete"] and res["got"] == [0, 1, 2] and res["received"] == 900_000
+        assert res["t_connected"] <= res["first"] <= res["last"] <= res["t_end"]
+        # a job the map side does not know: it closes, the fetch fails with nothing received
+        events, res = fetch(1, "job_1_0099", [0])
+        assert not events and not res["complete"] and res["got"] == [] and res["error"]
+        mine.sendall(b'{"op": "stop"}\n')
+        rec = json.loads(rd.readline())
+        assert rec["ev"] == "records" and rec["data_threads"] >= 2
+        served = rec["recs"]["0"]
+        assert served["t_served"] <= served["t_released"] and served["cc"]
+        assert "registered" not in served       # no agent: nothing registered
+        assert p.wait(timeout=30) == 0
+    finally:
+        if p.poll() is None:
+            p.kill()
+        mine.close()
