@@ -769,7 +769,7 @@ def run_mode(spec, mode, out_dir, force_cc=None, timeout_s=900.0, progress=None,
              "forward_failures": rp.forward_failures(),
              "driver_lag_ms": quantiles(samples["driver_lag_ms"]),
              "data_threads": rp.data_threads,
-             "cpu_s": rp.cpu_s,
+             "process_cpu_s": rp.cpu_s,
              "runqueue_wait_s": rp.wait_s,
              "switch": switch_delta(counters0, counters1)}
     missing = [j["name"] for j in spec["jobs"] if j["name"] not in jobs]
@@ -928,7 +928,7 @@ def merge_rounds(entries, samples, deadlines):
     for k in SAMPLED:
         out[k] = quantiles([x for s in samples for x in s[k]])
     out["data_threads"] = max(e.get("data_threads") or 0 for e in entries)
-    for key in ("cpu_s", "runqueue_wait_s"):
+    for key in ("process_cpu_s", "runqueue_wait_s"):
         got = [e[key] for e in entries if e.get(key)]
         if got:
             out[key] = {k: round(statistics.median(c[k] for c in got), 2)

@@ -173,7 +173,7 @@ def _round_entry(jcts, copy, lag, cc="datcp", dscp=(0,), km=("datcp",), peak=100
              "registered": 3, "register_timeouts": 1, "register_ms": None, "hold_ms": None,
              "in_kernel": 3, "suspended": 0, "killed": 0, "forward_failures": 0,
              "driver_lag_ms": None, "data_threads": 4,
-             "cpu_s": {"driver": lag, "agents": 1.0, "scheduler": None},
+             "process_cpu_s": {"driver": lag, "agents": 1.0, "scheduler": None},
              "runqueue_wait_s": {"driver": 0.5, "agents": lag, "scheduler": None},
              "switch": {"bytes": 10, "packets": 1, "marks": 2, "drops": 0,
                         "peak_queue_bytes": peak}}
@@ -195,7 +195,7 @@ def test_merge_rounds_takes_medians_and_keeps_the_rounds():
     assert m["flows"] == 9 and m["register_timeouts"] == 3
     assert m["driver_lag_ms"] == {"p50": 3.0, "p95": 5.0, "max": 5.0}
     assert m["hold_ms"]["max"] == 3.0 and m["duration_s"] == 13.0
-    assert m["cpu_s"] == {"driver": 3.0, "agents": 1.0, "scheduler": None}
+    assert m["process_cpu_s"] == {"driver": 3.0, "agents": 1.0, "scheduler": None}
     assert m["runqueue_wait_s"] == {"driver": 0.5, "agents": 3.0, "scheduler": None}
     assert m["switch"] == {"bytes": 30, "packets": 3, "marks": 6, "drops": 0,
                            "peak_queue_bytes": 3000}
@@ -270,3 +270,18 @@ def test_host_process_serves_and_fetches_over_loopback(tmp_path):
         if p.poll() is None:
             p.kill()
         mine.close()
+
+
+def test_replay_results_make_the_workload_report(tmp_path):
+    # the replay's own keys in a mode do not collide with the Docker runner's (the report
+    # reads a mode's cpu_s as the cluster's containers and roles)
+    e, s = _round_entry({"a": 1.0, "b": 2.0}, 0.5, 1.0)
+    m = replay.merge_rounds([e], [s], {})
+    res = {"spec": "x", "rounds": 1, "generated_by": "bench/run trace",
+           "modes": {"off": m, "on": m}, "alone": {"a": 0.5, "b": 0.5}}
+    (tmp_path / "results.json").write_text(json.dumps(res))
+    r = subprocess.run([os.path.join(BENCH, "workload"), "report",
+                        str(tmp_path / "results.json"), "--out", str(tmp_path)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "## Job completion time" in (tmp_path / "TABLE.md").read_text()
