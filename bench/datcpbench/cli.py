@@ -2,7 +2,7 @@
 bench/run custom --spec FILE.json [--cc CC] [--json]
 bench/run all --out DIR
 bench/run trace --trace SPEC.json [--select START:COUNT] [--hosts H] [--modes off,dctcp,prio,on]
-                [--out DIR]"""
+                [--rounds N] [--out DIR]"""
 from __future__ import annotations
 
 import argparse
@@ -61,6 +61,8 @@ def trace(ap, a):
     from . import coflows, replay, workload
     if not a.trace:
         ap.error("trace needs --trace SPEC.json or --trace TRACE.txt")
+    if a.rounds < 1:
+        ap.error(f"--rounds {a.rounds}: must be an integer >= 1")
     try:
         with open(a.trace) as fh:
             is_json = fh.read(1) == "{"
@@ -83,7 +85,7 @@ def trace(ap, a):
         ap.error(f"--hosts {a.hosts}: the spec places jobs on {spec['hosts']} hosts")
     modes = [m for m in a.modes.split(",") if m]
     return replay.run(spec, modes, a.out or "replay-results", force_cc=a.force_cc,
-                      timeout_s=a.timeout)
+                      timeout_s=a.timeout, rounds=a.rounds)
 
 
 def main(argv=None):
@@ -116,6 +118,8 @@ def main(argv=None):
     tr.add_argument("--hosts", type=int, help="host count (must match the spec's hosts)")
     tr.add_argument("--load", type=float, help="offered load at the bottleneck ports (converter)")
     tr.add_argument("--modes", default="off,dctcp,prio,on", help="comma-separated, in run order")
+    tr.add_argument("--rounds", type=int, default=1,
+                    help="rounds per mode (default 1); results carry the medians per job")
     tr.add_argument("--timeout", type=float, default=900.0,
                     help="seconds after the last submit before unfinished jobs fail the mode")
     tr.add_argument("--force-cc", help=argparse.SUPPRESS)   # test hook: proves the mode check
