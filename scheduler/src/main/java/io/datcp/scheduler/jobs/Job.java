@@ -1,5 +1,6 @@
 package io.datcp.scheduler.jobs;
 
+import io.datcp.scheduler.policy.JobConf;
 import io.datcp.scheduler.policy.PolicyDecision;
 import java.util.ArrayList;
 import java.util.Collection;
