@@ -1,8 +1,6 @@
 package io.datcp.scheduler.jobs;
 
 import io.datcp.scheduler.policy.JobConf;
-import io.datcp.scheduler.policy.PolicyBook;
-import io.datcp.scheduler.policy.PolicyDecision;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
@@ -19,8 +17,8 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 /**
  * The live job model: running jobs by id plus a bounded history of finished ones.
  *
- * <p>Thread-safe for callers that hold the lock of every job an event or call names ({@link
- * io.datcp.scheduler.SchedulerService} stripes them by job id): everything about one job is
+ * <p>Thread-safe for callers that hold the lock of every job an event or call names (the
+ * ingest and serve steps stripe them by job id): everything about one job is
  * then serialised, and what several jobs share (the running map, the per-host index, the
  * finished history and held map outputs) is concurrent or guarded here.
  */
@@ -237,23 +235,6 @@ public final class JobRegistry {
     synchronized (shared) {
       return List.copyOf(finished.values());
     }
-  }
-
-  /**
-   * The operator's decision for the job, cached until the rules change; the default policy
-   * while the job's attributes are unknown (never what the job claims about itself).
-   */
-  public static PolicyDecision decision(Job job, PolicyBook book) {
-    if (!job.attributesKnown()) {
-      return book.defaults();
-    }
-    long version = book.version();
-    PolicyDecision d = job.cachedDecision(version);
-    if (d == null) {
-      d = book.decide(job.conf());
-      job.cacheDecision(d, version);
-    }
-    return d;
   }
 
   /**

@@ -170,7 +170,7 @@ public final class Lookups {
    */
   private FlowPolicy currentPolicy(Job job, PolicyUpdateHub.FlowRef flow, long bytes, long now,
       PolicyUpdateHub.Outbox out) {
-    PolicyDecision decision = JobRegistry.decision(job, policies);
+    PolicyDecision decision = Decisions.of(job, policies);
     Job.Reduce reduce = job.reduce(flow.reduceId());
     if (reduce == null || !reduce.shuffling()) {
       return flowPolicies.noDeadline(job.id(), flow, decision,

@@ -58,7 +58,7 @@ public final class PolicyPushes {
     if (job == null) {
       return;
     }
-    PolicyDecision decision = JobRegistry.decision(job, policies);
+    PolicyDecision decision = Decisions.of(job, policies);
     for (Job.Reduce r : job.reducesOn(host)) {
       hub.interestIn(job.id(), r.id()).forEach((agent, flows) -> flows.forEach((flow, bytes) -> {
         hub.queue(out, agent, PolicyUpdate.of(now, flowPolicies.policyFor(host, job.id(), flow,
