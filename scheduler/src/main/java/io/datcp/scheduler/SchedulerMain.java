@@ -1,15 +1,16 @@
 package io.datcp.scheduler;
 
 import io.datcp.scheduler.auth.NodeCredentials;
-import io.datcp.scheduler.config.ConfigException;
+import io.datcp.scheduler.common.ConfigException;
+import io.datcp.scheduler.common.InvalidFieldException;
 import io.datcp.scheduler.config.SchedulerConf;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
+import picocli.CommandLine;
 
 /** Command line entry point: {@code java -jar scheduler.jar --data-dir DIR ...}. */
 @Command(name = "scheduler", mixinStandardHelpOptions = true,

@@ -5,9 +5,9 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.linecorp.armeria.common.HttpMethod;
 import com.linecorp.armeria.common.HttpResponse;
 import com.linecorp.armeria.common.MediaType;
-import com.linecorp.armeria.common.util.EventLoopGroups;
 import com.linecorp.armeria.common.metric.MeterIdPrefixFunction;
 import com.linecorp.armeria.common.metric.MoreMeters;
+import com.linecorp.armeria.common.util.EventLoopGroups;
 import com.linecorp.armeria.server.Server;
 import com.linecorp.armeria.server.ServerBuilder;
 import com.linecorp.armeria.server.annotation.JacksonRequestConverterFunction;
@@ -20,16 +20,16 @@ import io.datcp.scheduler.api.grpc.PolicyAdminGrpcService;
 import io.datcp.scheduler.api.grpc.ShuffleReportGrpcService;
 import io.datcp.scheduler.api.rest.JobResource;
 import io.datcp.scheduler.api.rest.NodeResource;
-import io.datcp.scheduler.api.rest.SwitchResource;
 import io.datcp.scheduler.api.rest.PolicyResource;
 import io.datcp.scheduler.api.rest.RestErrors;
+import io.datcp.scheduler.api.rest.SwitchResource;
+import io.datcp.scheduler.api.rest.WriteToken;
 import io.datcp.scheduler.auth.NodeAuthInterceptor;
 import io.datcp.scheduler.auth.NodeCredentials;
-import io.datcp.scheduler.auth.WriteToken;
 import io.datcp.scheduler.config.SchedulerConf;
 import io.datcp.scheduler.dashboard.Dashboard;
-import io.datcp.scheduler.jobs.YarnApps;
-import io.datcp.scheduler.limits.HostRateLimiter;
+import io.datcp.scheduler.ingest.HostRateLimiter;
+import io.datcp.scheduler.ingest.YarnApps;
 import io.datcp.scheduler.policy.PolicyBook;
 import io.datcp.scheduler.store.PolicyStore;
 import io.grpc.ServerInterceptors;
@@ -163,11 +163,12 @@ public final class SchedulerServer implements AutoCloseable {
         // Policy update streams live as long as the agent; clients bound unary calls themselves.
         .requestTimeout(Duration.ZERO)
         .service(GrpcService.builder()
-            .addService(ServerInterceptors.intercept(new ShuffleReportGrpcService(service),
+            .addService(ServerInterceptors.intercept(
+                new ShuffleReportGrpcService(service.reports()), nodeAuth))
+            .addService(ServerInterceptors.intercept(new FlowPolicyGrpcService(service.lookups(),
+                service.reports(), service.switches(), conf.get(SchedulerConf.WATCH_MAX_QUEUED)),
                 nodeAuth))
-            .addService(ServerInterceptors.intercept(new FlowPolicyGrpcService(service,
-                conf.get(SchedulerConf.WATCH_MAX_QUEUED)), nodeAuth))
-            .addService(new PolicyAdminGrpcService(service))
+            .addService(new PolicyAdminGrpcService(service.rules(), service.switches()))
             // v1alpha: the reflection flavour Armeria wires to its server; grpcurl falls back
             // to it.
             .addService(ProtoReflectionService.newInstance())
@@ -195,12 +196,12 @@ public final class SchedulerServer implements AutoCloseable {
         .requestConverters(new JacksonRequestConverterFunction(json))
         .responseConverters(new JacksonResponseConverterFunction(json))
         .exceptionHandlers(new RestErrors())
-        .build(new PolicyResource(service))
+        .build(new PolicyResource(service.rules()))
         .annotatedService()
         .pathPrefix("/api/v1")
         .responseConverters(new JacksonResponseConverterFunction(json))
         .exceptionHandlers(new RestErrors())
-        .build(new JobResource(service))
+        .build(new JobResource(service.views()))
         .annotatedService()
         .pathPrefix("/api/v1")
         .responseConverters(new JacksonResponseConverterFunction(json))
@@ -211,7 +212,7 @@ public final class SchedulerServer implements AutoCloseable {
         .requestConverters(new JacksonRequestConverterFunction(json))
         .responseConverters(new JacksonResponseConverterFunction(json))
         .exceptionHandlers(new RestErrors())
-        .build(new SwitchResource(service))
+        .build(new SwitchResource(service.switches()))
         .decorator(MetricCollectingService.newDecorator(
             MeterIdPrefixFunction.ofDefault("datcp.http")));
     hb.routeDecorator()

@@ -4,13 +4,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.datcp.scheduler.flows.FlowKey;
 import io.datcp.scheduler.flows.FlowOutcome;
-import io.datcp.scheduler.flows.FlowPolicy;
-import io.datcp.scheduler.flows.PolicyUpdate;
 import io.datcp.scheduler.flows.QuenchOutcome;
-import io.datcp.scheduler.jobs.JobConf;
 import io.datcp.scheduler.jobs.JobEvent;
-import io.datcp.scheduler.jobs.JobPriority;
 import io.datcp.scheduler.jobs.JobView;
+import io.datcp.scheduler.policy.JobConf;
+import io.datcp.scheduler.policy.JobPriority;
+import io.datcp.scheduler.serve.FlowPolicy;
+import io.datcp.scheduler.serve.PolicyUpdate;
 import java.nio.file.Path;
 import java.time.Instant;
 import java.util.ArrayList;

@@ -5,14 +5,14 @@ import static org.assertj.core.api.Assertions.within;
 
 import io.datcp.scheduler.config.SchedulerConf;
 import io.datcp.scheduler.flows.FlowOutcome;
-import io.datcp.scheduler.flows.FlowPolicy;
-import io.datcp.scheduler.flows.PolicyUpdate;
 import io.datcp.scheduler.flows.QuenchOutcome;
-import io.datcp.scheduler.jobs.JobConf;
 import io.datcp.scheduler.jobs.JobEvent;
-import io.datcp.scheduler.jobs.JobPriority;
 import io.datcp.scheduler.policy.FlowMode;
+import io.datcp.scheduler.policy.JobConf;
+import io.datcp.scheduler.policy.JobPriority;
 import io.datcp.scheduler.policy.QuenchMode;
+import io.datcp.scheduler.serve.FlowPolicy;
+import io.datcp.scheduler.serve.PolicyUpdate;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;

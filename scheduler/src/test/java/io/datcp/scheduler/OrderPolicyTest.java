@@ -2,14 +2,14 @@ package io.datcp.scheduler;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.datcp.scheduler.flows.FlowPolicy;
-import io.datcp.scheduler.flows.PolicyUpdate;
-import io.datcp.scheduler.jobs.JobConf;
 import io.datcp.scheduler.jobs.JobEvent;
-import io.datcp.scheduler.jobs.JobPriority;
 import io.datcp.scheduler.policy.FlowMode;
+import io.datcp.scheduler.policy.JobConf;
+import io.datcp.scheduler.policy.JobPriority;
 import io.datcp.scheduler.policy.PolicyRule;
 import io.datcp.scheduler.policy.QuenchMode;
+import io.datcp.scheduler.serve.FlowPolicy;
+import io.datcp.scheduler.serve.PolicyUpdate;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;

@@ -1,6 +1,6 @@
 package io.datcp.scheduler.auth;
 
-import static io.datcp.scheduler.InvalidFieldException.require;
+import static io.datcp.scheduler.common.InvalidFieldException.require;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;

@@ -1,6 +1,7 @@
 package io.datcp.scheduler.config;
 
-import io.datcp.scheduler.flows.PlannerPolicy;
+import io.datcp.scheduler.common.ConfigException;
+import io.datcp.scheduler.plan.PlannerPolicy;
 import io.datcp.scheduler.policy.FlowMode;
 import io.datcp.scheduler.policy.QuenchMode;
 import io.datcp.scheduler.switches.SwitchSettings;

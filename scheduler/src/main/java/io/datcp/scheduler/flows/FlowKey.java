@@ -1,6 +1,6 @@
 package io.datcp.scheduler.flows;
 
-import static io.datcp.scheduler.InvalidFieldException.require;
+import static io.datcp.scheduler.common.InvalidFieldException.require;
 
 import java.util.List;
 

@@ -1,6 +1,6 @@
 package io.datcp.scheduler.flows;
 
-import static io.datcp.scheduler.InvalidFieldException.require;
+import static io.datcp.scheduler.common.InvalidFieldException.require;
 
 /**
  * How one shuffle flow ended, as an agent saw it. Times are nanoseconds since the Unix epoch.

@@ -1,5 +1,6 @@
 package io.datcp.scheduler.jobs;
 
+import io.datcp.scheduler.policy.JobConf;
 import io.datcp.scheduler.policy.PolicyDecision;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -14,10 +15,15 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentSkipListMap;
 
 /**
- * What the scheduler knows of one MapReduce job: its maps (done, running, durations), its
+ * Over 400 lines on purpose: every field below is one job's state, changed together under the
+ * job's lock and tied by invariants that span them (a reduce's remaining bytes are the outputs
+ * of maps done less those it fetched, whichever side reported the sizes; maps done count both
+ * reduce and map-side reports once). Splitting it would spread one invariant over classes.
+ *
+ * <p>What the scheduler knows of one MapReduce job: its maps (done, running, durations), its
  * reduces (host, shuffle progress) and the map-output bytes each reduce still has to fetch.
- * Soft state, rebuilt from the plugin's reports. Mutated only under the job's lock (see
- * {@link io.datcp.scheduler.SchedulerService}); the reduces, attributes and policy decision
+ * Soft state, rebuilt from the plugin's reports. Mutated only under the job's lock (striped
+ * by job id in the ingest and serve steps); the reduces, attributes and policy decision
  * may also be read without it, by re-plans of a host the job shares with others.
  */
 public final class Job {
@@ -352,12 +358,17 @@ public final class Job {
     return (running ? nowUnixNanos : end) - start;
   }
 
-  PolicyDecision cachedDecision(long version) {
+  /**
+   * The rule decision last made for this job ({@code serve.Decisions}) if made under rule-set
+   * {@code version}, else null. The job only keeps it; it decides nothing.
+   */
+  public PolicyDecision cachedDecision(long version) {
     CachedDecision d = decision;
     return d != null && d.version() == version ? d.decision() : null;
   }
 
-  void cacheDecision(PolicyDecision d, long version) {
+  /** Keeps the decision made under rule-set {@code version}; under the job's lock. */
+  public void cacheDecision(PolicyDecision d, long version) {
     decision = new CachedDecision(d, version);
   }
 

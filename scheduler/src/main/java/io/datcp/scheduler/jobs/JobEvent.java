@@ -1,7 +1,8 @@
 package io.datcp.scheduler.jobs;
 
-import static io.datcp.scheduler.InvalidFieldException.require;
+import static io.datcp.scheduler.common.InvalidFieldException.require;
 
+import io.datcp.scheduler.policy.JobConf;
 import java.util.List;
 
 /**

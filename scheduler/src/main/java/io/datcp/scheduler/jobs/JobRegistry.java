@@ -1,8 +1,6 @@
 package io.datcp.scheduler.jobs;
 
-import io.datcp.scheduler.auth.NotPermittedException;
-import io.datcp.scheduler.policy.PolicyBook;
-import io.datcp.scheduler.policy.PolicyDecision;
+import io.datcp.scheduler.policy.JobConf;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
@@ -19,8 +17,8 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 /**
  * The live job model: running jobs by id plus a bounded history of finished ones.
  *
- * <p>Thread-safe for callers that hold the lock of every job an event or call names ({@link
- * io.datcp.scheduler.SchedulerService} stripes them by job id): everything about one job is
+ * <p>Thread-safe for callers that hold the lock of every job an event or call names (the
+ * ingest and serve steps stripe them by job id): everything about one job is
  * then serialised, and what several jobs share (the running map, the per-host index, the
  * finished history and held map outputs) is concurrent or guarded here.
  */
@@ -58,69 +56,6 @@ public final class JobRegistry {
 
   /** Queue, user, name and priority while the ResourceManager has not answered. */
   public static final JobConf UNKNOWN = new JobConf(null, null, null, null);
-
-  /**
-   * Refuses an event an authenticated {@code host} may not send: a reduce's events must come
-   * from the host it runs on (or is started on, earlier in the same batch), a job's end from a
-   * host running one of its reduces, map-side events from the map's own host.
-   * {@code startedInBatch} collects job/reduce pairs started earlier in the batch.
-   */
-  public void authorize(JobEvent event, String host, Set<String> startedInBatch) {
-    if (event instanceof JobEvent.ReduceStarted e) {
-      permit(e.host().equals(host), "ReduceStarted.host " + e.host());
-      Job job = running.get(e.jobId());
-      Job.Reduce r = job == null ? null : job.reduce(e.reduceId());
-      permit(r == null || r.host().equals(host), "reduce " + e.reduceId() + " of "
-          + e.jobId() + ", which runs on another host");
-      startedInBatch.add(e.jobId() + "/" + e.reduceId());
-      return;
-    }
-    if (event instanceof JobEvent.MapOutputIndexed e) {
-      permit(e.host().equals(host), "MapOutputIndexed.host " + e.host());
-      return;
-    }
-    if (event instanceof JobEvent.ContainersRunning e) {
-      permit(e.host().equals(host), "ContainersRunning.host " + e.host());
-      return;
-    }
-    Job job = running.get(event.jobId());
-    if (job == null) {
-      return;
-    }
-    if (event instanceof JobEvent.JobFinished) {
-      permit(job.hasReduceOn(host) || batchStartedAny(startedInBatch, event.jobId()),
-          "the end of job " + event.jobId() + ", which runs no reduce on it");
-      return;
-    }
-    int reduceId = reduceOf(event);
-    Job.Reduce r = job.reduce(reduceId);
-    permit(r == null ? startedInBatch.contains(event.jobId() + "/" + reduceId)
-        : r.host().equals(host), "reduce " + reduceId + " of " + event.jobId()
-        + ", which does not run on it");
-  }
-
-  private static boolean batchStartedAny(Set<String> startedInBatch, String jobId) {
-    return startedInBatch.stream().anyMatch(k -> k.startsWith(jobId + "/"));
-  }
-
-  private static int reduceOf(JobEvent event) {
-    if (event instanceof JobEvent.MapCompleted e) {
-      return e.reduceId();
-    } else if (event instanceof JobEvent.FetchStarted e) {
-      return e.reduceId();
-    } else if (event instanceof JobEvent.FetchFinished e) {
-      return e.reduceId();
-    } else if (event instanceof JobEvent.ShuffleFinished e) {
-      return e.reduceId();
-    }
-    throw new IllegalArgumentException(event.getClass().getSimpleName());
-  }
-
-  private static void permit(boolean ok, String what) {
-    if (!ok) {
-      throw new NotPermittedException("the reporting host may not report " + what);
-    }
-  }
 
   /**
    * Applies one event and adds the reducer hosts whose flows it may re-plan to {@code touched}.
@@ -300,23 +235,6 @@ public final class JobRegistry {
     synchronized (shared) {
       return List.copyOf(finished.values());
     }
-  }
-
-  /**
-   * The operator's decision for the job, cached until the rules change; the default policy
-   * while the job's attributes are unknown (never what the job claims about itself).
-   */
-  public static PolicyDecision decision(Job job, PolicyBook book) {
-    if (!job.attributesKnown()) {
-      return book.defaults();
-    }
-    long version = book.version();
-    PolicyDecision d = job.cachedDecision(version);
-    if (d == null) {
-      d = book.decide(job.conf());
-      job.cacheDecision(d, version);
-    }
-    return d;
   }
 
   /**

@@ -1,5 +1,6 @@
 package io.datcp.scheduler.jobs;
 
+import io.datcp.scheduler.policy.JobPriority;
 import io.datcp.scheduler.policy.PolicyDecision;
 import java.util.List;
 

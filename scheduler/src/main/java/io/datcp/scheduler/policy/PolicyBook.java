@@ -1,8 +1,6 @@
 package io.datcp.scheduler.policy;
 
-import io.datcp.scheduler.InvalidFieldException;
-import io.datcp.scheduler.jobs.JobConf;
-import io.datcp.scheduler.store.PolicyStore;
+import io.datcp.scheduler.common.InvalidFieldException;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashSet;
@@ -19,12 +17,12 @@ public final class PolicyBook {
   private static final Comparator<PolicyRule> EVALUATION_ORDER =
       Comparator.comparing(PolicyRule::order).thenComparing(PolicyRule::name);
 
-  private final PolicyStore store;
+  private final RuleStore store;
   private final PolicyDecision defaults;
   private volatile List<PolicyRule> rules;
   private volatile long version;
 
-  public PolicyBook(PolicyStore store, FlowMode defaultMode, QuenchMode defaultQuench) {
+  public PolicyBook(RuleStore store, FlowMode defaultMode, QuenchMode defaultQuench) {
     this.store = store;
     // §4.4: flows have no importance unless an operator gives them one.
     this.defaults = new PolicyDecision(0, 0, defaultMode, defaultQuench, "");

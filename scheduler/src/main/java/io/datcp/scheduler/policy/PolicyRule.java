@@ -1,11 +1,9 @@
 package io.datcp.scheduler.policy;
 
-import static io.datcp.scheduler.InvalidFieldException.require;
+import static io.datcp.scheduler.common.InvalidFieldException.require;
 
 import com.fasterxml.jackson.annotation.JsonInclude;
-import io.datcp.scheduler.InvalidFieldException;
-import io.datcp.scheduler.jobs.JobConf;
-import io.datcp.scheduler.jobs.JobPriority;
+import io.datcp.scheduler.common.InvalidFieldException;
 import java.util.regex.Pattern;
 import java.util.regex.PatternSyntaxException;
 

@@ -3,6 +3,7 @@ package io.datcp.scheduler.store;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.datcp.scheduler.policy.PolicyRule;
+import io.datcp.scheduler.policy.RuleStore;
 import java.io.UncheckedIOException;
 import java.nio.file.Path;
 import java.sql.Connection;
@@ -20,7 +21,7 @@ import java.util.List;
  * method returns the rule survives a kill -9 (and a power cut); a crash mid-write loses only that
  * unacknowledged write. Job state is not stored: it is soft state rebuilt from reports.
  */
-public final class PolicyStore implements AutoCloseable {
+public final class PolicyStore implements RuleStore, AutoCloseable {
   public static final String FILE_NAME = "policies.db";
 
   private final Connection db;
@@ -49,6 +50,7 @@ public final class PolicyStore implements AutoCloseable {
     }
   }
 
+  @Override
   public synchronized List<PolicyRule> loadAll() {
     List<PolicyRule> rules = new ArrayList<>();
     try (Statement s = db.createStatement();
@@ -64,11 +66,13 @@ public final class PolicyStore implements AutoCloseable {
   }
 
   /** Inserts or replaces one rule; durable on return. */
+  @Override
   public synchronized void put(PolicyRule rule) {
     transaction(() -> upsert(rule));
   }
 
   /** Replaces every rule in one transaction: afterwards exactly {@code rules} are stored. */
+  @Override
   public synchronized void replaceAll(List<PolicyRule> rules) {
     transaction(() -> {
       try (Statement s = db.createStatement()) {
@@ -81,6 +85,7 @@ public final class PolicyStore implements AutoCloseable {
   }
 
   /** Deletes a rule; returns whether it existed. Durable on return. */
+  @Override
   public synchronized boolean delete(String name) {
     boolean[] deleted = new boolean[1];
     transaction(() -> {

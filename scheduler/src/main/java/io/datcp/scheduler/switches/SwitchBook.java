@@ -1,6 +1,6 @@
 package io.datcp.scheduler.switches;
 
-import static io.datcp.scheduler.InvalidFieldException.require;
+import static io.datcp.scheduler.common.InvalidFieldException.require;
 
 import java.util.HashSet;
 import java.util.List;
@@ -65,6 +65,8 @@ public final class SwitchBook {
 
   /** Sends the current configuration now and every later one; run the handle to stop. */
   public Runnable watch(String name, Consumer<SwitchConfig> watcher) {
+    require(name != null && !name.isEmpty() && name.length() <= 64, "switchName",
+        "must be a switch name of 1-64 characters");
     synchronized (this) {
       watchers.computeIfAbsent(name, n -> new CopyOnWriteArrayList<>()).add(watcher);
       watcher.accept(get(name));

@@ -1,6 +1,6 @@
 package io.datcp.scheduler.switches;
 
-import static io.datcp.scheduler.InvalidFieldException.require;
+import static io.datcp.scheduler.common.InvalidFieldException.require;
 
 import com.fasterxml.jackson.annotation.JsonProperty;
 import java.util.Map;

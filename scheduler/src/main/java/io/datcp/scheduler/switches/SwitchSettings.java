@@ -1,7 +1,7 @@
 package io.datcp.scheduler.switches;
 
-import io.datcp.scheduler.InvalidFieldException;
-import io.datcp.scheduler.config.ConfigException;
+import io.datcp.scheduler.common.ConfigException;
+import io.datcp.scheduler.common.InvalidFieldException;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;

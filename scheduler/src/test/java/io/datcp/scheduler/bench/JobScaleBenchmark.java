@@ -4,9 +4,9 @@ import io.datcp.scheduler.SchedulerService;
 import io.datcp.scheduler.TestServices;
 import io.datcp.scheduler.flows.FlowOutcome;
 import io.datcp.scheduler.flows.QuenchOutcome;
-import io.datcp.scheduler.jobs.JobConf;
 import io.datcp.scheduler.jobs.JobEvent;
-import io.datcp.scheduler.jobs.JobPriority;
+import io.datcp.scheduler.policy.JobConf;
+import io.datcp.scheduler.policy.JobPriority;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 import java.nio.file.Files;
@@ -17,9 +17,9 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
+import picocli.CommandLine;
 
 /**
  * Domain benchmark (not a test): plays large jobs through the scheduler's domain service in

@@ -3,7 +3,8 @@ package io.datcp.scheduler.config;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.datcp.scheduler.flows.PlannerPolicy;
+import io.datcp.scheduler.common.ConfigException;
+import io.datcp.scheduler.plan.PlannerPolicy;
 import io.datcp.scheduler.policy.FlowMode;
 import java.io.Reader;
 import java.nio.file.Files;

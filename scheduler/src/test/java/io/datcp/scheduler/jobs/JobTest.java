@@ -2,6 +2,8 @@ package io.datcp.scheduler.jobs;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.datcp.scheduler.policy.JobConf;
+import io.datcp.scheduler.policy.JobPriority;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;

@@ -5,9 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
-import io.datcp.scheduler.InvalidFieldException;
-import io.datcp.scheduler.jobs.JobConf;
-import io.datcp.scheduler.jobs.JobPriority;
+import io.datcp.scheduler.common.InvalidFieldException;
 import io.datcp.scheduler.store.PolicyStore;
 import java.nio.file.Path;
 import java.util.List;

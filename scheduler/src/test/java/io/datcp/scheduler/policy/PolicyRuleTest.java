@@ -3,9 +3,7 @@ package io.datcp.scheduler.policy;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.datcp.scheduler.InvalidFieldException;
-import io.datcp.scheduler.jobs.JobConf;
-import io.datcp.scheduler.jobs.JobPriority;
+import io.datcp.scheduler.common.InvalidFieldException;
 import org.junit.jupiter.api.Test;
 
 class PolicyRuleTest {

@@ -5,7 +5,7 @@ import static org.awaitility.Awaitility.await;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.datcp.scheduler.SchedulerMain;
-import io.datcp.scheduler.auth.WriteToken;
+import io.datcp.scheduler.api.rest.WriteToken;
 import io.datcp.scheduler.policy.PolicyRule;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;

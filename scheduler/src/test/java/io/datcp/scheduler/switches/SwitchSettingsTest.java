@@ -3,7 +3,7 @@ package io.datcp.scheduler.switches;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.datcp.scheduler.config.ConfigException;
+import io.datcp.scheduler.common.ConfigException;
 import io.datcp.scheduler.config.SchedulerConf;
 import java.util.List;
 import java.util.Map;

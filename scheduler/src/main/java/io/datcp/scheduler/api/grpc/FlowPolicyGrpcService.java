@@ -9,10 +9,13 @@ import io.datcp.proto.v1.ReportAck;
 import io.datcp.proto.v1.SwitchConfig;
 import io.datcp.proto.v1.SwitchConfigRequest;
 import io.datcp.proto.v1.WatchRequest;
-import io.datcp.scheduler.InvalidFieldException;
-import io.datcp.scheduler.SchedulerService;
-import io.datcp.scheduler.auth.NotPermittedException;
+import io.datcp.scheduler.common.InvalidFieldException;
 import io.datcp.scheduler.flows.FlowOutcome;
+import io.datcp.scheduler.ingest.Ack;
+import io.datcp.scheduler.ingest.NotPermittedException;
+import io.datcp.scheduler.ingest.Reports;
+import io.datcp.scheduler.serve.Lookups;
+import io.datcp.scheduler.switches.SwitchBook;
 import io.grpc.Status;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
@@ -25,18 +28,23 @@ import java.util.concurrent.atomic.AtomicReference;
  * switch configuration stream. The node credential (checked first) names the agent's host.
  */
 public final class FlowPolicyGrpcService extends FlowPolicyServiceGrpc.FlowPolicyServiceImplBase {
-  private final SchedulerService scheduler;
+  private final Lookups lookups;
+  private final Reports reports;
+  private final SwitchBook switches;
   private final int maxQueuedUpdates;
 
   /** @param maxQueuedUpdates updates one slow stream may queue before it is closed */
-  public FlowPolicyGrpcService(SchedulerService scheduler, int maxQueuedUpdates) {
-    this.scheduler = scheduler;
+  public FlowPolicyGrpcService(Lookups lookups, Reports reports, SwitchBook switches,
+      int maxQueuedUpdates) {
+    this.lookups = lookups;
+    this.reports = reports;
+    this.switches = switches;
     this.maxQueuedUpdates = maxQueuedUpdates;
   }
 
   @Override
   public void lookupPolicy(PolicyLookup request, StreamObserver<FlowPolicy> out) {
-    GrpcCalls.unary(out, () -> ProtoMapping.policy(scheduler.lookup(
+    GrpcCalls.unary(out, () -> ProtoMapping.policy(lookups.lookup(
         GrpcCalls.caller(request.getAgentHost(), "agentHost").host(), request.getJobId(),
         request.getReduceId(), request.getBytes(), request.getMapIdsList(), request.hasFlow()
             ? ProtoMapping.flow(request.getFlow(), request.getJobId(), request.getReduceId())
@@ -50,11 +58,11 @@ public final class FlowPolicyGrpcService extends FlowPolicyServiceGrpc.FlowPolic
     BoundedStream<PolicyUpdate> stream = new BoundedStream<>(call, maxQueuedUpdates, false,
         () -> {
           stop.get().run();
-          scheduler.slowWatcherClosed();
+          lookups.slowWatcherClosed();
         });
     try {
       String host = GrpcCalls.caller(request.getAgentHost(), "agentHost").host();
-      stop.set(scheduler.watch(host, request.getResync(), u -> {
+      stop.set(lookups.watch(host, request.getResync(), u -> {
         PolicyUpdate.Builder b = PolicyUpdate.newBuilder()
             .setTimeUnixNanos(u.timeUnixNanos())
             .setJobFinished(u.jobFinished())
@@ -84,7 +92,7 @@ public final class FlowPolicyGrpcService extends FlowPolicyServiceGrpc.FlowPolic
     GrpcCalls.unary(out, () -> {
       List<FlowOutcome> outcomes = new ArrayList<>(request.getOutcomesCount());
       request.getOutcomesList().forEach(o -> outcomes.add(ProtoMapping.outcome(o)));
-      SchedulerService.Ack ack = scheduler.reportOutcomes(
+      Ack ack = reports.reportOutcomes(
           GrpcCalls.caller(request.getAgentHost(), "agentHost"), request.getReporterId(),
           request.getBatchId(), outcomes);
       return ReportAck.newBuilder().setAccepted(ack.accepted()).setDuplicate(ack.duplicate())
@@ -99,7 +107,7 @@ public final class FlowPolicyGrpcService extends FlowPolicyServiceGrpc.FlowPolic
     BoundedStream<SwitchConfig> stream = new BoundedStream<>(call, 1, true, () -> {});
     Runnable stop;
     try {
-      stop = scheduler.watchSwitch(request.getSwitchName(),
+      stop = switches.watch(request.getSwitchName(),
           c -> stream.send(ProtoMapping.switchConfig(c)));
     } catch (InvalidFieldException e) {
       out.onError(Status.INVALID_ARGUMENT.withDescription(e.getMessage()).asRuntimeException());

@@ -1,10 +1,10 @@
 package io.datcp.scheduler.api.grpc;
 
-import io.datcp.scheduler.InvalidFieldException;
-import io.datcp.scheduler.SchedulerService;
+import io.datcp.scheduler.ingest.Caller;
 import io.datcp.scheduler.auth.NodeAuthInterceptor;
-import io.datcp.scheduler.auth.NotPermittedException;
-import io.datcp.scheduler.limits.RateLimitedException;
+import io.datcp.scheduler.common.InvalidFieldException;
+import io.datcp.scheduler.ingest.NotPermittedException;
+import io.datcp.scheduler.ingest.RateLimitedException;
 import io.grpc.Status;
 import io.grpc.stub.StreamObserver;
 import java.util.function.Supplier;
@@ -17,16 +17,16 @@ final class GrpcCalls {
    * The caller of a reporter's or agent's call: the host of its node credential, which a host
    * the message names must equal; without a credential (development) the message's host.
    */
-  static SchedulerService.Caller caller(String messageHost, String field) {
+  static Caller caller(String messageHost, String field) {
     String host = NodeAuthInterceptor.HOST.get();
     if (host == null) {
-      return new SchedulerService.Caller(messageHost, false);
+      return new Caller(messageHost, false);
     }
     if (!messageHost.isEmpty() && !messageHost.equals(host)) {
       throw new NotPermittedException(field + ": '" + messageHost
           + "' is not the host of the node credential ('" + host + "')");
     }
-    return new SchedulerService.Caller(host, true);
+    return new Caller(host, true);
   }
 
   static <T> void unary(StreamObserver<T> out, Supplier<T> call) {

@@ -10,7 +10,8 @@ import io.datcp.proto.v1.PolicyRule;
 import io.datcp.proto.v1.PolicyRules;
 import io.datcp.proto.v1.SwitchConfig;
 import io.datcp.proto.v1.SwitchConfigRequest;
-import io.datcp.scheduler.SchedulerService;
+import io.datcp.scheduler.serve.PolicyPushes;
+import io.datcp.scheduler.switches.SwitchBook;
 import io.grpc.Status;
 import io.grpc.stub.StreamObserver;
 import java.util.List;
@@ -30,20 +31,22 @@ public final class PolicyAdminGrpcService
       PolicyAdminServiceGrpc.getDeletePolicyMethod().getFullMethodName(),
       PolicyAdminServiceGrpc.getPutSwitchConfigMethod().getFullMethodName());
 
-  private final SchedulerService scheduler;
+  private final PolicyPushes rules;
+  private final SwitchBook switches;
 
-  public PolicyAdminGrpcService(SchedulerService scheduler) {
-    this.scheduler = scheduler;
+  public PolicyAdminGrpcService(PolicyPushes rules, SwitchBook switches) {
+    this.rules = rules;
+    this.switches = switches;
   }
 
   @Override
   public void listPolicies(ListPoliciesRequest request, StreamObserver<PolicyRules> out) {
-    GrpcCalls.unary(out, () -> rules(scheduler.listPolicies()));
+    GrpcCalls.unary(out, () -> rules(rules.listPolicies()));
   }
 
   @Override
   public void getPolicy(GetPolicyRequest request, StreamObserver<PolicyRule> out) {
-    var rule = scheduler.getPolicy(request.getName());
+    var rule = rules.getPolicy(request.getName());
     if (rule.isEmpty()) {
       out.onError(Status.NOT_FOUND.withDescription("name: no rule '" + request.getName() + "'")
           .asRuntimeException());
@@ -55,30 +58,30 @@ public final class PolicyAdminGrpcService
   @Override
   public void putPolicy(PolicyRule request, StreamObserver<PolicyRule> out) {
     GrpcCalls.unary(out,
-        () -> ProtoMapping.rule(scheduler.putPolicy(ProtoMapping.rule(request))));
+        () -> ProtoMapping.rule(rules.putPolicy(ProtoMapping.rule(request))));
   }
 
   @Override
   public void replacePolicies(PolicyRules request, StreamObserver<PolicyRules> out) {
-    GrpcCalls.unary(out, () -> rules(scheduler.replacePolicies(
+    GrpcCalls.unary(out, () -> rules(rules.replacePolicies(
         request.getRulesList().stream().map(ProtoMapping::rule).toList())));
   }
 
   @Override
   public void deletePolicy(DeletePolicyRequest request, StreamObserver<DeletePolicyResponse> out) {
     GrpcCalls.unary(out, () -> DeletePolicyResponse.newBuilder()
-        .setDeleted(scheduler.deletePolicy(request.getName())).build());
+        .setDeleted(rules.deletePolicy(request.getName())).build());
   }
 
   @Override
   public void getSwitchConfig(SwitchConfigRequest request, StreamObserver<SwitchConfig> out) {
     GrpcCalls.unary(out, () -> ProtoMapping.switchConfig(
-        scheduler.switchConfig(request.getSwitchName())));
+        switches.get(request.getSwitchName())));
   }
 
   @Override
   public void putSwitchConfig(SwitchConfig request, StreamObserver<SwitchConfig> out) {
-    GrpcCalls.unary(out, () -> ProtoMapping.switchConfig(scheduler.putSwitchConfig(
+    GrpcCalls.unary(out, () -> ProtoMapping.switchConfig(switches.put(
         request.getSwitchName(), ProtoMapping.ports(request))));
   }
 

@@ -1,17 +1,17 @@
 package io.datcp.scheduler.api.grpc;
 
 import io.datcp.proto.v1.ShuffleEvent;
-import io.datcp.scheduler.InvalidFieldException;
+import io.datcp.scheduler.common.InvalidFieldException;
 import io.datcp.scheduler.flows.FlowKey;
 import io.datcp.scheduler.flows.FlowOutcome;
-import io.datcp.scheduler.flows.FlowPolicy;
 import io.datcp.scheduler.flows.QuenchOutcome;
-import io.datcp.scheduler.jobs.JobConf;
 import io.datcp.scheduler.jobs.JobEvent;
-import io.datcp.scheduler.jobs.JobPriority;
 import io.datcp.scheduler.policy.FlowMode;
+import io.datcp.scheduler.policy.JobConf;
+import io.datcp.scheduler.policy.JobPriority;
 import io.datcp.scheduler.policy.PolicyRule;
 import io.datcp.scheduler.policy.QuenchMode;
+import io.datcp.scheduler.serve.FlowPolicy;
 import io.datcp.scheduler.switches.MarkMode;
 import io.datcp.scheduler.switches.SwitchBook;
 import io.datcp.scheduler.switches.SwitchPort;

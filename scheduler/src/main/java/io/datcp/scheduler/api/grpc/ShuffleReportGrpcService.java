@@ -3,7 +3,8 @@ package io.datcp.scheduler.api.grpc;
 import io.datcp.proto.v1.ReportAck;
 import io.datcp.proto.v1.ShuffleReport;
 import io.datcp.proto.v1.ShuffleReportServiceGrpc;
-import io.datcp.scheduler.SchedulerService;
+import io.datcp.scheduler.ingest.Ack;
+import io.datcp.scheduler.ingest.Reports;
 import io.datcp.scheduler.jobs.JobEvent;
 import io.grpc.stub.StreamObserver;
 import java.util.ArrayList;
@@ -12,10 +13,10 @@ import java.util.List;
 /** gRPC adapter for the plugins' and map-side reports (node credentials checked first). */
 public final class ShuffleReportGrpcService
     extends ShuffleReportServiceGrpc.ShuffleReportServiceImplBase {
-  private final SchedulerService scheduler;
+  private final Reports reports;
 
-  public ShuffleReportGrpcService(SchedulerService scheduler) {
-    this.scheduler = scheduler;
+  public ShuffleReportGrpcService(Reports reports) {
+    this.reports = reports;
   }
 
   @Override
@@ -25,7 +26,7 @@ public final class ShuffleReportGrpcService
       for (int i = 0; i < request.getEventsCount(); i++) {
         events.add(ProtoMapping.event(request.getEvents(i), i));
       }
-      SchedulerService.Ack ack = scheduler.report(
+      Ack ack = reports.report(
           GrpcCalls.caller(request.getReporterHost(), "reporterHost"),
           request.getReporterId(), request.getBatchId(), events);
       return ReportAck.newBuilder().setAccepted(ack.accepted()).setDuplicate(ack.duplicate())

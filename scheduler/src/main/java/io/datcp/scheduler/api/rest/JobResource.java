@@ -4,7 +4,7 @@ import com.linecorp.armeria.server.annotation.Default;
 import com.linecorp.armeria.server.annotation.Get;
 import com.linecorp.armeria.server.annotation.Param;
 import com.linecorp.armeria.server.annotation.ProducesJson;
-import io.datcp.scheduler.SchedulerService;
+import io.datcp.scheduler.serve.JobViews;
 import io.datcp.scheduler.flows.FlowLog;
 import io.datcp.scheduler.flows.FlowOutcome;
 import io.datcp.scheduler.jobs.JobView;
@@ -24,22 +24,22 @@ public final class JobResource {
 
   public record Flows(List<FlowOutcome> flows) {}
 
-  private final SchedulerService scheduler;
+  private final JobViews views;
 
-  public JobResource(SchedulerService scheduler) {
-    this.scheduler = scheduler;
+  public JobResource(JobViews views) {
+    this.views = views;
   }
 
   @Get("/jobs")
   public Jobs jobs() {
-    FlowLog.Tally t = scheduler.overallTally();
-    return new Jobs(new Overall(t.total(), t.met(), t.metRatio(), scheduler.runningJobCount()),
-        scheduler.jobs());
+    FlowLog.Tally t = views.overallTally();
+    return new Jobs(new Overall(t.total(), t.met(), t.metRatio(), views.runningJobCount()),
+        views.jobs());
   }
 
   @Get("/jobs/{id}")
   public JobView job(@Param("id") String id) {
-    return scheduler.job(id)
+    return views.job(id)
         .orElseThrow(() -> new NotFoundException("id", "no job '" + id + "' is known"));
   }
 
@@ -47,6 +47,6 @@ public final class JobResource {
   @Get("/flows")
   public Flows flows(@Param("job") @Default("") String job,
       @Param("limit") @Default("1000") int limit) {
-    return new Flows(scheduler.flows(job.isEmpty() ? null : job, limit));
+    return new Flows(views.flows(job.isEmpty() ? null : job, limit));
   }
 }

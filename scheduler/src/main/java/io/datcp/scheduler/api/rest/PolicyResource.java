@@ -8,8 +8,8 @@ import com.linecorp.armeria.server.annotation.Get;
 import com.linecorp.armeria.server.annotation.Param;
 import com.linecorp.armeria.server.annotation.ProducesJson;
 import com.linecorp.armeria.server.annotation.Put;
-import io.datcp.scheduler.InvalidFieldException;
-import io.datcp.scheduler.SchedulerService;
+import io.datcp.scheduler.serve.PolicyPushes;
+import io.datcp.scheduler.common.InvalidFieldException;
 import io.datcp.scheduler.policy.PolicyRule;
 import java.util.List;
 
@@ -22,20 +22,20 @@ public final class PolicyResource {
   /** The whole rule set, as read and as replaced atomically. */
   public record Rules(List<PolicyRule> rules) {}
 
-  private final SchedulerService scheduler;
+  private final PolicyPushes rules;
 
-  public PolicyResource(SchedulerService scheduler) {
-    this.scheduler = scheduler;
+  public PolicyResource(PolicyPushes rules) {
+    this.rules = rules;
   }
 
   @Get("/policies")
   public Rules list() {
-    return new Rules(scheduler.listPolicies());
+    return new Rules(rules.listPolicies());
   }
 
   @Get("/policies/{name}")
   public PolicyRule get(@Param("name") String name) {
-    return scheduler.getPolicy(name)
+    return rules.getPolicy(name)
         .orElseThrow(() -> new NotFoundException("name", "no policy rule named '" + name + "'"));
   }
 
@@ -46,7 +46,7 @@ public final class PolicyResource {
     InvalidFieldException.require(rule != null, "body", "a policy rule is required");
     InvalidFieldException.require(rule.name() == null || rule.name().equals(name), "name",
         "body name '" + rule.name() + "' differs from the path's '" + name + "'");
-    return scheduler.putPolicy(rule.withName(name));
+    return rules.putPolicy(rule.withName(name));
   }
 
   /** Replaces every rule at once: all valid and stored, or nothing changes. */
@@ -55,13 +55,13 @@ public final class PolicyResource {
   public Rules replace(Rules body) {
     InvalidFieldException.require(body != null && body.rules() != null, "rules",
         "is required (a list, possibly empty)");
-    return new Rules(scheduler.replacePolicies(body.rules()));
+    return new Rules(rules.replacePolicies(body.rules()));
   }
 
   @Delete("/policies/{name}")
   @Blocking
   public HttpResponse delete(@Param("name") String name) {
-    if (!scheduler.deletePolicy(name)) {
+    if (!rules.deletePolicy(name)) {
       throw new NotFoundException("name", "no policy rule named '" + name + "'");
     }
     return HttpResponse.of(HttpStatus.NO_CONTENT);

@@ -7,8 +7,8 @@ import com.linecorp.armeria.common.HttpResponse;
 import com.linecorp.armeria.common.HttpStatus;
 import com.linecorp.armeria.server.ServiceRequestContext;
 import com.linecorp.armeria.server.annotation.ExceptionHandlerFunction;
-import io.datcp.scheduler.InvalidFieldException;
-import io.datcp.scheduler.limits.RateLimitedException;
+import io.datcp.scheduler.common.InvalidFieldException;
+import io.datcp.scheduler.ingest.RateLimitedException;
 
 /** Maps domain failures and JSON binding errors to 4xx answers that name the field. */
 public final class RestErrors implements ExceptionHandlerFunction {

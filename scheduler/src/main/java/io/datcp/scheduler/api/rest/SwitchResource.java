@@ -4,8 +4,8 @@ import com.linecorp.armeria.server.annotation.Get;
 import com.linecorp.armeria.server.annotation.Param;
 import com.linecorp.armeria.server.annotation.ProducesJson;
 import com.linecorp.armeria.server.annotation.Put;
-import io.datcp.scheduler.InvalidFieldException;
-import io.datcp.scheduler.SchedulerService;
+import io.datcp.scheduler.switches.SwitchBook;
+import io.datcp.scheduler.common.InvalidFieldException;
 import io.datcp.scheduler.switches.SwitchBook;
 import io.datcp.scheduler.switches.SwitchPort;
 import java.util.List;
@@ -20,27 +20,27 @@ public final class SwitchResource {
 
   public record Ports(List<SwitchPort> ports) {}
 
-  private final SchedulerService scheduler;
+  private final SwitchBook switches;
 
-  public SwitchResource(SchedulerService scheduler) {
-    this.scheduler = scheduler;
+  public SwitchResource(SwitchBook switches) {
+    this.switches = switches;
   }
 
   /** Switches with settings of their own (others get the Table 1 default). */
   @Get("/switches")
   public Switches list() {
-    return new Switches(scheduler.switchNames());
+    return new Switches(switches.names());
   }
 
   @Get("/switches/{name}")
   public SwitchBook.SwitchConfig get(@Param("name") String name) {
-    return scheduler.switchConfig(name);
+    return switches.get(name);
   }
 
   @Put("/switches/{name}")
   public SwitchBook.SwitchConfig put(@Param("name") String name, Ports body) {
     InvalidFieldException.require(body != null && body.ports() != null, "ports",
         "is required (a list of ports)");
-    return scheduler.putSwitchConfig(name, body.ports());
+    return switches.put(name, body.ports());
   }
 }

@@ -1,0 +1,4 @@
+package io.datcp.scheduler.ingest;
+
+/** What a report batch did. */
+public record Ack(int accepted, boolean duplicate) {}

@@ -1,0 +1,228 @@
+package io.datcp.scheduler.ingest;
+
+import static io.datcp.scheduler.common.InvalidFieldException.require;
+
+import io.datcp.scheduler.common.InvalidFieldException;
+import io.datcp.scheduler.common.Stripes;
+import io.datcp.scheduler.common.UnixNanos;
+import io.datcp.scheduler.flows.FlowLog;
+import io.datcp.scheduler.flows.FlowOutcome;
+import io.datcp.scheduler.jobs.Job;
+import io.datcp.scheduler.jobs.JobEvent;
+import io.datcp.scheduler.jobs.JobRegistry;
+import io.datcp.scheduler.plan.Replanner;
+import io.datcp.scheduler.serve.PolicyPushes;
+import io.datcp.scheduler.serve.PolicyUpdateHub;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.time.Clock;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * The ingest step: report batches from the plugins ({@link #report}) and flow outcomes from the
+ * agents ({@link #reportOutcomes}), each checked whole (size, rate per host, fields, what the
+ * authenticated caller may say), deduplicated by batch id, then applied to the job model; a
+ * report's changes re-plan the reducer hosts they touched and the news is pushed to agents.
+ */
+public final class Reports {
+  private final Stripes jobLocks;
+  private final JobRegistry registry;
+  private final Authorization authorization;
+  private final BatchDedup dedup;
+  private final HostRateLimiter limiter;
+  private final int maxEventsPerBatch;
+  private final JobAttributes attributes;
+  private final Replanner plan;
+  private final PolicyPushes pushes;
+  private final PolicyUpdateHub hub;
+  private final FlowLog flowLog;
+  private final Clock clock;
+
+  private final Counter eventsAccepted;
+  private final Counter batchesRateLimited;
+  private final Counter batchesInvalid;
+  private final Counter batchesNotPermitted;
+  private final Counter duplicates;
+  private final Counter outcomesMet;
+  private final Counter outcomesMissed;
+  private final Counter outcomesIgnored;
+
+  /**
+   * @param dedupIdleNanos reports.dedupIdleSeconds
+   * @param maxEventsPerBatch reports.maxEventsPerBatch
+   * @param yarn the ResourceManager asked for job attributes; null: none (attributes come from
+   *     reports or stay unknown)
+   */
+  public Reports(Stripes jobLocks, JobRegistry registry, HostRateLimiter limiter,
+      long dedupIdleNanos, int maxEventsPerBatch, YarnApps yarn, Replanner plan,
+      PolicyPushes pushes, PolicyUpdateHub hub, FlowLog flowLog, Clock clock,
+      MeterRegistry meters) {
+    this.jobLocks = jobLocks;
+    this.registry = registry;
+    this.authorization = new Authorization(registry);
+    this.dedup = new BatchDedup(dedupIdleNanos);
+    this.limiter = limiter;
+    this.maxEventsPerBatch = maxEventsPerBatch;
+    this.attributes = new JobAttributes(jobLocks, registry, yarn, pushes, hub, clock);
+    this.plan = plan;
+    this.pushes = pushes;
+    this.hub = hub;
+    this.flowLog = flowLog;
+    this.clock = clock;
+
+    eventsAccepted = Counter.builder("datcp.report.events").description("Events applied")
+        .register(meters);
+    batchesRateLimited = Counter.builder("datcp.report.rejected").tag("reason", "rate")
+        .description("Report batches refused").register(meters);
+    batchesInvalid = Counter.builder("datcp.report.rejected").tag("reason", "invalid")
+        .description("Report batches refused").register(meters);
+    outcomesMet = Counter.builder("datcp.flows.ended").tag("deadline", "met")
+        .description("Flows reported ended by agents").register(meters);
+    outcomesMissed = Counter.builder("datcp.flows.ended").tag("deadline", "missed")
+        .description("Flows reported ended by agents").register(meters);
+    duplicates = Counter.builder("datcp.report.duplicates")
+        .description("Retried batches acknowledged without applying them").register(meters);
+    batchesNotPermitted = Counter.builder("datcp.report.rejected").tag("reason", "permission")
+        .description("Report batches refused").register(meters);
+    outcomesIgnored = Counter.builder("datcp.flows.ignored")
+        .description("Flow outcomes of jobs the scheduler does not know").register(meters);
+    Gauge.builder("datcp.jobs.running", registry, JobRegistry::runningCount)
+        .description("Jobs with a reduce reported and no finish").register(meters);
+  }
+
+  /**
+   * Applies a batch of events from {@code caller}; all or nothing: a batch over the size limit,
+   * over the host's rate, with an invalid event or with an event the caller may not send
+   * changes nothing. A batch whose ({@code reporterId}, {@code batchId}) was applied before is
+   * acknowledged as a duplicate and not applied again.
+   */
+  public Ack report(Caller caller, String reporterId, long batchId, List<JobEvent> events) {
+    checkBatch(caller.host(), "reporterHost", events.size(), "events");
+    try {
+      require(reporterId.length() <= 128, "reporterId", "longer than 128 characters");
+      for (int i = 0; i < events.size(); i++) {
+        events.get(i).validate("events[" + i + "].");
+      }
+    } catch (InvalidFieldException e) {
+      batchesInvalid.increment();
+      throw e;
+    }
+    long now = UnixNanos.now(clock);
+    PolicyUpdateHub.Outbox out = new PolicyUpdateHub.Outbox();
+    List<String> askYarn = new ArrayList<>();
+    Set<String> jobIds = new HashSet<>();
+    events.forEach(e -> jobIds.add(e.jobId()));
+    try (Stripes.Held held = jobLocks.hold(jobIds)) {
+      if (caller.authenticated()) {
+        try {
+          authorization.check(events, caller.host());
+        } catch (NotPermittedException e) {
+          batchesNotPermitted.increment();
+          throw e;
+        }
+      }
+      if (!firstTime(caller, reporterId, batchId)) {
+        return new Ack(0, true);
+      }
+      Set<String> touched = new HashSet<>();
+      Set<Job> changed = new HashSet<>();
+      for (JobEvent e : events) {
+        Job job = registry.apply(e, touched, now);
+        if (job == null) {
+          continue;
+        }
+        changed.add(job);
+        if (job.finished()) {
+          hub.jobFinished(out, job.id(), now);
+        } else if (e instanceof JobEvent.FetchFinished f) {
+          hub.notInterested(f.sourceHost(), f.jobId(), f.reduceId(),
+              PolicyUpdateHub.fetched(f.reduceId(), f.sourceHost(), f.mapIds()));
+        }
+        attributes.askIfUnknown(job, now, askYarn);
+      }
+      changed.forEach(j -> plan.publishDemands(j, touched));
+      changed.stream().filter(Job::finished).forEach(plan::closeEpisodes);
+      registry.drainEvicted().forEach(flowLog::forget);
+      plan.replan(touched, now, pushes.into(out));
+    }
+    hub.deliver(out);
+    eventsAccepted.increment(events.size());
+    askYarn.forEach(attributes::ask);
+    return new Ack(events.size(), false);
+  }
+
+  /**
+   * Records how flows ended; all or nothing, limited and deduplicated like shuffle reports.
+   * Outcomes of jobs the scheduler does not know (running or in its history) are ignored.
+   */
+  public Ack reportOutcomes(Caller caller, String reporterId, long batchId,
+      List<FlowOutcome> outcomes) {
+    checkBatch(caller.host(), "agentHost", outcomes.size(), "outcomes");
+    try {
+      require(reporterId.length() <= 128, "reporterId", "longer than 128 characters");
+      for (int i = 0; i < outcomes.size(); i++) {
+        outcomes.get(i).validate("outcomes[" + i + "].");
+      }
+    } catch (InvalidFieldException e) {
+      batchesInvalid.increment();
+      throw e;
+    }
+    int applied = 0;
+    Set<String> jobIds = new HashSet<>();
+    outcomes.forEach(o -> jobIds.add(o.jobId()));
+    try (Stripes.Held held = jobLocks.hold(jobIds)) {
+      if (!firstTime(caller, reporterId, batchId)) {
+        return new Ack(0, true);
+      }
+      for (FlowOutcome o : outcomes) {
+        if (registry.find(o.jobId()) == null) {
+          outcomesIgnored.increment();
+          continue;
+        }
+        flowLog.add(o);
+        (o.met() ? outcomesMet : outcomesMissed).increment();
+        Job running = registry.running(o.jobId());
+        Job.Reduce reduce = running == null ? null : running.reduce(o.reduceId());
+        if (reduce != null) {
+          plan.flowEnded(reduce.host(), o.jobId(), o.bytes(), o.startUnixNanos(),
+              o.finishUnixNanos());
+        }
+        PolicyUpdateHub.FlowRef ended = new PolicyUpdateHub.FlowRef(o.reduceId(), o.flow());
+        hub.notInterested(caller.host(), o.jobId(), o.reduceId(), f -> f.equals(ended)
+            || (f.reduceId() == o.reduceId() && (o.flow() == null || f.key() == null)));
+        applied++;
+      }
+    }
+    return new Ack(applied, false);
+  }
+
+  private void checkBatch(String host, String hostField, int size, String listField) {
+    require(host != null && !host.isEmpty() && host.length() <= 255, hostField,
+        "must be a host name of 1-255 characters");
+    if (size > maxEventsPerBatch) {
+      batchesInvalid.increment();
+      throw new InvalidFieldException(listField,
+          "batch of " + size + " exceeds the limit of " + maxEventsPerBatch);
+    }
+    if (!limiter.tryAcquire(host)) {
+      batchesRateLimited.increment();
+      throw new RateLimitedException(host);
+    }
+  }
+
+  private boolean firstTime(Caller caller, String reporterId, long batchId) {
+    if (reporterId.isEmpty() || batchId == 0) {
+      return true;
+    }
+    // Keyed by host too, so one node cannot burn another node's batch ids.
+    if (dedup.firstTime(caller.host() + "\n" + reporterId, batchId, System.nanoTime())) {
+      return true;
+    }
+    duplicates.increment();
+    return false;
+  }
+}

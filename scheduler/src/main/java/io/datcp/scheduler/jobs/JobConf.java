@@ -1,4 +1,0 @@
-package io.datcp.scheduler.jobs;
-
-/** The job configuration values that operator policy rules match on. */
-public record JobConf(String queue, String user, String jobName, JobPriority priority) {}

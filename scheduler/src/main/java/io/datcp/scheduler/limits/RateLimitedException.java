@@ -1,8 +1,0 @@
-package io.datcp.scheduler.limits;
-
-/** A host sent reports faster than its limit; the batch was refused whole. */
-public final class RateLimitedException extends RuntimeException {
-  public RateLimitedException(String host) {
-    super("report rate limit exceeded for host '" + host + "'; retry later");
-  }
-}
