@@ -156,13 +156,14 @@ public final class AgentServer implements AutoCloseable {
     });
     sweeper.scheduleWithFixedDelay(this::sweep, SWEEP_MS, SWEEP_MS, TimeUnit.MILLISECONDS);
     local = LocalServer.start(Path.of(conf.get(AgentConf.SOCKET_PATH)),
-        conf.get(AgentConf.SOCKET_GROUP), conf.get(AgentConf.SOCKET_MODE), registry, orders,
+        Path.of(conf.eventsSocketPath()), conf.get(AgentConf.SOCKET_GROUP), conf.get(AgentConf.SOCKET_MODE), registry, orders,
         scheduler != null ? scheduler::forward : events -> 0);
     if (scheduler != null) {
       scheduler.watch(registry::applyPolicy);
     }
-    LOG.log(Level.INFO, "datcp agent ready: host {0}, socket {1}, kernel {2}",
-        new Object[] {hostName, local.socket(), kernel.available() ? "datcp" : "absent"});
+    LOG.log(Level.INFO, "datcp agent ready: host {0}, socket {1}, events socket {2}, kernel {3}",
+        new Object[] {hostName, local.socket(), local.eventsSocket(),
+            kernel.available() ? "datcp" : "absent"});
   }
 
   /** Loads or re-attaches to datcp; without it the agent still answers (plain TCP). */

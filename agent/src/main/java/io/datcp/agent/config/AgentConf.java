@@ -95,9 +95,16 @@ public final class AgentConf {
 
   public static final Key<String> SOCKET_PATH = register(new Key<>("local.socketPath",
       "/run/datcp/agent.sock", Function.identity(),
-      v -> v.startsWith("/") && v.length() < 108,
+      v -> v.startsWith("/") && sunPathFits(v),
       "an absolute path shorter than 108 bytes (the sun_path limit)",
       "Unix domain socket of LocalAgentService (the shuffle plugin connects here)."));
+
+  public static final Key<String> EVENTS_SOCKET_PATH = register(new Key<>(
+      "local.eventsSocketPath", "", Function.identity(),
+      v -> v.isEmpty() || v.startsWith("/") && sunPathFits(v),
+      "empty (events.sock beside local.socketPath) or an absolute path shorter than 108 bytes",
+      "Unix domain socket for the reduce tasks' shuffle events (length-delimited ShuffleReport,"
+          + " ReportAck answers; no gRPC); empty: events.sock in local.socketPath's directory."));
 
   public static final Key<String> SOCKET_GROUP = register(new Key<>("local.socketGroup", "",
       Function.identity(), v -> v.isEmpty() || v.matches("[A-Za-z_][A-Za-z0-9_.-]{0,31}"),
@@ -342,7 +349,33 @@ public final class AgentConf {
     return List.copyOf(Collections.unmodifiableCollection(KEYS.values()));
   }
 
+  /**
+   * The events socket: local.eventsSocketPath, or events.sock in local.socketPath's directory
+   * when that is empty.
+   */
+  public String eventsSocketPath() {
+    String set = get(EVENTS_SOCKET_PATH);
+    return set.isEmpty() ? Path.of(get(SOCKET_PATH)).resolveSibling("events.sock").toString()
+        : set;
+  }
+
+  /** sun_path holds 108 bytes with the terminating NUL. */
+  private static boolean sunPathFits(String path) {
+    return path.getBytes(StandardCharsets.UTF_8).length < 108;
+  }
+
   private void checkTogether() {
+    String events = eventsSocketPath();
+    if (events.equals(get(SOCKET_PATH))) {
+      throw new ConfigException("configuration key 'local.eventsSocketPath' must name another"
+          + " socket than local.socketPath (" + events + "); accepted: "
+          + EVENTS_SOCKET_PATH.accepted());
+    }
+    if (!sunPathFits(events)) {
+      throw new ConfigException("configuration key 'local.eventsSocketPath': " + events
+          + " (events.sock beside local.socketPath) is 108 bytes or longer; accepted: "
+          + EVENTS_SOCKET_PATH.accepted());
+    }
     if (get(ROLE) == Role.SWITCH && get(SWITCH_NAME).isEmpty()) {
       throw new ConfigException("configuration key 'switch.name' is required when"
           + " agent.role=switch; accepted: [A-Za-z0-9._-]{1,64}");

@@ -15,21 +15,17 @@ import io.datcp.proto.v1.LocalAgentServiceGrpc;
 import io.datcp.proto.v1.OrdersRequest;
 import io.datcp.proto.v1.RegistrationError;
 import io.datcp.proto.v1.ReportAck;
-import io.datcp.proto.v1.ShuffleEvent;
 import io.datcp.proto.v1.ShuffleReport;
 import io.grpc.Status;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
-import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 
 /** LocalAgentService: a thin adapter over {@link FlowRegistry} and the order hub. */
 final class LocalAgentGrpcService extends LocalAgentServiceGrpc.LocalAgentServiceImplBase {
-  /** Most events in one Forward call (the scheduler's batch bound). */
-  static final int MAX_FORWARD_EVENTS = 1000;
   /**
    * Messages of one RegisterFlows or RegisterFlowBatches stream read ahead of the answers the
    * caller has taken: enough to keep the event loop busy, few enough that a caller who stops
@@ -43,17 +39,14 @@ final class LocalAgentGrpcService extends LocalAgentServiceGrpc.LocalAgentServic
 
   private final FlowRegistry registry;
   private final OrderHub orders;
-  private final Function<List<ShuffleEvent>, Integer> forward;
+  private final ReportIntake reports;
   private final AtomicInteger openStreams = new AtomicInteger();
 
-  /**
-   * @param forward queues events for the scheduler, returns how many were queued
-   */
-  LocalAgentGrpcService(FlowRegistry registry, OrderHub orders,
-      Function<List<ShuffleEvent>, Integer> forward, MeterRegistry meters) {
+  LocalAgentGrpcService(FlowRegistry registry, OrderHub orders, ReportIntake reports,
+      MeterRegistry meters) {
     this.registry = registry;
     this.orders = orders;
-    this.forward = forward;
+    this.reports = reports;
     Gauge.builder("datcp.agent.registration.streams", openStreams, AtomicInteger::get)
         .description("RegisterFlows and RegisterFlowBatches streams open").register(meters);
   }
@@ -207,20 +200,14 @@ final class LocalAgentGrpcService extends LocalAgentServiceGrpc.LocalAgentServic
 
   @Override
   public void forward(ShuffleReport req, StreamObserver<ReportAck> out) {
-    if (req.getEventsCount() > MAX_FORWARD_EVENTS) {
-      out.onError(Status.INVALID_ARGUMENT.withDescription("events: " + req.getEventsCount()
-          + " events, at most " + MAX_FORWARD_EVENTS + " per call").asRuntimeException());
+    ReportAck ack;
+    try {
+      ack = reports.accept(req, ReportIntake.Via.GRPC);
+    } catch (ReportIntake.Refused e) {
+      out.onError(Status.INVALID_ARGUMENT.withDescription(e.getMessage()).asRuntimeException());
       return;
     }
-    for (int i = 0; i < req.getEventsCount(); i++) {
-      if (req.getEvents(i).getEventCase() == ShuffleEvent.EventCase.EVENT_NOT_SET) {
-        out.onError(Status.INVALID_ARGUMENT.withDescription("events[" + i + "]: no event set")
-            .asRuntimeException());
-        return;
-      }
-    }
-    int queued = forward.apply(req.getEventsList());
-    out.onNext(ReportAck.newBuilder().setAccepted(queued).build());
+    out.onNext(ack);
     out.onCompleted();
   }
 

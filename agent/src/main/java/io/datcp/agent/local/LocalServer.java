@@ -25,24 +25,27 @@ import java.util.function.Consumer;
 import java.util.function.Function;
 
 /**
- * LocalAgentService on a Unix domain socket (Netty epoll). Calls run on the socket's event
- * loop: every handler only touches memory and one bpf() map update, so a thread hand-off
- * would cost more than it saves.
+ * LocalAgentService on a Unix domain socket (Netty epoll), and beside it the events socket
+ * ({@link EventsServer}: ShuffleReports without gRPC, for reduce tasks). Calls run on the
+ * sockets' event loop: every handler only touches memory and one bpf() map update, so a thread
+ * hand-off would cost more than it saves.
  */
 public final class LocalServer implements AutoCloseable {
   /** Largest request: a registration is small; a Forward batch holds up to 1000 events. */
-  private static final int MAX_MESSAGE_BYTES = 4 << 20;
+  static final int MAX_MESSAGE_BYTES = 4 << 20;
 
   private final Path socket;
   private final Server server;
+  private final EventsServer events;
   private final EpollEventLoopGroup boss;
   private final EpollEventLoopGroup workers;
   private final OrderHub orders;
 
-  private LocalServer(Path socket, Server server, EpollEventLoopGroup boss,
+  private LocalServer(Path socket, Server server, EventsServer events, EpollEventLoopGroup boss,
       EpollEventLoopGroup workers, OrderHub orders) {
     this.socket = socket;
     this.server = server;
+    this.events = events;
     this.boss = boss;
     this.workers = workers;
     this.orders = orders;
@@ -72,20 +75,20 @@ public final class LocalServer implements AutoCloseable {
   }
 
   /**
-   * Binds the socket (replacing a stale one), sets its group and mode, and starts serving.
+   * Binds both sockets (replacing stale ones), sets their group and mode, and starts serving.
+   * Reports from either socket go through one {@link ReportIntake} over {@code forward}.
    *
-   * @param group owning group of the socket file; empty = the agent's
+   * @param eventsSocket the events socket (local.eventsSocketPath)
+   * @param group owning group of the socket files; empty = the agent's
    * @param mode octal permissions, e.g. "0660"
+   * @param forward queues events for the scheduler, returns how many were queued
    */
-  public static LocalServer start(Path socket, String group, String mode, FlowRegistry registry,
-      OrderSink orders, Function<List<ShuffleEvent>, Integer> forward) throws IOException {
-    Files.createDirectories(socket.getParent());
-    if (Files.exists(socket, LinkOption.NOFOLLOW_LINKS)) {
-      if (Files.isDirectory(socket, LinkOption.NOFOLLOW_LINKS)) {
-        throw new IOException("local.socketPath " + socket + " is a directory");
-      }
-      Files.delete(socket); // left by a previous agent process
-    }
+  public static LocalServer start(Path socket, Path eventsSocket, String group, String mode,
+      FlowRegistry registry, OrderSink orders, Function<List<ShuffleEvent>, Integer> forward)
+      throws IOException {
+    replaceStale(socket, "local.socketPath");
+    replaceStale(eventsSocket, "local.eventsSocketPath");
+    ReportIntake reports = new ReportIntake(forward, orders.hub.meters());
     EpollEventLoopGroup boss = new EpollEventLoopGroup(1);
     EpollEventLoopGroup workers = new EpollEventLoopGroup(1);
     Server server = NettyServerBuilder.forAddress(new DomainSocketAddress(socket.toString()))
@@ -94,25 +97,47 @@ public final class LocalServer implements AutoCloseable {
         .workerEventLoopGroup(workers)
         .directExecutor()
         .maxInboundMessageSize(MAX_MESSAGE_BYTES)
-        .addService(new LocalAgentGrpcService(registry, orders.hub, forward,
+        .addService(new LocalAgentGrpcService(registry, orders.hub, reports,
             orders.hub.meters()))
         .build();
+    EventsServer events = null;
     try {
       server.start();
-      PosixFileAttributeView attrs = Files.getFileAttributeView(socket,
-          PosixFileAttributeView.class);
-      if (!group.isEmpty()) {
-        attrs.setGroup(socket.getFileSystem().getUserPrincipalLookupService()
-            .lookupPrincipalByGroupName(group));
-      }
-      attrs.setPermissions(permissions(mode));
+      restrict(socket, group, mode);
+      events = EventsServer.start(eventsSocket, boss, workers, reports, orders.hub.meters(),
+          EventsServer.Limits.DEFAULT);
+      restrict(eventsSocket, group, mode);
     } catch (IOException | RuntimeException e) {
+      if (events != null) {
+        events.close();
+      }
       server.shutdownNow();
       boss.shutdownGracefully(0, 0, TimeUnit.SECONDS);
       workers.shutdownGracefully(0, 0, TimeUnit.SECONDS);
       throw e;
     }
-    return new LocalServer(socket, server, boss, workers, orders.hub);
+    return new LocalServer(socket, server, events, boss, workers, orders.hub);
+  }
+
+  /** Removes a socket file left by a previous agent process; refuses to touch a directory. */
+  private static void replaceStale(Path socket, String key) throws IOException {
+    Files.createDirectories(socket.getParent());
+    if (Files.exists(socket, LinkOption.NOFOLLOW_LINKS)) {
+      if (Files.isDirectory(socket, LinkOption.NOFOLLOW_LINKS)) {
+        throw new IOException(key + " " + socket + " is a directory");
+      }
+      Files.delete(socket);
+    }
+  }
+
+  private static void restrict(Path socket, String group, String mode) throws IOException {
+    PosixFileAttributeView attrs = Files.getFileAttributeView(socket,
+        PosixFileAttributeView.class);
+    if (!group.isEmpty()) {
+      attrs.setGroup(socket.getFileSystem().getUserPrincipalLookupService()
+          .lookupPrincipalByGroupName(group));
+    }
+    attrs.setPermissions(permissions(mode));
   }
 
   static Set<PosixFilePermission> permissions(String octal) {
@@ -150,8 +175,13 @@ public final class LocalServer implements AutoCloseable {
     return socket;
   }
 
+  public Path eventsSocket() {
+    return events.socket();
+  }
+
   @Override
   public void close() {
+    events.close();
     orders.closeAll();
     server.shutdown();
     try {
@@ -166,8 +196,9 @@ public final class LocalServer implements AutoCloseable {
     workers.shutdownGracefully(0, 1, TimeUnit.SECONDS);
     try {
       Files.deleteIfExists(socket);
+      Files.deleteIfExists(events.socket());
     } catch (IOException e) {
-      // the next start replaces it
+      // the next start replaces them
     }
   }
 }

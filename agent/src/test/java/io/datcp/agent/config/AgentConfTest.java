@@ -62,6 +62,23 @@ class AgentConfTest {
   }
 
   @Test
+  void theEventsSocketDefaultsToEventsSockBesideTheGrpcSocket() {
+    assertThat(AgentConf.fromMap(Map.of()).eventsSocketPath()).isEqualTo("/run/datcp/events.sock");
+    assertThat(AgentConf.fromMap(Map.of("local.socketPath", "/var/run/x/agent.sock"))
+        .eventsSocketPath()).isEqualTo("/var/run/x/events.sock");
+    assertThat(AgentConf.fromMap(Map.of("local.eventsSocketPath", "/tmp/e.sock"))
+        .eventsSocketPath()).isEqualTo("/tmp/e.sock");
+    assertThatThrownBy(() -> AgentConf.fromMap(Map.of("local.eventsSocketPath", "events.sock")))
+        .hasMessageContaining("'local.eventsSocketPath'").hasMessageContaining("absolute path");
+    assertThatThrownBy(() -> AgentConf.fromMap(Map.of("local.socketPath", "/run/a.sock",
+        "local.eventsSocketPath", "/run/a.sock")))
+        .hasMessageContaining("'local.eventsSocketPath' must name another socket");
+    // the derived path collides with the gRPC socket itself
+    assertThatThrownBy(() -> AgentConf.fromMap(Map.of("local.socketPath", "/run/events.sock")))
+        .hasMessageContaining("'local.eventsSocketPath'");
+  }
+
+  @Test
   void overridesKeepTypedValues(@TempDir Path dir) throws Exception {
     Path f = dir.resolve("a.properties");
     Files.writeString(f, "kernel.shufflePorts=13562, 13563\npolicy.defaultMode=dctcp\n");
