@@ -27,7 +27,8 @@ datcp)
 		exit 2
 	}
 	shuffle_class=${DATCP_SHUFFLE_CLASS:-io.datcp.shuffle.mapside.DatcpShuffleHandler}
-	shuffle_extra="<property><name>datcp.shuffle.agent.socket</name><value>/run/datcp/agent.sock</value></property>"
+	shuffle_extra="<property><name>datcp.shuffle.agent.socket</name><value>/run/datcp/agent.sock</value></property>
+  <property><name>datcp.shuffle.agent.events-socket</name><value>/run/datcp/events.sock</value></property>"
 	;;
 *)
 	echo "node: DATCP_SHUFFLE must be stock or datcp, not '${DATCP_SHUFFLE}'" >&2

@@ -7,7 +7,9 @@
 #                     /data/node-tokens/HOST; waited for up to 60 s when DATCP_SCHEDULER is set)
 # The host's cgroup v2 root, bind-mounted at /run/datcp/cgroup2, is where it attaches sockops
 # (Docker's own cgroup namespace hides it). Its log goes to /tmp/datcp-agent.log; it listens
-# on /run/datcp/agent.sock.
+# on /run/datcp/agent.sock (gRPC: the NodeManager's shuffle service) and /run/datcp/events.sock
+# (the reduce tasks' reports). Reduce tasks are the NodeManager's children in this container, so
+# both sockets are theirs to reach (same group and mode).
 set -euo pipefail
 jar=/opt/datcp/agent/datcp-agent.jar
 [ -f "$jar" ] || { echo "node: DATCP_SHUFFLE=datcp needs the agent ($jar) in the image" >&2; exit 2; }
@@ -21,6 +23,7 @@ cat >/etc/datcp/agent.properties <<PROPS
 agent.role=host
 agent.host=$(hostname)
 local.socketPath=/run/datcp/agent.sock
+local.eventsSocketPath=/run/datcp/events.sock
 local.socketMode=0666
 kernel.library=/opt/datcp/kmod/libdatcp.so
 scheduler.target=${DATCP_SCHEDULER:-}

@@ -24,6 +24,13 @@ import io.grpc.netty.shaded.io.netty.channel.epoll.EpollServerDomainSocketChanne
 import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
 import io.grpc.stub.StreamObserver;
 import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.channels.Channels;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -39,14 +46,17 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 
 /**
- * In-process LocalAgentService on a Unix domain socket: records registrations, ends and forwarded
- * events, and lets a test decide which orders a new flow gets before its registration reply.
+ * In-process LocalAgentService on a Unix domain socket, and the agent's events socket beside it
+ * (events.sock: length-delimited ShuffleReport in, ReportAck out): records registrations, ends
+ * and forwarded events (a batch once, by reporter and batch id, whichever socket it came by), and
+ * lets a test decide which orders a new flow gets before its registration reply.
  */
 public final class FakeAgent implements AutoCloseable {
   /** A flow as the agent saw it. */
   public record Flow(long flowId, FlowRegistration registration, long registeredNanos) { }
 
   public final Path socket;
+  public final Path eventsSocket;
   private final EventLoopGroup group = new EpollEventLoopGroup(2);
   private final Server server;
   private final AtomicLong nextFlowId = new AtomicLong(1);
@@ -56,6 +66,17 @@ public final class FakeAgent implements AutoCloseable {
   public final List<ShuffleEvent> events = new CopyOnWriteArrayList<>();
   /** System.nanoTime() when each forwarded event arrived. */
   public final Map<ShuffleEvent, Long> eventNanos = new ConcurrentHashMap<>();
+  /** The forwarded events that came over the events socket (the rest came by Forward). */
+  public final List<ShuffleEvent> socketEvents = new CopyOnWriteArrayList<>();
+  /** Reports answered on the events socket (duplicates included), connections accepted. */
+  public final AtomicInteger socketReports = new AtomicInteger();
+  public final AtomicInteger socketConnections = new AtomicInteger();
+  /** How long the events socket waits before each answer (a slow agent), milliseconds. */
+  public volatile long eventsReplyDelayMs;
+  /** False: the events socket closes each connection at its next report, unanswered. */
+  public volatile boolean answerEvents = true;
+  private final ServerSocketChannel eventsServer;
+  private final Set<SocketChannel> eventsConnections = ConcurrentHashMap.newKeySet();
   private final Set<String> seenBatches = ConcurrentHashMap.newKeySet();
   private final List<StreamObserver<FlowOrder>> subscribers = new CopyOnWriteArrayList<>();
   private volatile Function<FlowRegistration, FlowAction> ordersBeforeReply = r -> null;
@@ -81,6 +102,74 @@ public final class FakeAgent implements AutoCloseable {
         .bossEventLoopGroup(group).workerEventLoopGroup(group)
         .addService(new Service())
         .build().start();
+    eventsSocket = dir.resolve("events.sock");
+    Files.deleteIfExists(eventsSocket);
+    eventsServer = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
+    eventsServer.bind(UnixDomainSocketAddress.of(eventsSocket));
+    Thread acceptor = new Thread(this::acceptEvents, "fake-agent-events");
+    acceptor.setDaemon(true);
+    acceptor.start();
+  }
+
+  private void acceptEvents() {
+    while (eventsServer.isOpen()) {
+      SocketChannel ch;
+      try {
+        ch = eventsServer.accept();
+      } catch (IOException e) {
+        return; // closed
+      }
+      socketConnections.incrementAndGet();
+      eventsConnections.add(ch);
+      Thread t = new Thread(() -> serveEvents(ch), "fake-agent-events-conn");
+      t.setDaemon(true);
+      t.start();
+    }
+  }
+
+  /** As the agent: each delimited report answered, in order, by a delimited ReportAck. */
+  private void serveEvents(SocketChannel ch) {
+    try (ch) {
+      InputStream in = Channels.newInputStream(ch);
+      OutputStream out = Channels.newOutputStream(ch);
+      ShuffleReport report;
+      while ((report = ShuffleReport.parseDelimitedFrom(in)) != null) {
+        if (!answerEvents) {
+          return;
+        }
+        sleep(eventsReplyDelayMs);
+        socketReports.incrementAndGet();
+        record(report, socketEvents).writeDelimitedTo(out);
+      }
+    } catch (IOException e) {
+      // the client went away
+    } finally {
+      eventsConnections.remove(ch);
+    }
+  }
+
+  /** Events-socket connections open now. */
+  public int eventsConnections() {
+    return eventsConnections.size();
+  }
+
+  /** Closes every events-socket connection (as an agent restarting would). */
+  public void dropEventsConnections() throws IOException {
+    for (SocketChannel ch : eventsConnections) {
+      ch.close();
+    }
+  }
+
+  /** Records a report's events once per (reporter, batch id); a resend is a duplicate. */
+  private ReportAck record(ShuffleReport request, List<ShuffleEvent> alsoTo) {
+    if (!seenBatches.add(request.getReporterId() + "/" + request.getBatchId())) {
+      return ReportAck.newBuilder().setDuplicate(true).build();
+    }
+    long now = System.nanoTime();
+    request.getEventsList().forEach(e -> eventNanos.putIfAbsent(e, now));
+    events.addAll(request.getEventsList());
+    alsoTo.addAll(request.getEventsList());
+    return ReportAck.newBuilder().setAccepted(request.getEventsCount()).build();
   }
 
   /** Which order (or null) each new flow gets, sent before its registration reply. */
@@ -118,6 +207,11 @@ public final class FakeAgent implements AutoCloseable {
     endNanos.clear();
     events.clear();
     eventNanos.clear();
+    socketEvents.clear();
+    socketReports.set(0);
+    socketConnections.set(0);
+    eventsReplyDelayMs = 0;
+    answerEvents = true;
     ordersBeforeReply = r -> null;
     replyDelayMs = 0;
     streams = true;
@@ -232,12 +326,7 @@ public final class FakeAgent implements AutoCloseable {
 
     @Override
     public void forward(ShuffleReport request, StreamObserver<ReportAck> reply) {
-      if (seenBatches.add(request.getReporterId() + "/" + request.getBatchId())) {
-        long now = System.nanoTime();
-        request.getEventsList().forEach(e -> eventNanos.putIfAbsent(e, now));
-        events.addAll(request.getEventsList());
-      }
-      reply.onNext(ReportAck.getDefaultInstance());
+      reply.onNext(record(request, new ArrayList<>()));
       reply.onCompleted();
     }
   }
@@ -252,6 +341,9 @@ public final class FakeAgent implements AutoCloseable {
 
   @Override
   public void close() throws InterruptedException, IOException {
+    eventsServer.close();
+    dropEventsConnections();
+    Files.deleteIfExists(eventsSocket);
     server.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
     group.shutdownGracefully(0, 1, TimeUnit.SECONDS).await(5, TimeUnit.SECONDS);
     Files.deleteIfExists(socket);

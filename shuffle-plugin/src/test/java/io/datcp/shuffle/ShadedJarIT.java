@@ -11,13 +11,16 @@ import java.net.URLClassLoader;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import org.junit.jupiter.api.Test;
 
 /**
  * The packaged jar works on its own: loaded with nothing but the JDK, SLF4J and Hadoop beside it
  * (no unrelocated gRPC, protobuf, Guava or Netty), its agent client reaches an agent over the
  * Unix socket (relocated gRPC and protobuf agree, the epoll native library loads under its
- * shaded name) and forwards a report.
+ * shaded name) and forwards a report; its reduce side reports over the events socket and loads
+ * no class of gRPC or Netty, relocated or not.
  */
 class ShadedJarIT {
   private static final Path JAR = Path.of("target", "datcp-shuffle-plugin.jar");
@@ -49,10 +52,10 @@ class ShadedJarIT {
           .isInstanceOf(ClassNotFoundException.class);
 
       Class<?> configClass = jar.loadClass("io.datcp.shuffle.agent.AgentConfig");
-      Constructor<?> newConfig = configClass.getConstructor(String.class, Duration.class,
-          Duration.class, int.class, int.class);
-      Object config = newConfig.newInstance(agent.socket.toString(), Duration.ofMillis(5),
-          Duration.ofSeconds(5), 100, 10);
+      Constructor<?> newConfig = configClass.getConstructor(String.class, String.class,
+          Duration.class, Duration.class, int.class, int.class);
+      Object config = newConfig.newInstance(agent.socket.toString(),
+          agent.eventsSocket.toString(), Duration.ofMillis(5), Duration.ofSeconds(5), 100, 10);
       Class<?> clientClass = jar.loadClass("io.datcp.shuffle.agent.AgentClient");
       AutoCloseable client = (AutoCloseable) clientClass.getConstructor(configClass, String.class)
           .newInstance(config, "shaded-jar-test");
@@ -75,6 +78,45 @@ class ShadedJarIT {
       } finally {
         client.close();
       }
+    }
+  }
+
+  /** The jar's classes, each recorded as it is defined. */
+  private static final class Recording extends URLClassLoader {
+    final Set<String> loaded = ConcurrentHashMap.newKeySet();
+
+    Recording() throws Exception {
+      super(new URL[] {JAR.toUri().toURL()}, new HostOnly());
+    }
+
+    @Override
+    protected Class<?> findClass(String name) throws ClassNotFoundException {
+      Class<?> c = super.findClass(name);
+      loaded.add(name);
+      return c;
+    }
+  }
+
+  @Test
+  void theShadedReduceSideReportsOverTheEventsSocketWithoutGrpcOrNetty() throws Exception {
+    Path dir = Files.createTempDirectory("datcp-shaded");
+    try (FakeAgent agent = new FakeAgent(dir); Recording jar = new Recording()) {
+      Class<?> configClass = jar.loadClass("io.datcp.shuffle.agent.AgentConfig");
+      Object config = configClass.getConstructor(String.class, String.class, Duration.class,
+          Duration.class, int.class, int.class).newInstance(agent.socket.toString(),
+          agent.eventsSocket.toString(), Duration.ofMillis(5), Duration.ofSeconds(5), 100, 10);
+      Class<?> forwarderClass = jar.loadClass("io.datcp.shuffle.agent.EventForwarder");
+      Object forwarder = forwarderClass.getMethod("connecting", configClass, String.class,
+          String.class).invoke(null, config, "shaded reduce", "shaded-host");
+      Class<?> eventClass = jar.loadClass("io.datcp.proto.v1.ShuffleEvent");
+      Object event = eventClass.getMethod("getDefaultInstance").invoke(null);
+      forwarderClass.getMethod("offer", eventClass).invoke(forwarder, event);
+      forwarderClass.getMethod("close").invoke(forwarder);
+      assertThat(forwarderClass.getMethod("delivered").invoke(forwarder)).isEqualTo(1L);
+      assertThat(agent.socketEvents).hasSize(1);
+      assertThat(jar.loaded).contains("io.datcp.shuffle.agent.EventsClient")
+          .anyMatch(n -> n.startsWith("io.datcp.shaded.com.google.protobuf."))
+          .noneMatch(n -> n.contains("grpc") || n.contains("netty"));
     }
   }
 }

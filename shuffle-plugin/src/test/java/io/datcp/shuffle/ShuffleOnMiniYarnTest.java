@@ -11,16 +11,23 @@ import io.datcp.proto.v1.FlowAction;
 import io.datcp.proto.v1.FlowEnd;
 import io.datcp.proto.v1.FlowEndReason;
 import io.datcp.proto.v1.ShuffleEvent;
+import io.datcp.shuffle.agent.EventsClient;
 import io.datcp.shuffle.mapside.FlowMetrics;
+import io.datcp.shuffle.reduceside.DatcpShuffle;
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.mapreduce.Job;
 import org.apache.hadoop.mapreduce.MRJobConfig;
@@ -50,6 +57,8 @@ class ShuffleOnMiniYarnTest {
   // Far more than a report at first serve can lead its fetch's registration by (milliseconds),
   // far less than a reduce takes to launch after the last map (seconds).
   private static final Duration INDEXED_AHEAD = Duration.ofMillis(500);
+  /** File name prefix of the baseline job's reduce JVMs' class-loading logs. */
+  private static final String REDUCE_CLASSES = "reduce-classes-";
 
   private Path dir;
   private FakeAgent agent;
@@ -86,7 +95,8 @@ class ShuffleOnMiniYarnTest {
 
   /** What the fake agent saw of one undisturbed job. */
   private record Baseline(Run run, List<FakeAgent.Flow> flows, Map<Long, FlowEnd> ends,
-      List<ShuffleEvent> events, Map<ShuffleEvent, Long> eventNanos, long registeredMetric) {
+      List<ShuffleEvent> events, List<ShuffleEvent> socketEvents,
+      Map<ShuffleEvent, Long> eventNanos, long registeredMetric) {
     List<ShuffleEvent> events(ShuffleEvent.EventCase kind) {
       return events.stream().filter(e -> e.getEventCase() == kind).toList();
     }
@@ -105,14 +115,20 @@ class ShuffleOnMiniYarnTest {
       agent.reset();
       // Reduces launch only once every map has finished, so each map's container stops seconds
       // before its first fetch.
-      Run run = runGenerator(c -> c.setFloat(MRJobConfig.COMPLETED_MAPS_FOR_REDUCE_SLOWSTART, 1f));
+      // Each reduce JVM logs the classes it loads (theReduceSideReportsItsShuffle reads them).
+      Run run = runGenerator(c -> {
+        c.setFloat(MRJobConfig.COMPLETED_MAPS_FOR_REDUCE_SLOWSTART, 1f);
+        c.set(MRJobConfig.REDUCE_JAVA_OPTS, c.get(MRJobConfig.REDUCE_JAVA_OPTS)
+            + " -Xlog:class+load=info:file=" + dir.resolve(REDUCE_CLASSES + "%p.log"));
+      });
       await().atMost(Duration.ofSeconds(10)).until(() ->
           agent.events(ShuffleEvent.EventCase.SHUFFLE_FINISHED).size() == REDUCES
               && agent.events(ShuffleEvent.EventCase.MAP_OUTPUT_INDEXED).size() >= MAPS
               && agent.ends.size() == agent.flows.size());
       long before = flowMetrics().registered();
       baseline = new Baseline(run, List.copyOf(agent.flows), Map.copyOf(agent.ends),
-          List.copyOf(agent.events), Map.copyOf(agent.eventNanos), before);
+          List.copyOf(agent.events), List.copyOf(agent.socketEvents),
+          Map.copyOf(agent.eventNanos), before);
     }
     return baseline;
   }
@@ -211,6 +227,39 @@ class ShuffleOnMiniYarnTest {
     long registered = b.flows().stream().mapToLong(f -> f.registration().getBytes()).sum();
     assertThat(registered).as("map side registered the same bytes plus the headers")
         .isGreaterThan(fetchedBytes);
+
+    // the reduces reported over the events socket, the NodeManager over Forward
+    List<ShuffleEvent> reduceSide = b.events().stream().filter(e -> switch (e.getEventCase()) {
+      case REDUCE_STARTED, MAP_COMPLETED, FETCH_STARTED, FETCH_FINISHED, SHUFFLE_FINISHED -> true;
+      default -> false;
+    }).toList();
+    assertThat(b.socketEvents()).containsExactlyInAnyOrderElementsOf(reduceSide);
+    // and no reduce JVM loaded a class of gRPC or Netty
+    List<Path> logs;
+    try (Stream<Path> files = Files.list(dir)) {
+      logs = files.filter(f -> f.getFileName().toString().startsWith(REDUCE_CLASSES)).toList();
+    }
+    assertThat(logs).as("one class-loading log per reduce JVM")
+        .hasSizeGreaterThanOrEqualTo(REDUCES);
+    for (Path log : logs) {
+      List<String> classes = loadedClasses(log);
+      assertThat(classes).as(log.toString())
+          .contains(DatcpShuffle.class.getName(), EventsClient.class.getName())
+          .noneMatch(c -> c.startsWith("io.grpc.") || c.startsWith("io.netty."));
+    }
+  }
+
+  /** Class names in a -Xlog:class+load log ("[0.012s][info][class,load] NAME source: ..."). */
+  private static List<String> loadedClasses(Path log) throws IOException {
+    Pattern line = Pattern.compile("\\[class,load\\s*\\] (\\S+) ");
+    List<String> names = new ArrayList<>();
+    for (String l : Files.readAllLines(log)) {
+      Matcher m = line.matcher(l);
+      if (m.find()) {
+        names.add(m.group(1));
+      }
+    }
+    return names;
   }
 
   @Test

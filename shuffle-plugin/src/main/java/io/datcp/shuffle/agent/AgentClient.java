@@ -29,7 +29,6 @@ import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
 import io.grpc.netty.shaded.io.netty.util.concurrent.DefaultThreadFactory;
 import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.ClientResponseObserver;
-import java.io.Closeable;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -53,7 +52,7 @@ import org.slf4j.LoggerFactory;
  * {@link #STREAM_RETRY_MS} after each break, registrations use RegisterFlow; an agent without
  * RegisterFlowBatches gets RegisterFlow for good.
  */
-public final class AgentClient implements Closeable {
+public final class AgentClient implements ReportTransport {
   private static final Logger LOG = LoggerFactory.getLogger(AgentClient.class);
   private static final long MAX_RESUBSCRIBE_DELAY_MS = 10_000;
   /** After a registration stream breaks, registrations use RegisterFlow this long. */
@@ -101,7 +100,7 @@ public final class AgentClient implements Closeable {
     return config;
   }
 
-  /** True while the last call to the agent failed (an outage is going on). */
+  @Override
   public boolean isDown() {
     return outage.isDown();
   }
@@ -299,7 +298,8 @@ public final class AgentClient implements Closeable {
     watch(reply);
   }
 
-  /** Forwards one batch of events and waits for the agent's acknowledgement (bounded). */
+  /** Forwards one batch of events with the Forward rpc (bounded by the rpc timeout). */
+  @Override
   public ReportAck forward(ShuffleReport report) {
     try {
       ReportAck ack = LocalAgentServiceGrpc.newBlockingStub(channel)

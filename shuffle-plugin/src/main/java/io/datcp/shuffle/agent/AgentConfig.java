@@ -1,5 +1,7 @@
 package io.datcp.shuffle.agent;
 
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.time.Duration;
 import org.apache.hadoop.conf.Configuration;
 
@@ -9,12 +11,20 @@ import org.apache.hadoop.conf.Configuration;
  * a bad value fails start-up with a message naming the key and what it accepts.
  */
 public record AgentConfig(
-    String socketPath, Duration registerTimeout, Duration rpcTimeout, int reportQueueSize,
-    int reportBatchSize) {
+    String socketPath, String eventsSocketPath, Duration registerTimeout, Duration rpcTimeout,
+    int reportQueueSize, int reportBatchSize) {
 
   /** Unix domain socket of the host's DATCP agent (LocalAgentService). */
   public static final String AGENT_SOCKET = "datcp.shuffle.agent.socket";
   public static final String DEFAULT_AGENT_SOCKET = "/run/datcp/agent.sock";
+
+  /**
+   * The agent's events socket (length-delimited ShuffleReport / ReportAck, no gRPC), where the
+   * reduce side reports; by default {@link #EVENTS_SOCKET_NAME} in the directory of
+   * {@link #AGENT_SOCKET}, as the agent places it by default.
+   */
+  public static final String EVENTS_SOCKET = "datcp.shuffle.agent.events-socket";
+  public static final String EVENTS_SOCKET_NAME = "events.sock";
 
   /**
    * How long a fetch response waits for its flow registration before its first byte goes out
@@ -31,9 +41,10 @@ public record AgentConfig(
   public static final String REPORT_QUEUE_SIZE = "datcp.shuffle.report.queue-size";
   public static final int DEFAULT_REPORT_QUEUE_SIZE = 10_000;
 
-  /** Largest number of events in one Forward call. */
+  /** Largest number of events in one Forward call (the agent refuses more than 1000). */
   public static final String REPORT_BATCH_SIZE = "datcp.shuffle.report.batch-size";
   public static final int DEFAULT_REPORT_BATCH_SIZE = 500;
+  public static final int MAX_REPORT_BATCH_SIZE = 1000;
 
   /** Reads and validates the keys; throws IllegalArgumentException naming the bad key. */
   public static AgentConfig from(Configuration conf) {
@@ -42,14 +53,30 @@ public record AgentConfig(
       throw new IllegalArgumentException(
           AGENT_SOCKET + " must be an absolute path of a Unix domain socket, got '" + socket + "'");
     }
-    long register = positiveLong(conf, REGISTER_TIMEOUT_MS, DEFAULT_REGISTER_TIMEOUT_MS, 0);
-    long rpc = positiveLong(conf, RPC_TIMEOUT_MS, DEFAULT_RPC_TIMEOUT_MS, 1);
-    int queue = (int) positiveLong(conf, REPORT_QUEUE_SIZE, DEFAULT_REPORT_QUEUE_SIZE, 1);
-    int batch = (int) positiveLong(conf, REPORT_BATCH_SIZE, DEFAULT_REPORT_BATCH_SIZE, 1);
-    return new AgentConfig(socket, Duration.ofMillis(register), Duration.ofMillis(rpc), queue, batch);
+    String events = conf.getTrimmed(EVENTS_SOCKET, "");
+    if (events.isEmpty()) {
+      events = Path.of(socket).resolveSibling(EVENTS_SOCKET_NAME).toString();
+    }
+    // sun_path holds 108 bytes with the terminating NUL
+    if (!events.startsWith("/") || events.getBytes(StandardCharsets.UTF_8).length > 107
+        || events.equals(socket)) {
+      throw new IllegalArgumentException(EVENTS_SOCKET + " must be an absolute path of at most"
+          + " 107 bytes other than " + AGENT_SOCKET + " (default: " + EVENTS_SOCKET_NAME
+          + " beside it), got '" + events + "'");
+    }
+    long register = positiveLong(conf, REGISTER_TIMEOUT_MS, DEFAULT_REGISTER_TIMEOUT_MS, 0,
+        Integer.MAX_VALUE);
+    long rpc = positiveLong(conf, RPC_TIMEOUT_MS, DEFAULT_RPC_TIMEOUT_MS, 1, Integer.MAX_VALUE);
+    int queue = (int) positiveLong(conf, REPORT_QUEUE_SIZE, DEFAULT_REPORT_QUEUE_SIZE, 1,
+        Integer.MAX_VALUE);
+    int batch = (int) positiveLong(conf, REPORT_BATCH_SIZE, DEFAULT_REPORT_BATCH_SIZE, 1,
+        MAX_REPORT_BATCH_SIZE);
+    return new AgentConfig(socket, events, Duration.ofMillis(register), Duration.ofMillis(rpc),
+        queue, batch);
   }
 
-  private static long positiveLong(Configuration conf, String key, long dflt, long min) {
+  private static long positiveLong(Configuration conf, String key, long dflt, long min,
+      long max) {
     String raw = conf.getTrimmed(key);
     if (raw == null || raw.isEmpty()) {
       return dflt;
@@ -60,9 +87,9 @@ public record AgentConfig(
     } catch (NumberFormatException e) {
       throw new IllegalArgumentException(key + " must be an integer >= " + min + ", got '" + raw + "'");
     }
-    if (v < min || v > Integer.MAX_VALUE) {
+    if (v < min || v > max) {
       throw new IllegalArgumentException(
-          key + " must be an integer in [" + min + ", " + Integer.MAX_VALUE + "], got '" + raw + "'");
+          key + " must be an integer in [" + min + ", " + max + "], got '" + raw + "'");
     }
     return v;
   }

@@ -14,9 +14,10 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 
 /**
- * Sends shuffle events to the agent's Forward rpc from one background thread, in batches with
- * increasing batch ids, so a retried batch is applied once. The shuffle never waits: offer()
- * drops the event and counts it when the bounded queue is full (agent slow or absent).
+ * Sends shuffle events to the agent (its Forward rpc or its events socket, through a
+ * {@link ReportTransport}) from one background thread, in batches with increasing batch ids,
+ * so a retried batch is applied once. The shuffle never waits: offer() drops the event and
+ * counts it when the bounded queue is full (agent slow or absent).
  */
 public final class EventForwarder implements Closeable {
   private static final long RETRY_DELAY_MS = 200;
@@ -25,9 +26,9 @@ public final class EventForwarder implements Closeable {
 
   private final AgentConfig config;
   /** Built by the sender thread when the forwarder connects on its own (see connecting). */
-  private final Supplier<AgentClient> connect;
+  private final Supplier<? extends ReportTransport> connect;
   private final boolean ownsAgent;
-  private volatile AgentClient agent;
+  private volatile ReportTransport agent;
   /** Counted down once the sender thread has built its client, or failed to. */
   private final CountDownLatch connected = new CountDownLatch(1);
   private final String reporterHost;
@@ -46,8 +47,8 @@ public final class EventForwarder implements Closeable {
   }
 
   /** {@code connect} runs on the sender thread; the forwarder closes its client if it owns it. */
-  EventForwarder(AgentConfig config, Supplier<AgentClient> connect, boolean ownsAgent,
-      String reporterHost) {
+  EventForwarder(AgentConfig config, Supplier<? extends ReportTransport> connect,
+      boolean ownsAgent, String reporterHost) {
     this.config = config;
     this.connect = connect;
     this.ownsAgent = ownsAgent;
@@ -59,13 +60,12 @@ public final class EventForwarder implements Closeable {
   }
 
   /**
-   * A forwarder whose sender thread builds the agent client itself and closes it with the
-   * forwarder: a reduce task's shuffle then starts without waiting for the client's start-up
-   * (gRPC's and Netty's classes load in 1-3 s of a reduce JVM on a busy host, which was on
-   * the path to its first fetch); events offered meanwhile wait in the queue.
+   * A reduce task's forwarder: an {@link EventsClient} on the agent's events socket (no gRPC or
+   * Netty in the reduce JVM), built on the sender thread and closed with the forwarder, so the
+   * shuffle never waits for it; events offered meanwhile wait in the queue.
    */
   public static EventForwarder connecting(AgentConfig config, String who, String reporterHost) {
-    return new EventForwarder(config, () -> new AgentClient(config, who), true, reporterHost);
+    return new EventForwarder(config, () -> new EventsClient(config, who), true, reporterHost);
   }
 
   /** Queues an event; never blocks. Returns false when it was dropped. */
@@ -86,7 +86,7 @@ public final class EventForwarder implements Closeable {
   }
 
   private void run() {
-    AgentClient client;
+    ReportTransport client;
     try {
       client = connect.get();
     } catch (RuntimeException e) {
@@ -166,7 +166,7 @@ public final class EventForwarder implements Closeable {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
-    AgentClient client = agent;
+    ReportTransport client = agent;
     try {
       if (client != null && !client.isDown()) {
         flush(config.rpcTimeout().toMillis());

@@ -50,7 +50,8 @@ class AgentClientStreamTest {
 
   private AgentClient client(long rpcTimeoutMs) {
     client = new AgentClient(new AgentConfig(dir.resolve("agent.sock").toString(),
-        Duration.ofMillis(5), Duration.ofMillis(rpcTimeoutMs), 100, 10), "stream-test");
+        dir.resolve("events.sock").toString(), Duration.ofMillis(5),
+        Duration.ofMillis(rpcTimeoutMs), 100, 10), "stream-test");
     return client;
   }
 

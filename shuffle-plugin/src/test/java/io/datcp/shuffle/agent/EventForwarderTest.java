@@ -70,7 +70,24 @@ class EventForwarderTest {
         .hasMessageContaining(AgentConfig.AGENT_SOCKET);
     AgentConfig defaults = AgentConfig.from(new Configuration(false));
     assertThat(defaults.socketPath()).isEqualTo(AgentConfig.DEFAULT_AGENT_SOCKET);
+    assertThat(defaults.eventsSocketPath()).isEqualTo("/run/datcp/events.sock");
     assertThat(defaults.registerTimeout()).isEqualTo(Duration.ofMillis(5));
+
+    Configuration moved = new Configuration(false);
+    moved.set(AgentConfig.AGENT_SOCKET, "/var/run/x/agent.sock");
+    assertThat(AgentConfig.from(moved).eventsSocketPath()).isEqualTo("/var/run/x/events.sock");
+    moved.set(AgentConfig.EVENTS_SOCKET, "/tmp/ev.sock");
+    assertThat(AgentConfig.from(moved).eventsSocketPath()).isEqualTo("/tmp/ev.sock");
+    for (String bad : new String[] {"events.sock", "/var/run/x/agent.sock",
+        "/" + "x".repeat(107)}) {
+      moved.set(AgentConfig.EVENTS_SOCKET, bad);
+      assertThatThrownBy(() -> AgentConfig.from(moved))
+          .hasMessageContaining(AgentConfig.EVENTS_SOCKET).hasMessageContaining(bad);
+    }
+    Configuration batch = new Configuration(false);
+    batch.setInt(AgentConfig.REPORT_BATCH_SIZE, 1001); // the agent refuses larger reports
+    assertThatThrownBy(() -> AgentConfig.from(batch))
+        .hasMessageContaining(AgentConfig.REPORT_BATCH_SIZE).hasMessageContaining("1000");
   }
 
   @Test
@@ -84,10 +101,12 @@ class EventForwarderTest {
       assertThat(forwarder.offer(event(1))).isTrue();
       assertThat(forwarder.offer(event(2))).isTrue();
       await().atMost(Duration.ofSeconds(10)).until(() -> agent.events.size() == 2);
+      assertThat(agent.socketEvents).as("over the events socket").hasSize(2);
       forwarder.close();
       assertThat(forwarder.delivered()).isEqualTo(2);
       assertThat(forwarder.dropped()).isZero();
       assertThat(forwarder.offer(event(3))).isFalse();
+      await().atMost(Duration.ofSeconds(5)).until(() -> agent.eventsConnections() == 0);
     }
   }
 
@@ -110,6 +129,51 @@ class EventForwarderTest {
       forwarder.close();
       assertThat(forwarder.delivered()).isEqualTo(2);
       assertThat(agent.events).hasSize(2);
+    }
+  }
+
+  @Test
+  void overTheEventsSocketABatchWhoseAnswerWasLateIsSentAgainAndTakenOnce() throws Exception {
+    Path dir = Files.createTempDirectory("datcp-fwd");
+    try (FakeAgent agent = new FakeAgent(dir)) {
+      AgentConfig config = config(agent.socket, 100);
+      // the agent takes the first batch only after the client has given up waiting for it
+      agent.eventsReplyDelayMs = 800;
+      EventForwarder forwarder = EventForwarder.connecting(config, "test", "host-a");
+      for (int i = 0; i < 3; i++) {
+        assertThat(forwarder.offer(event(i))).isTrue();
+      }
+      await().atMost(Duration.ofSeconds(10)).until(() -> agent.socketReports.get() >= 1);
+      agent.eventsReplyDelayMs = 0;
+      await().atMost(Duration.ofSeconds(10)).until(() -> forwarder.delivered() == 3);
+      forwarder.close();
+      assertThat(agent.socketEvents).hasSize(3);
+      assertThat(agent.events).hasSize(3);
+      assertThat(agent.socketConnections.get()).as("reconnected after the timeout")
+          .isGreaterThanOrEqualTo(2);
+      assertThat(forwarder.dropped()).isZero();
+    }
+  }
+
+  @Test
+  void overTheEventsSocketEventsWaitOutAnOutageAndGoWhenTheAgentIsBack() throws Exception {
+    Path dir = Files.createTempDirectory("datcp-fwd");
+    AgentConfig config = config(dir.resolve("agent.sock"), 10);
+    EventForwarder forwarder = EventForwarder.connecting(config, "test", "host-a");
+    try {
+      int accepted = 0;
+      for (int i = 0; i < 1000; i++) {
+        accepted += forwarder.offer(event(i)) ? 1 : 0;
+      }
+      int sent = accepted;
+      assertThat(forwarder.dropped()).isEqualTo(1000 - accepted);
+      Thread.sleep(300); // a few failed attempts
+      try (FakeAgent agent = new FakeAgent(dir)) {
+        await().atMost(Duration.ofSeconds(10)).until(() -> forwarder.delivered() == sent);
+        assertThat(agent.socketEvents).hasSize(sent);
+      }
+    } finally {
+      forwarder.close();
     }
   }
 }

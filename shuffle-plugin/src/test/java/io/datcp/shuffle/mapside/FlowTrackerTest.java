@@ -74,7 +74,8 @@ class FlowTrackerTest {
 
   private void startServer() throws InterruptedException {
     AgentConfig config = new AgentConfig(agent.socket.toString(),
-        Duration.ofMillis(registerTimeoutMs), Duration.ofSeconds(5), 100, 10);
+        agent.eventsSocket.toString(), Duration.ofMillis(registerTimeoutMs),
+        Duration.ofSeconds(5), 100, 10);
     client = new AgentClient(config, "tracker-test");
     FlowOrders orders = new FlowOrders();
     client.subscribeOrders("tracker-test", orders::dispatch);

@@ -8,7 +8,6 @@ import io.datcp.proto.v1.FetchFinished;
 import io.datcp.proto.v1.MapCompleted;
 import io.datcp.proto.v1.ShuffleEvent;
 import io.datcp.shuffle.FakeAgent;
-import io.datcp.shuffle.agent.AgentClient;
 import io.datcp.shuffle.agent.AgentConfig;
 import io.datcp.shuffle.agent.EventForwarder;
 import java.io.ByteArrayInputStream;
@@ -38,22 +37,21 @@ class ReduceSideReportingTest {
   private static final String JOB = "job_1700000000000_0007";
 
   private FakeAgent agent;
-  private AgentClient client;
   private EventForwarder events;
 
   @BeforeEach
   void start() throws Exception {
     Path dir = Files.createTempDirectory("datcp-reduce");
     agent = new FakeAgent(dir);
-    client = new AgentClient(new AgentConfig(agent.socket.toString(), Duration.ofMillis(5),
-        Duration.ofSeconds(5), 100, 10), "reduce-test");
-    events = new EventForwarder(client, "reduce-host");
+    // as DatcpShuffle builds it: over the events socket
+    events = EventForwarder.connecting(new AgentConfig(agent.socket.toString(),
+        agent.eventsSocket.toString(), Duration.ofMillis(5), Duration.ofSeconds(5), 100, 10),
+        "reduce-test", "reduce-host");
   }
 
   @AfterEach
   void stop() throws Exception {
     events.close();
-    client.close();
     agent.close();
   }
 
@@ -122,6 +120,7 @@ class ReduceSideReportingTest {
         null, null)).isInstanceOf(IOException.class);
 
     await().atMost(Duration.ofSeconds(5)).until(() -> agent.events.size() == 4);
+    assertThat(agent.socketEvents).as("over the events socket").hasSize(4);
     assertThat(agent.events(ShuffleEvent.EventCase.FETCH_STARTED)).hasSize(2)
         .allSatisfy(e -> assertThat(e.getFetchStarted().getSourceHost()).isEqualTo("nm-3.example"));
     FetchFinished ok = agent.events(ShuffleEvent.EventCase.FETCH_FINISHED).get(0).getFetchFinished();
