@@ -90,6 +90,7 @@ final class EventsServer implements AutoCloseable {
   private final AtomicLong buffered = new AtomicLong();
   private final Map<Reason, Counter> closed = new EnumMap<>(Reason.class);
   private final Map<Reason, AtomicBoolean> logged = new EnumMap<>(Reason.class);
+  private final AtomicBoolean unexpectedLogged = new AtomicBoolean();
 
   private EventsServer(Path socket, EventLoopGroup boss, EventLoopGroup workers,
       ReportIntake reports, MeterRegistry meters, Limits limits) {
@@ -243,11 +244,6 @@ final class EventsServer implements AutoCloseable {
     protected void handlerRemoved0(ChannelHandlerContext ctx) {
       done();
     }
-
-    @Override
-    public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-      ctx.close(); // the peer reset or went away: nothing to answer
-    }
   }
 
   /**
@@ -305,6 +301,17 @@ final class EventsServer implements AutoCloseable {
         pending.release();
         pending = null;
       }
+    }
+
+    /** Last in the pipeline: every error of the connection ends here, and ends it. */
+    @Override
+    public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+      // an IOException is the peer resetting or going away: nothing to tell anyone
+      if (!(cause instanceof IOException) && unexpectedLogged.compareAndSet(false, true)) {
+        LOG.log(Level.WARNING, "events socket " + socket + ": closed a connection after an"
+            + " unexpected error (further ones are not logged)", cause);
+      }
+      ctx.close();
     }
   }
 

@@ -51,6 +51,8 @@ class EventsServerTest {
   private final SimpleMeterRegistry meters = new SimpleMeterRegistry();
   private final List<ShuffleEvent> forwarded = new CopyOnWriteArrayList<>();
   private final AtomicInteger forwardCalls = new AtomicInteger();
+  /** Makes the forward function throw (a bug behind the intake). */
+  private volatile boolean forwardThrows;
   private EventsServer server;
   private final List<LogRecord> warnings = new CopyOnWriteArrayList<>();
   /** Held strongly: the log manager keeps loggers only weakly. */
@@ -90,6 +92,9 @@ class EventsServerTest {
 
   private void start(EventsServer.Limits limits) {
     ReportIntake intake = new ReportIntake(events -> {
+      if (forwardThrows) {
+        throw new IllegalStateException("test: the scheduler queue broke");
+      }
       forwardCalls.incrementAndGet();
       forwarded.addAll(events);
       return events.size();
@@ -383,6 +388,23 @@ class EventsServerTest {
     assertThat(closedCount(EventsServer.Reason.INVALID)).isEqualTo(2);
     assertThat(reports("invalid")).isEqualTo(2);
     assertThat(forwardCalls).hasValue(0);
+    assertStillServes();
+  }
+
+  @Test
+  void anUnexpectedErrorBehindTheIntakeClosesOnlyThatConnectionAndIsLoggedOnce()
+      throws Exception {
+    start();
+    forwardThrows = true;
+    for (int i = 0; i < 2; i++) {
+      try (Peer p = new Peer()) {
+        p.send(delimited(report("", 0, 1)));
+        assertThat(p.closedWithin(Duration.ofSeconds(5))).isTrue();
+      }
+    }
+    assertThat(warnings).hasSize(1);
+    assertThat(warnings.get(0).getThrown()).hasMessageContaining("the scheduler queue broke");
+    forwardThrows = false;
     assertStillServes();
   }
 
