@@ -15,6 +15,7 @@ import io.datcp.proto.v1.OrdersRequest;
 import io.datcp.proto.v1.ReportAck;
 import io.datcp.proto.v1.ShuffleEvent;
 import io.datcp.proto.v1.ShuffleReport;
+import io.grpc.Context;
 import io.grpc.Server;
 import io.grpc.Status;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
@@ -30,8 +31,10 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Queue;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -59,6 +62,14 @@ public final class FakeAgent implements AutoCloseable {
   private final Set<String> seenBatches = ConcurrentHashMap.newKeySet();
   private final List<StreamObserver<FlowOrder>> subscribers = new CopyOnWriteArrayList<>();
   private volatile Function<FlowRegistration, FlowAction> ordersBeforeReply = r -> null;
+  /**
+   * How long each of the next Forward calls takes, milliseconds, one entry per call (a slow or
+   * stalled agent); a call its client gave up on meanwhile is not recorded, as one that never
+   * reached the agent.
+   */
+  public final Queue<Long> forwardDelaysMs = new ConcurrentLinkedQueue<>();
+  /** Forward calls begun. */
+  public final AtomicInteger forwardsStarted = new AtomicInteger();
   /** How long RegisterFlow takes to answer (a slow agent), milliseconds. */
   public volatile long replyDelayMs;
   /** False: RegisterFlowBatches answers UNIMPLEMENTED (an agent that predates the stream). */
@@ -120,6 +131,8 @@ public final class FakeAgent implements AutoCloseable {
     eventNanos.clear();
     ordersBeforeReply = r -> null;
     replyDelayMs = 0;
+    forwardDelaysMs.clear();
+    forwardsStarted.set(0);
     streams = true;
     streamedRegistrations.set(0);
     streamedBatches.set(0);
@@ -232,6 +245,15 @@ public final class FakeAgent implements AutoCloseable {
 
     @Override
     public void forward(ShuffleReport request, StreamObserver<ReportAck> reply) {
+      forwardsStarted.incrementAndGet();
+      Long delay = forwardDelaysMs.poll();
+      if (delay != null) {
+        sleep(delay);
+        if (Context.current().isCancelled()) {
+          reply.onError(Status.CANCELLED.asRuntimeException());
+          return;
+        }
+      }
       if (seenBatches.add(request.getReporterId() + "/" + request.getBatchId())) {
         long now = System.nanoTime();
         request.getEventsList().forEach(e -> eventNanos.putIfAbsent(e, now));

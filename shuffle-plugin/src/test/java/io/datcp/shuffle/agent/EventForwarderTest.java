@@ -21,10 +21,14 @@ class EventForwarderTest {
   }
 
   private static AgentConfig config(Path socket, int queue) {
+    return config(socket, queue, 500);
+  }
+
+  private static AgentConfig config(Path socket, int queue, int rpcTimeoutMs) {
     Configuration conf = new Configuration(false);
     conf.set(AgentConfig.AGENT_SOCKET, socket.toString());
     conf.setInt(AgentConfig.REPORT_QUEUE_SIZE, queue);
-    conf.setInt(AgentConfig.RPC_TIMEOUT_MS, 500);
+    conf.setInt(AgentConfig.RPC_TIMEOUT_MS, rpcTimeoutMs);
     return AgentConfig.from(conf);
   }
 
@@ -110,6 +114,66 @@ class EventForwarderTest {
       forwarder.close();
       assertThat(forwarder.delivered()).isEqualTo(2);
       assertThat(agent.events).hasSize(2);
+    }
+  }
+
+  /**
+   * A reduce's first calls on a cold JVM, on a busy host, can take longer than one rpc timeout
+   * in all: close() used to give the queue one rpc timeout and then cancel the call in flight,
+   * and a short reduce lost its ShuffleFinished (ShuffleOnMiniYarnTest failed in CI this way).
+   */
+  @Test
+  void closeWaitsForTheCallInFlightAndSendsWhatIsQueuedBehindIt() throws Exception {
+    Path dir = Files.createTempDirectory("datcp-fwd");
+    try (FakeAgent agent = new FakeAgent(dir);
+        AgentClient client = new AgentClient(config(agent.socket, 10, 3000), "test")) {
+      // each call inside the rpc timeout, the two together beyond it
+      agent.forwardDelaysMs.add(2000L);
+      agent.forwardDelaysMs.add(2000L);
+      EventForwarder forwarder = new EventForwarder(client, "host-a");
+      ShuffleEvent first = event(1);
+      ShuffleEvent second = event(2);
+      assertThat(forwarder.offer(first)).isTrue();
+      await().atMost(Duration.ofSeconds(10)).until(() -> agent.forwardsStarted.get() == 1);
+      assertThat(forwarder.offer(second)).isTrue();
+      forwarder.close();
+      assertThat(agent.events).containsExactly(first, second);
+      assertThat(forwarder.delivered()).isEqualTo(2);
+      assertThat(forwarder.dropped()).isZero();
+    }
+  }
+
+  @Test
+  void closeWhileTheAgentIsDownStillTriesWhatIsQueuedOnce() throws Exception {
+    Path dir = Files.createTempDirectory("datcp-fwd");
+    try (FakeAgent agent = new FakeAgent(dir);
+        AgentClient client = new AgentClient(config(agent.socket, 10, 500), "test")) {
+      agent.forwardDelaysMs.add(1500L); // the first call outlasts its deadline
+      EventForwarder forwarder = new EventForwarder(client, "host-a");
+      ShuffleEvent only = event(1);
+      assertThat(forwarder.offer(only)).isTrue();
+      await().atMost(Duration.ofSeconds(10)).until(client::isDown);
+      forwarder.close();
+      assertThat(agent.events).containsExactly(only);
+      assertThat(forwarder.delivered()).isEqualTo(1);
+    }
+  }
+
+  @Test
+  void closeWithoutAnAgentDropsWhatIsQueuedWithoutWaitingOutTheTimeout() throws Exception {
+    Path dir = Files.createTempDirectory("datcp-fwd");
+    try (AgentClient client = new AgentClient(config(dir.resolve("agent.sock"), 10, 5000),
+        "test")) {
+      EventForwarder forwarder = new EventForwarder(client, "host-a");
+      assertThat(forwarder.offer(event(1))).isTrue();
+      await().atMost(Duration.ofSeconds(10)).until(client::isDown);
+      assertThat(forwarder.offer(event(2))).isTrue();
+      long start = System.nanoTime();
+      forwarder.close();
+      // loose: an absent agent refuses at once; waiting out the close bound would take 10 s
+      assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofMillis(2500));
+      assertThat(forwarder.dropped()).isEqualTo(2);
+      assertThat(forwarder.delivered()).isZero();
     }
   }
 }
