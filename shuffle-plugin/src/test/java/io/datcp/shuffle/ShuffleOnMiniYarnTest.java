@@ -106,10 +106,14 @@ class ShuffleOnMiniYarnTest {
       // Reduces launch only once every map has finished, so each map's container stops seconds
       // before its first fetch.
       Run run = runGenerator(c -> c.setFloat(MRJobConfig.COMPLETED_MAPS_FOR_REDUCE_SLOWSTART, 1f));
-      await().atMost(Duration.ofSeconds(10)).until(() ->
-          agent.events(ShuffleEvent.EventCase.SHUFFLE_FINISHED).size() == REDUCES
-              && agent.events(ShuffleEvent.EventCase.MAP_OUTPUT_INDEXED).size() >= MAPS
-              && agent.ends.size() == agent.flows.size());
+      await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> {
+        assertThat(agent.events(ShuffleEvent.EventCase.SHUFFLE_FINISHED))
+            .as("ShuffleFinished reports").hasSize(REDUCES);
+        assertThat(agent.events(ShuffleEvent.EventCase.MAP_OUTPUT_INDEXED))
+            .as("MapOutputIndexed reports").hasSizeGreaterThanOrEqualTo(MAPS);
+        assertThat(agent.ends.keySet()).as("flows ended (of those registered)")
+            .isEqualTo(FakeAgent.ids(agent.flows));
+      });
       long before = flowMetrics().registered();
       baseline = new Baseline(run, List.copyOf(agent.flows), Map.copyOf(agent.ends),
           List.copyOf(agent.events), Map.copyOf(agent.eventNanos), before);
