@@ -34,6 +34,8 @@ public record AgentConfig(
   /** Largest number of events in one Forward call. */
   public static final String REPORT_BATCH_SIZE = "datcp.shuffle.report.batch-size";
   public static final int DEFAULT_REPORT_BATCH_SIZE = 500;
+  /** The agent refuses a Forward of more events (and the forwarder would send it again). */
+  static final int MAX_REPORT_BATCH_SIZE = 1000;
 
   /** Reads and validates the keys; throws IllegalArgumentException naming the bad key. */
   public static AgentConfig from(Configuration conf) {
@@ -42,14 +44,18 @@ public record AgentConfig(
       throw new IllegalArgumentException(
           AGENT_SOCKET + " must be an absolute path of a Unix domain socket, got '" + socket + "'");
     }
-    long register = positiveLong(conf, REGISTER_TIMEOUT_MS, DEFAULT_REGISTER_TIMEOUT_MS, 0);
-    long rpc = positiveLong(conf, RPC_TIMEOUT_MS, DEFAULT_RPC_TIMEOUT_MS, 1);
-    int queue = (int) positiveLong(conf, REPORT_QUEUE_SIZE, DEFAULT_REPORT_QUEUE_SIZE, 1);
-    int batch = (int) positiveLong(conf, REPORT_BATCH_SIZE, DEFAULT_REPORT_BATCH_SIZE, 1);
+    long register = positiveLong(conf, REGISTER_TIMEOUT_MS, DEFAULT_REGISTER_TIMEOUT_MS, 0,
+        Integer.MAX_VALUE);
+    long rpc = positiveLong(conf, RPC_TIMEOUT_MS, DEFAULT_RPC_TIMEOUT_MS, 1, Integer.MAX_VALUE);
+    int queue = (int) positiveLong(conf, REPORT_QUEUE_SIZE, DEFAULT_REPORT_QUEUE_SIZE, 1,
+        Integer.MAX_VALUE);
+    int batch = (int) positiveLong(conf, REPORT_BATCH_SIZE, DEFAULT_REPORT_BATCH_SIZE, 1,
+        MAX_REPORT_BATCH_SIZE);
     return new AgentConfig(socket, Duration.ofMillis(register), Duration.ofMillis(rpc), queue, batch);
   }
 
-  private static long positiveLong(Configuration conf, String key, long dflt, long min) {
+  private static long positiveLong(Configuration conf, String key, long dflt, long min,
+      long max) {
     String raw = conf.getTrimmed(key);
     if (raw == null || raw.isEmpty()) {
       return dflt;
@@ -60,9 +66,9 @@ public record AgentConfig(
     } catch (NumberFormatException e) {
       throw new IllegalArgumentException(key + " must be an integer >= " + min + ", got '" + raw + "'");
     }
-    if (v < min || v > Integer.MAX_VALUE) {
+    if (v < min || v > max) {
       throw new IllegalArgumentException(
-          key + " must be an integer in [" + min + ", " + Integer.MAX_VALUE + "], got '" + raw + "'");
+          key + " must be an integer in [" + min + ", " + max + "], got '" + raw + "'");
     }
     return v;
   }

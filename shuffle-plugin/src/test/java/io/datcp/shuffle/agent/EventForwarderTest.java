@@ -72,6 +72,11 @@ class EventForwarderTest {
     relative.set(AgentConfig.AGENT_SOCKET, "agent.sock");
     assertThatThrownBy(() -> AgentConfig.from(relative))
         .hasMessageContaining(AgentConfig.AGENT_SOCKET);
+    // the agent refuses a Forward of more events, and a refused batch would be sent again
+    Configuration big = new Configuration(false);
+    big.set(AgentConfig.REPORT_BATCH_SIZE, "1001");
+    assertThatThrownBy(() -> AgentConfig.from(big))
+        .hasMessageContaining(AgentConfig.REPORT_BATCH_SIZE).hasMessageContaining("1000");
     AgentConfig defaults = AgentConfig.from(new Configuration(false));
     assertThat(defaults.socketPath()).isEqualTo(AgentConfig.DEFAULT_AGENT_SOCKET);
     assertThat(defaults.registerTimeout()).isEqualTo(Duration.ofMillis(5));
