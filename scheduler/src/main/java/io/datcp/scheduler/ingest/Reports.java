@@ -4,19 +4,17 @@ import static io.datcp.scheduler.common.InvalidFieldException.require;
 
 import io.datcp.scheduler.common.InvalidFieldException;
 import io.datcp.scheduler.common.Stripes;
-import io.datcp.scheduler.common.UnixNanos;
 import io.datcp.scheduler.flows.FlowLog;
 import io.datcp.scheduler.flows.FlowOutcome;
 import io.datcp.scheduler.jobs.Job;
 import io.datcp.scheduler.jobs.JobEvent;
 import io.datcp.scheduler.jobs.JobRegistry;
-import io.datcp.scheduler.plan.Replanner;
+import io.datcp.scheduler.plan.LiveJobs;
 import io.datcp.scheduler.serve.PolicyPushes;
 import io.datcp.scheduler.serve.PolicyUpdateHub;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
-import java.time.Clock;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashSet;
@@ -32,18 +30,15 @@ import java.util.Set;
  * the news is pushed to agents.
  */
 public final class Reports {
-  private final Stripes jobLocks;
-  private final JobRegistry registry;
+  private final LiveJobs live;
   private final Authorization authorization;
   private final BatchDedup dedup;
   private final HostRateLimiter limiter;
   private final int maxEventsPerBatch;
   private final JobAttributes attributes;
-  private final Replanner plan;
   private final PolicyPushes pushes;
   private final PolicyUpdateHub hub;
   private final FlowLog flowLog;
-  private final Clock clock;
 
   private final Counter eventsAccepted;
   private final Counter batchesRateLimited;
@@ -61,22 +56,19 @@ public final class Reports {
    * @param yarn the ResourceManager asked for job attributes; null: none (attributes come from
    *     reports or stay unknown)
    */
-  public Reports(Stripes jobLocks, JobRegistry registry, HostRateLimiter limiter,
-      long dedupIdleNanos, int maxEventsPerBatch, YarnApps yarn, Replanner plan,
-      PolicyPushes pushes, PolicyUpdateHub hub, FlowLog flowLog, Clock clock,
-      MeterRegistry meters) {
-    this.jobLocks = jobLocks;
-    this.registry = registry;
-    this.authorization = new Authorization(registry);
+  public Reports(LiveJobs live, HostRateLimiter limiter, long dedupIdleNanos,
+      int maxEventsPerBatch, YarnApps yarn, PolicyPushes pushes, PolicyUpdateHub hub,
+      FlowLog flowLog, MeterRegistry meters) {
+    this.live = live;
+    this.authorization = new Authorization(live.registry());
     this.dedup = new BatchDedup(dedupIdleNanos);
     this.limiter = limiter;
     this.maxEventsPerBatch = maxEventsPerBatch;
-    this.attributes = new JobAttributes(jobLocks, registry, yarn, pushes, hub, clock);
-    this.plan = plan;
+    this.attributes = new JobAttributes(live.locks(), live.registry(), yarn, pushes, hub,
+        live.clock());
     this.pushes = pushes;
     this.hub = hub;
     this.flowLog = flowLog;
-    this.clock = clock;
 
     eventsAccepted = Counter.builder("datcp.report.events").description("Events applied")
         .register(meters);
@@ -97,7 +89,7 @@ public final class Reports {
         .register(meters);
     outcomesIgnored = Counter.builder("datcp.flows.ignored")
         .description("Flow outcomes of jobs the scheduler does not know").register(meters);
-    Gauge.builder("datcp.jobs.running", registry, JobRegistry::runningCount)
+    Gauge.builder("datcp.jobs.running", live.registry(), JobRegistry::runningCount)
         .description("Jobs with a reduce reported and no finish").register(meters);
   }
 
@@ -119,13 +111,13 @@ public final class Reports {
         why.add(new Refused(i, Refused.Reason.INVALID, e.getMessage()));
       }
     }
-    long now = UnixNanos.now(clock);
+    long now = live.now();
     PolicyUpdateHub.Outbox out = new PolicyUpdateHub.Outbox();
     List<String> askYarn = new ArrayList<>();
     Set<String> jobIds = new HashSet<>();
     events.forEach(e -> jobIds.add(e.jobId()));
     int applied = 0;
-    try (Stripes.Held held = jobLocks.hold(jobIds)) {
+    try (Stripes.Held held = live.locks().hold(jobIds)) {
       if (caller.authenticated()) {
         authorization.check(events, caller.host(), refused, why);
       }
@@ -140,7 +132,7 @@ public final class Reports {
         }
         applied++;
         JobEvent e = events.get(i);
-        Job job = registry.apply(e, touched, now);
+        Job job = live.registry().apply(e, touched, now);
         if (job == null) {
           continue;
         }
@@ -153,10 +145,10 @@ public final class Reports {
         }
         attributes.askIfUnknown(job, now, askYarn);
       }
-      changed.forEach(j -> plan.publishDemands(j, touched));
-      changed.stream().filter(Job::finished).forEach(plan::closeEpisodes);
-      registry.drainEvicted().forEach(flowLog::forget);
-      plan.replan(touched, now, pushes.into(out));
+      changed.forEach(j -> live.plan().publishDemands(j, touched));
+      changed.stream().filter(Job::finished).forEach(live.plan()::closeEpisodes);
+      live.registry().drainEvicted().forEach(flowLog::forget);
+      live.plan().replan(touched, now, pushes.into(out));
     }
     hub.deliver(out);
     eventsAccepted.increment(applied);
@@ -185,7 +177,7 @@ public final class Reports {
     int applied = 0;
     Set<String> jobIds = new HashSet<>();
     outcomes.forEach(o -> jobIds.add(o.jobId()));
-    try (Stripes.Held held = jobLocks.hold(jobIds)) {
+    try (Stripes.Held held = live.locks().hold(jobIds)) {
       if (!firstTime(caller, reporterId, batchId)) {
         return new Ack(0, true, List.of());
       }
@@ -194,16 +186,16 @@ public final class Reports {
           continue;
         }
         FlowOutcome o = outcomes.get(i);
-        if (registry.find(o.jobId()) == null) {
+        if (live.registry().find(o.jobId()) == null) {
           outcomesIgnored.increment();
           continue;
         }
         flowLog.add(o);
         (o.met() ? outcomesMet : outcomesMissed).increment();
-        Job running = registry.running(o.jobId());
+        Job running = live.registry().running(o.jobId());
         Job.Reduce reduce = running == null ? null : running.reduce(o.reduceId());
         if (reduce != null) {
-          plan.flowEnded(reduce.host(), o.jobId(), o.bytes(), o.startUnixNanos(),
+          live.plan().flowEnded(reduce.host(), o.jobId(), o.bytes(), o.startUnixNanos(),
               o.finishUnixNanos());
         }
         PolicyUpdateHub.FlowRef ended = new PolicyUpdateHub.FlowRef(o.reduceId(), o.flow());
