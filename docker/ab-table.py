@@ -45,7 +45,9 @@ def rounds(run_dir, mode, count):
 def value(rnd, job, key):
     """Milliseconds of a job's history detail; completions from the maps' release."""
     h = rnd["jobs"][job]["history"]
-    return h[key] - (rnd.get("releaseMillis") or 0 if key in FROM_RELEASE else 0)
+    if key not in FROM_RELEASE:
+        return h[key]
+    return h[key] - (rnd.get("releaseMillis") or 0)
 
 
 def b_on_time(rnd, records):

@@ -221,6 +221,8 @@ def test_report_numbers_and_files(tmp_path):
     assert "| mean JCT on/off | 0.56 | <= 0.67 | met" in md
     assert "j1 (1.40x)" in md and "| on | 3/4 |" not in md and "| 3/4 |" in md
     assert "against alone" in md
+    # the best baseline's columns name it: with off the best, "mean/off" twice read as a typo
+    assert "| mean/off | p95/off | mean/best (dctcp) | p95/best (dctcp) |" in md
     for png in ("cdf.png", "slowdown.png"):
         data = (tmp_path / png).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10000

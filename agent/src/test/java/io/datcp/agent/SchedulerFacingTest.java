@@ -19,8 +19,11 @@ import io.datcp.proto.v1.FlowRegistered;
 import io.datcp.proto.v1.FlowRegistration;
 import io.datcp.proto.v1.MapOutputIndexed;
 import io.datcp.proto.v1.PolicyUpdate;
+import io.datcp.proto.v1.RefusedEvent;
+import io.datcp.proto.v1.ReportAck;
 import io.datcp.proto.v1.ShuffleEvent;
 import io.datcp.proto.v1.ShuffleReport;
+import io.grpc.Status;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -37,6 +40,7 @@ import java.util.logging.Handler;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
 import java.util.logging.Logger;
+import java.util.logging.SimpleFormatter;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -204,6 +208,63 @@ class SchedulerFacingTest {
         "http://127.0.0.1:" + agent.metricsPort() + "/metrics")).build(),
         HttpResponse.BodyHandlers.ofString()).body();
     assertThat(metrics).contains("datcp_agent_reports_dropped_total{queue=\"shuffle-reports\"}");
+  }
+
+  private static ShuffleEvent indexed(String job, int map) {
+    return ShuffleEvent.newBuilder().setTimeUnixNanos(map + 1).setMapOutputIndexed(
+        MapOutputIndexed.newBuilder().setJobId(job).setMapId(map).setHost("h")
+            .addPartitionBytes(100)).build();
+  }
+
+  @Test
+  void reportsTheSchedulerRefusesAreDroppedCountedAndLoggedOnceNotRetried() throws Exception {
+    Logger senderLog = Logger.getLogger("io.datcp.agent.scheduler.BatchSender");
+    senderLog.addHandler(capture);
+    clientLog.addHandler(capture);
+    scheduler = new FakeScheduler();
+    String notOnIt = "the reporting host may not report reduce 1 of job_1_2, which does not"
+        + " run on it";
+    // job_1_1's events refused one by one (this scheduler), job_1_2's batch refused whole (a
+    // scheduler from before ReportAck.refused)
+    scheduler.reportAnswer = r -> {
+      if (r.getEventsList().stream().anyMatch(e -> e.getMapOutputIndexed().getJobId()
+          .equals("job_1_2"))) {
+        throw Status.PERMISSION_DENIED.withDescription(notOnIt).asRuntimeException();
+      }
+      ReportAck.Builder ack = ReportAck.newBuilder();
+      for (int i = 0; i < r.getEventsCount(); i++) {
+        if (r.getEvents(i).getMapOutputIndexed().getJobId().equals("job_1_1")) {
+          ack.addRefused(RefusedEvent.newBuilder().setIndex(i).setCode(7)
+              .setMessage("the reporting host may not report MapOutputIndexed.host h"));
+        }
+      }
+      return ack.setAccepted(r.getEventsCount() - ack.getRefusedCount()).build();
+    };
+    scheduler.start();
+    startAgent(Map.of());
+
+    for (String job : List.of("job_1_1", "job_1_2", "job_1_3")) {
+      client.blocking().forward(ShuffleReport.newBuilder().setReporterHost("nm")
+          .addEvents(indexed(job, 1)).addEvents(indexed(job, 2)).build());
+      int sent = scheduler.reports.size();
+      await().atMost(Duration.ofSeconds(5)).until(() -> scheduler.reports.size() > sent);
+    }
+
+    Thread.sleep(500); // a retry would come within this
+    assertThat(scheduler.reports).hasSize(3);
+    assertThat(scheduler.reports.get(2).getEvents(0).getMapOutputIndexed().getJobId())
+        .isEqualTo("job_1_3");
+    String metrics = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(
+        "http://127.0.0.1:" + agent.metricsPort() + "/metrics")).build(),
+        HttpResponse.BodyHandlers.ofString()).body();
+    assertThat(metrics).contains("datcp_agent_reports_refused_total{queue=\"shuffle-reports\","
+        + "reason=\"not_permitted\"} 4.0");
+    synchronized (capture) {
+      assertThat(warnings).noneMatch(r -> r.getMessage().contains("unavailable"));
+      assertThat(warnings.stream().filter(r -> new SimpleFormatter().formatMessage(r)
+          .contains(notOnIt))).hasSize(1);
+    }
+    senderLog.removeHandler(capture);
   }
 
   @Test

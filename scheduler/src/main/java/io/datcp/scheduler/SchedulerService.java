@@ -15,6 +15,7 @@ import io.datcp.scheduler.ingest.YarnApps;
 import io.datcp.scheduler.jobs.JobEvent;
 import io.datcp.scheduler.jobs.JobRegistry;
 import io.datcp.scheduler.jobs.JobView;
+import io.datcp.scheduler.plan.LiveJobs;
 import io.datcp.scheduler.plan.PlannerPolicy;
 import io.datcp.scheduler.plan.Replanner;
 import io.datcp.scheduler.policy.PolicyBook;
@@ -79,18 +80,16 @@ public final class SchedulerService {
     FlowPolicies flowPolicies = new FlowPolicies(conf.get(SchedulerConf.FIRST_JOB_IMPORTANCE),
         conf.get(SchedulerConf.WAITING_JOBS_YIELD), orderOnly);
     this.switches = new SwitchBook(conf.switches(), this::nowUnixNanos);
-    this.rules = new PolicyPushes(jobLocks, registry, policies, plan, flowPolicies, hub, clock,
-        meters);
-    this.reports = new Reports(jobLocks, registry, limiter,
+    LiveJobs live = new LiveJobs(jobLocks, registry, plan, clock);
+    this.rules = new PolicyPushes(live, policies, flowPolicies, hub, meters);
+    this.reports = new Reports(live, limiter,
         TimeUnit.SECONDS.toNanos(conf.get(SchedulerConf.DEDUP_IDLE_SECONDS)),
-        conf.get(SchedulerConf.REPORT_MAX_EVENTS), yarn, plan, rules, hub, flowLog, clock,
-        meters);
-    this.jobEnds = new JobEnds(jobLocks, registry, yarn, plan, rules, hub, flowLog, clock,
+        conf.get(SchedulerConf.REPORT_MAX_EVENTS), yarn, rules, hub, flowLog, meters);
+    this.jobEnds = new JobEnds(live, yarn, rules, hub, flowLog,
         TimeUnit.SECONDS.toNanos(conf.get(SchedulerConf.JOB_IDLE_TIMEOUT_SECONDS)),
         TimeUnit.MILLISECONDS.toNanos(conf.get(SchedulerConf.JOB_END_POLL_MILLIS)), meters);
-    this.lookups = new Lookups(jobLocks, registry, policies, plan, flowPolicies, rules, hub,
-        clock, meters);
-    this.views = new JobViews(jobLocks, registry, policies, plan, flowLog, clock);
+    this.lookups = new Lookups(live, policies, flowPolicies, rules, hub, meters);
+    this.views = new JobViews(live, policies, flowLog);
   }
 
   // ---- the steps, for the adapters ------------------------------------------------------------

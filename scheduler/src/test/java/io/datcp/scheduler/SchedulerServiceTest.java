@@ -4,6 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.datcp.scheduler.common.InvalidFieldException;
+import io.datcp.scheduler.ingest.Ack;
+import io.datcp.scheduler.ingest.Caller;
+import io.datcp.scheduler.ingest.Refused;
 import io.datcp.scheduler.config.SchedulerConf;
 import io.datcp.scheduler.flows.FlowOutcome;
 import io.datcp.scheduler.flows.QuenchOutcome;
@@ -148,7 +151,7 @@ class SchedulerServiceTest {
   }
 
   @Test
-  void anInvalidOutcomeIsNamedByItsPositionAndField() {
+  void anInvalidOutcomeIsRefusedOnItsOwnNamedByItsPositionAndField() {
     // names are joined only when a check fails (issue 9 item 10), so check the joined name
     SchedulerService s = startedJob(TestServices.dev());
     long t = clock.nanos();
@@ -157,8 +160,13 @@ class SchedulerServiceTest {
     FlowOutcome negative = new FlowOutcome("etl_1", 0, "m1", "node1", -1, t, 0, t + S, true,
         QuenchOutcome.NONE, null);
 
-    assertThatThrownBy(() -> s.reportOutcomes("m1", List.of(ok, negative)))
-        .isInstanceOfSatisfying(InvalidFieldException.class,
-            e -> assertThat(e.field()).isEqualTo("outcomes[1].bytes"));
+    Ack ack = s.reportOutcomes(new Caller("m1", false), "", 0, List.of(ok, negative));
+
+    assertThat(ack.accepted()).isEqualTo(1);
+    assertThat(ack.refused()).singleElement().satisfies(r -> {
+      assertThat(r.index()).isEqualTo(1);
+      assertThat(r.reason()).isEqualTo(Refused.Reason.INVALID);
+      assertThat(r.message()).startsWith("outcomes[1].bytes: ");
+    });
   }
 }

@@ -15,6 +15,7 @@ import io.datcp.proto.v1.OrdersRequest;
 import io.datcp.proto.v1.ReportAck;
 import io.datcp.proto.v1.ShuffleEvent;
 import io.datcp.proto.v1.ShuffleReport;
+import io.grpc.Context;
 import io.grpc.Server;
 import io.grpc.Status;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
@@ -37,8 +38,10 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Queue;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -71,7 +74,10 @@ public final class FakeAgent implements AutoCloseable {
   /** Reports answered on the events socket (duplicates included), connections accepted. */
   public final AtomicInteger socketReports = new AtomicInteger();
   public final AtomicInteger socketConnections = new AtomicInteger();
-  /** How long the events socket waits before each answer (a slow agent), milliseconds. */
+  /**
+   * How long the events socket takes for each report before it records and answers it (a slow
+   * agent: one the client gave up on still takes the report), milliseconds.
+   */
   public volatile long eventsReplyDelayMs;
   /** False: the events socket closes each connection at its next report, unanswered. */
   public volatile boolean answerEvents = true;
@@ -80,6 +86,14 @@ public final class FakeAgent implements AutoCloseable {
   private final Set<String> seenBatches = ConcurrentHashMap.newKeySet();
   private final List<StreamObserver<FlowOrder>> subscribers = new CopyOnWriteArrayList<>();
   private volatile Function<FlowRegistration, FlowAction> ordersBeforeReply = r -> null;
+  /**
+   * How long each of the next Forward calls takes, milliseconds, one entry per call (a slow or
+   * stalled agent); a call its client gave up on meanwhile is not recorded, as one that never
+   * reached the agent.
+   */
+  public final Queue<Long> forwardDelaysMs = new ConcurrentLinkedQueue<>();
+  /** Forward calls begun. */
+  public final AtomicInteger forwardsStarted = new AtomicInteger();
   /** How long RegisterFlow takes to answer (a slow agent), milliseconds. */
   public volatile long replyDelayMs;
   /** False: RegisterFlowBatches answers UNIMPLEMENTED (an agent that predates the stream). */
@@ -214,6 +228,8 @@ public final class FakeAgent implements AutoCloseable {
     answerEvents = true;
     ordersBeforeReply = r -> null;
     replyDelayMs = 0;
+    forwardDelaysMs.clear();
+    forwardsStarted.set(0);
     streams = true;
     streamedRegistrations.set(0);
     streamedBatches.set(0);
@@ -326,6 +342,15 @@ public final class FakeAgent implements AutoCloseable {
 
     @Override
     public void forward(ShuffleReport request, StreamObserver<ReportAck> reply) {
+      forwardsStarted.incrementAndGet();
+      Long delay = forwardDelaysMs.poll();
+      if (delay != null) {
+        sleep(delay);
+        if (Context.current().isCancelled()) {
+          reply.onError(Status.CANCELLED.asRuntimeException());
+          return;
+        }
+      }
       reply.onNext(record(request, new ArrayList<>()));
       reply.onCompleted();
     }

@@ -121,10 +121,14 @@ class ShuffleOnMiniYarnTest {
         c.set(MRJobConfig.REDUCE_JAVA_OPTS, c.get(MRJobConfig.REDUCE_JAVA_OPTS)
             + " -Xlog:class+load=info:file=" + dir.resolve(REDUCE_CLASSES + "%p.log"));
       });
-      await().atMost(Duration.ofSeconds(10)).until(() ->
-          agent.events(ShuffleEvent.EventCase.SHUFFLE_FINISHED).size() == REDUCES
-              && agent.events(ShuffleEvent.EventCase.MAP_OUTPUT_INDEXED).size() >= MAPS
-              && agent.ends.size() == agent.flows.size());
+      await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> {
+        assertThat(agent.events(ShuffleEvent.EventCase.SHUFFLE_FINISHED))
+            .as("ShuffleFinished reports").hasSize(REDUCES);
+        assertThat(agent.events(ShuffleEvent.EventCase.MAP_OUTPUT_INDEXED))
+            .as("MapOutputIndexed reports").hasSizeGreaterThanOrEqualTo(MAPS);
+        assertThat(agent.ends.keySet()).as("flows ended (of those registered)")
+            .isEqualTo(FakeAgent.ids(agent.flows));
+      });
       long before = flowMetrics().registered();
       baseline = new Baseline(run, List.copyOf(agent.flows), Map.copyOf(agent.ends),
           List.copyOf(agent.events), List.copyOf(agent.socketEvents),

@@ -3,6 +3,7 @@ package io.datcp.agent.kernel;
 import java.util.Map;
 import java.util.Optional;
 import java.util.function.Consumer;
+import java.util.function.LongSupplier;
 
 /**
  * The kernel's flow table and event ring as the agent uses them. {@link DatcpKernel} is the
@@ -58,6 +59,11 @@ public interface Kernel {
 
   /** A kernel that refuses every write with reason, for fail-open operation. */
   static Kernel absent(String reason) {
+    return absent(reason, System::nanoTime);
+  }
+
+  /** As {@link #absent(String)}, on the given clock (a test's clock far from the machine's). */
+  static Kernel absent(String reason, LongSupplier clock) {
     return new Kernel() {
       @Override
       public boolean available() {
@@ -66,7 +72,7 @@ public interface Kernel {
 
       @Override
       public long nowNs() {
-        return System.nanoTime();
+        return clock.getAsLong();
       }
 
       @Override

@@ -1,6 +1,8 @@
 package io.datcp.agent.scheduler;
 
 import io.datcp.agent.failopen.Outage;
+import io.datcp.proto.v1.RefusedEvent;
+import io.datcp.proto.v1.ReportAck;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.micrometer.core.instrument.Counter;
@@ -8,6 +10,7 @@ import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.logging.Level;
 import java.util.logging.Logger;
@@ -17,13 +20,18 @@ import java.util.logging.Logger;
  * batch keeps its id until the scheduler acknowledges it, so a retry after a lost answer is
  * recognised as a duplicate. When the scheduler is away the queue fills; then the oldest events
  * are dropped and counted (the scheduler's job state is soft and rebuilt from later reports).
+ * What the scheduler refuses (events named in its answer, or a batch refused whole) it would
+ * refuse again: it is dropped, counted and logged once per cause, never retried, so it
+ * cannot hold up the reports queued behind it; a refusal is an answer, not an outage.
  */
 final class BatchSender<T> implements AutoCloseable {
   private static final Logger LOG = Logger.getLogger(BatchSender.class.getName());
+  /** Refusal causes remembered for logging once; beyond it the oldest may be logged again. */
+  private static final int MAX_CAUSES_LOGGED = 1024;
 
-  /** Sends one batch; throws StatusRuntimeException on failure. */
+  /** Sends one batch and returns the scheduler's answer; throws StatusRuntimeException. */
   interface Transport<T> {
-    void send(List<T> batch, long batchId);
+    ReportAck send(List<T> batch, long batchId);
   }
 
   private final String name;
@@ -35,8 +43,11 @@ final class BatchSender<T> implements AutoCloseable {
   private final Backoff backoff;
   private final ArrayDeque<T> queue = new ArrayDeque<>();
   private final Counter dropped;
-  private final Counter rejected;
+  private final Counter refusedInvalid;
+  private final Counter refusedNotPermitted;
   private final Counter sent;
+  /** Refusal causes logged so far, oldest first; only the sender thread touches it. */
+  private final LinkedHashSet<String> causesLogged = new LinkedHashSet<>();
   private final Thread thread;
   private long nextBatchId = 1;
   private volatile boolean closed;
@@ -53,8 +64,12 @@ final class BatchSender<T> implements AutoCloseable {
     dropped = Counter.builder("datcp.agent.reports.dropped").tag("queue", name)
         .description("events dropped because the queue to the scheduler was full")
         .register(meters);
-    rejected = Counter.builder("datcp.agent.reports.rejected").tag("queue", name)
-        .description("events in batches the scheduler refused as invalid").register(meters);
+    refusedInvalid = Counter.builder("datcp.agent.reports.refused").tag("queue", name)
+        .tag("reason", "invalid").description("events the scheduler refused (dropped)")
+        .register(meters);
+    refusedNotPermitted = Counter.builder("datcp.agent.reports.refused").tag("queue", name)
+        .tag("reason", "not_permitted").description("events the scheduler refused (dropped)")
+        .register(meters);
     sent = Counter.builder("datcp.agent.reports.sent").tag("queue", name)
         .description("events the scheduler acknowledged").register(meters);
     Gauge.builder("datcp.agent.reports.queued", this, BatchSender::queued).tag("queue", name)
@@ -100,17 +115,22 @@ final class BatchSender<T> implements AutoCloseable {
           }
           batchId = nextBatchId++;
         }
-        transport.send(batch, batchId);
-        sent.increment(batch.size());
+        ReportAck ack = transport.send(batch, batchId);
         outage.up();
         backoff.reset();
+        for (RefusedEvent r : ack.getRefusedList()) {
+          refused(Status.fromCodeValue(r.getCode()), r.getMessage(), 1);
+        }
+        sent.increment(batch.size() - ack.getRefusedCount());
         batch = null;
       } catch (StatusRuntimeException e) {
         Status.Code code = e.getStatus().getCode();
-        if (code == Status.Code.INVALID_ARGUMENT) {
-          LOG.log(Level.WARNING, "scheduler refused a {0} batch of {1} events: {2}",
-              new Object[] {name, batch.size(), e.getStatus().getDescription()});
-          rejected.increment(batch.size());
+        if (code == Status.Code.INVALID_ARGUMENT || code == Status.Code.PERMISSION_DENIED) {
+          // a scheduler built before ReportAck.refused refuses the batch whole for one event,
+          // today's only for a fault of the batch itself: either way it would again
+          outage.up();
+          backoff.reset();
+          refused(e.getStatus(), e.getStatus().getDescription(), batch.size());
           batch = null;
         } else {
           if (code != Status.Code.RESOURCE_EXHAUSTED) {
@@ -122,6 +142,26 @@ final class BatchSender<T> implements AutoCloseable {
         return;
       }
     }
+  }
+
+  /**
+   * Counts {@code events} refused with {@code status} (one named in an answer, or a batch
+   * refused whole) and logs the first refusal of each cause.
+   */
+  private void refused(Status status, String why, int events) {
+    (status.getCode() == Status.Code.PERMISSION_DENIED ? refusedNotPermitted : refusedInvalid)
+        .increment(events);
+    String cause = status.getCode() + ": " + why;
+    if (!causesLogged.add(cause)) {
+      return;
+    }
+    if (causesLogged.size() > MAX_CAUSES_LOGGED) {
+      causesLogged.remove(causesLogged.iterator().next());
+    }
+    LOG.log(Level.WARNING, "scheduler refused {0} ({1}); dropped, not sent again; further"
+        + " refusals of this cause are only counted (datcp_agent_reports_refused_total)",
+        new Object[] {events == 1 ? "a " + name + " event"
+            : "a " + name + " batch of " + events + " events whole", cause});
   }
 
   /** Waits for events, then up to flushMillis more for a full batch. */

@@ -2,19 +2,14 @@ package io.datcp.agent.flows;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.datcp.agent.config.AgentConf;
 import io.datcp.agent.kernel.DatcpKernel;
 import io.datcp.agent.kernel.FlowTuple;
 import io.datcp.agent.testing.KernelLock;
 import io.datcp.agent.testing.KernelLockExtension;
 import io.datcp.agent.testing.TestAgents;
-import io.datcp.proto.v1.FlowAction;
 import io.datcp.proto.v1.FlowEndReason;
-import io.datcp.proto.v1.FlowOutcome;
 import io.datcp.proto.v1.FlowRegistration;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.util.ArrayDeque;
-import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -37,17 +32,8 @@ class KernelChurnTest {
         100_000_000L, "").kernel();
     int before = kernel.flowCount();
     AtomicLong outcomes = new AtomicLong();
-    FlowRegistry registry = new FlowRegistry(AgentConf.fromMap(Map.of(
-        "local.registerRatePerSecond", "1e12", "local.registerBurst", "1000000000")),
-        "churn-host", kernel, PolicySource.NONE, new FlowListener() {
-          @Override
-          public void order(long flowId, String subscriber, FlowAction action, String reason) {}
-
-          @Override
-          public void outcome(FlowOutcome o) {
-            outcomes.incrementAndGet();
-          }
-        }, new SimpleMeterRegistry());
+    FlowRegistry registry = TestAgents.registry("churn-host", kernel,
+        o -> outcomes.incrementAndGet());
     FlowRegistration base = TestAgents.registration("job_1700000000000_0301", 1, 1).build();
     ArrayDeque<Long> live = new ArrayDeque<>();
     int peak = 0;

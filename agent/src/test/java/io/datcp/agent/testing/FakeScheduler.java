@@ -18,6 +18,7 @@ import io.grpc.ServerCallHandler;
 import io.grpc.ServerInterceptor;
 import io.grpc.ServerInterceptors;
 import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
 import io.grpc.netty.NettyServerBuilder;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
@@ -46,6 +47,10 @@ public final class FakeScheduler implements AutoCloseable {
   /** Answer to a lookup; null = answer with the default (no deadline). */
   public volatile Function<PolicyLookup, FlowPolicy> answer = l -> FlowPolicy.newBuilder()
       .setJobId(l.getJobId()).setReduceId(l.getReduceId()).setFlow(l.getFlow()).build();
+  /** Answer to a shuffle report (after it is recorded); throw a StatusRuntimeException to
+   *  refuse the batch whole. */
+  public volatile Function<ShuffleReport, ReportAck> reportAnswer =
+      r -> ReportAck.newBuilder().setAccepted(r.getEventsCount()).build();
   /** Snapshot sent on every resync watch. */
   public volatile List<PolicyUpdate> snapshot = List.of();
   public volatile SwitchConfig switchConfig;
@@ -171,7 +176,14 @@ public final class FakeScheduler implements AutoCloseable {
     @Override
     public void report(ShuffleReport req, StreamObserver<ReportAck> out) {
       reports.add(req);
-      out.onNext(ReportAck.newBuilder().setAccepted(req.getEventsCount()).build());
+      ReportAck ack;
+      try {
+        ack = reportAnswer.apply(req);
+      } catch (StatusRuntimeException e) {
+        out.onError(e);
+        return;
+      }
+      out.onNext(ack);
       out.onCompleted();
     }
   }

@@ -3,9 +3,16 @@ package io.datcp.agent.testing;
 import io.datcp.agent.AgentServer;
 import io.datcp.agent.config.AgentConf;
 import io.datcp.agent.kernel.DatcpKernel;
+import io.datcp.agent.flows.FlowListener;
+import io.datcp.agent.flows.FlowRegistry;
+import io.datcp.agent.flows.PolicySource;
 import io.datcp.agent.kernel.FlowTuple;
+import io.datcp.agent.kernel.Kernel;
 import io.datcp.agent.kernel.KernelException;
+import io.datcp.proto.v1.FlowAction;
+import io.datcp.proto.v1.FlowOutcome;
 import io.datcp.proto.v1.FlowRegistration;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -13,6 +20,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Consumer;
 
 /** Agents for tests: their own socket and state directory, the kmod build's libdatcp. */
 public final class TestAgents {
@@ -63,6 +71,25 @@ public final class TestAgents {
       Thread.sleep(50);
     }
     return p;
+  }
+
+  /**
+   * A flow registry on kernel without a scheduler, its registration rate unlimited (tests
+   * register far faster than local.registerRatePerSecond allows); outcomes go to outcomes.
+   */
+  public static FlowRegistry registry(String host, Kernel kernel,
+      Consumer<FlowOutcome> outcomes) {
+    return new FlowRegistry(AgentConf.fromMap(Map.of(
+        "local.registerRatePerSecond", "1e12", "local.registerBurst", "1000000000")),
+        host, kernel, PolicySource.NONE, new FlowListener() {
+          @Override
+          public void order(long flowId, String subscriber, FlowAction action, String reason) {}
+
+          @Override
+          public void outcome(FlowOutcome o) {
+            outcomes.accept(o);
+          }
+        }, new SimpleMeterRegistry());
   }
 
   /** A well-formed registration on a synthetic TEST-NET tuple. */

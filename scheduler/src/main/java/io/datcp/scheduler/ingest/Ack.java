@@ -1,4 +1,9 @@
 package io.datcp.scheduler.ingest;
 
-/** What a report batch did. */
-public record Ack(int accepted, boolean duplicate) {}
+import java.util.List;
+
+/**
+ * What a report batch did: events applied, whether it was a repeat, and the events refused one
+ * by one (in batch order).
+ */
+public record Ack(int accepted, boolean duplicate, List<Refused> refused) {}

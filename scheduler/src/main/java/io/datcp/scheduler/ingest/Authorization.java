@@ -20,52 +20,65 @@ final class Authorization {
   }
 
   /**
-   * Refuses the whole batch when {@code host} may not send one of its events; the caller holds
-   * the locks of every job the batch names.
+   * Refuses each event {@code host} may not send: marks it in {@code refused} and adds why to
+   * {@code out}. Events already marked (invalid) are skipped, so they start nothing. The caller
+   * holds the locks of every job the batch names.
    */
-  void check(List<JobEvent> events, String host) {
+  void check(List<JobEvent> events, String host, boolean[] refused, List<Refused> out) {
     Set<String> started = new HashSet<>();
-    events.forEach(e -> authorize(e, host, started));
+    for (int i = 0; i < events.size(); i++) {
+      if (refused[i]) {
+        continue;
+      }
+      String what = notPermitted(events.get(i), host, started);
+      if (what != null) {
+        refused[i] = true;
+        out.add(new Refused(i, Refused.Reason.NOT_PERMITTED,
+            "the reporting host may not report " + what));
+      }
+    }
   }
 
   /**
-   * Refuses an event an authenticated {@code host} may not send: a reduce's events must come
-   * from the host it runs on (or is started on, earlier in the same batch), a job's end from a
-   * host running one of its reduces, map-side events from the map's own host.
-   * {@code startedInBatch} collects job/reduce pairs started earlier in the batch.
+   * What of {@code event} an authenticated {@code host} may not send, or null when it may: a
+   * reduce's events must come from the host it runs on (or is started on, earlier in the same
+   * batch), a job's end from a host running one of its reduces, map-side events from the map's
+   * own host. {@code startedInBatch} collects the job/reduce pairs started by permitted
+   * ReduceStarted events earlier in the batch.
    */
-  void authorize(JobEvent event, String host, Set<String> startedInBatch) {
+  String notPermitted(JobEvent event, String host, Set<String> startedInBatch) {
     if (event instanceof JobEvent.ReduceStarted e) {
-      permit(e.host().equals(host), "ReduceStarted.host " + e.host());
+      if (!e.host().equals(host)) {
+        return "ReduceStarted.host " + e.host();
+      }
       Job job = registry.running(e.jobId());
       Job.Reduce r = job == null ? null : job.reduce(e.reduceId());
-      permit(r == null || r.host().equals(host), "reduce " + e.reduceId() + " of "
-          + e.jobId() + ", which runs on another host");
+      if (r != null && !r.host().equals(host)) {
+        return "reduce " + e.reduceId() + " of " + e.jobId() + ", which runs on another host";
+      }
       startedInBatch.add(e.jobId() + "/" + e.reduceId());
-      return;
+      return null;
     }
     if (event instanceof JobEvent.MapOutputIndexed e) {
-      permit(e.host().equals(host), "MapOutputIndexed.host " + e.host());
-      return;
+      return e.host().equals(host) ? null : "MapOutputIndexed.host " + e.host();
     }
     if (event instanceof JobEvent.ContainersRunning e) {
-      permit(e.host().equals(host), "ContainersRunning.host " + e.host());
-      return;
+      return e.host().equals(host) ? null : "ContainersRunning.host " + e.host();
     }
     Job job = registry.running(event.jobId());
     if (job == null) {
-      return;
+      return null;
     }
     if (event instanceof JobEvent.JobFinished) {
-      permit(job.hasReduceOn(host) || batchStartedAny(startedInBatch, event.jobId()),
-          "the end of job " + event.jobId() + ", which runs no reduce on it");
-      return;
+      return job.hasReduceOn(host) || batchStartedAny(startedInBatch, event.jobId()) ? null
+          : "the end of job " + event.jobId() + ", which runs no reduce on it";
     }
     int reduceId = reduceOf(event);
     Job.Reduce r = job.reduce(reduceId);
-    permit(r == null ? startedInBatch.contains(event.jobId() + "/" + reduceId)
-        : r.host().equals(host), "reduce " + reduceId + " of " + event.jobId()
-        + ", which does not run on it");
+    boolean permitted = r == null ? startedInBatch.contains(event.jobId() + "/" + reduceId)
+        : r.host().equals(host);
+    return permitted ? null
+        : "reduce " + reduceId + " of " + event.jobId() + ", which does not run on it";
   }
 
   private static boolean batchStartedAny(Set<String> startedInBatch, String jobId) {
@@ -83,11 +96,5 @@ final class Authorization {
       return e.reduceId();
     }
     throw new IllegalArgumentException(event.getClass().getSimpleName());
-  }
-
-  private static void permit(boolean ok, String what) {
-    if (!ok) {
-      throw new NotPermittedException("the reporting host may not report " + what);
-    }
   }
 }

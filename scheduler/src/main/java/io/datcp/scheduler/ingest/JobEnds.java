@@ -1,17 +1,14 @@
 package io.datcp.scheduler.ingest;
 
 import io.datcp.scheduler.common.Stripes;
-import io.datcp.scheduler.common.UnixNanos;
 import io.datcp.scheduler.flows.FlowLog;
 import io.datcp.scheduler.jobs.Job;
 import io.datcp.scheduler.jobs.JobEvent;
-import io.datcp.scheduler.jobs.JobRegistry;
-import io.datcp.scheduler.plan.Replanner;
+import io.datcp.scheduler.plan.LiveJobs;
 import io.datcp.scheduler.serve.PolicyPushes;
 import io.datcp.scheduler.serve.PolicyUpdateHub;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
-import java.time.Clock;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -24,14 +21,11 @@ import java.util.concurrent.CompletableFuture;
  * would: agents are told, its demands withdrawn, its hosts re-planned.
  */
 public final class JobEnds {
-  private final Stripes jobLocks;
-  private final JobRegistry registry;
+  private final LiveJobs live;
   private final YarnApps yarn;
-  private final Replanner plan;
   private final PolicyPushes pushes;
   private final PolicyUpdateHub hub;
   private final FlowLog flowLog;
-  private final Clock clock;
   private final long idleTimeoutNanos;
   private final long endPollNanos;
   private final Counter jobsTimedOut;
@@ -41,17 +35,13 @@ public final class JobEnds {
    * @param idleTimeoutNanos jobs.idleTimeoutSeconds
    * @param endPollNanos jobs.endPollMillis
    */
-  public JobEnds(Stripes jobLocks, JobRegistry registry, YarnApps yarn, Replanner plan,
-      PolicyPushes pushes, PolicyUpdateHub hub, FlowLog flowLog, Clock clock,
-      long idleTimeoutNanos, long endPollNanos, MeterRegistry meters) {
-    this.jobLocks = jobLocks;
-    this.registry = registry;
+  public JobEnds(LiveJobs live, YarnApps yarn, PolicyPushes pushes, PolicyUpdateHub hub,
+      FlowLog flowLog, long idleTimeoutNanos, long endPollNanos, MeterRegistry meters) {
+    this.live = live;
     this.yarn = yarn;
-    this.plan = plan;
     this.pushes = pushes;
     this.hub = hub;
     this.flowLog = flowLog;
-    this.clock = clock;
     this.idleTimeoutNanos = idleTimeoutNanos;
     this.endPollNanos = endPollNanos;
     jobsTimedOut = Counter.builder("datcp.jobs.timedout")
@@ -60,21 +50,21 @@ public final class JobEnds {
 
   /** Drops running jobs idle for longer than jobs.idleTimeoutSeconds; returns how many. */
   public int expireIdleJobs() {
-    long now = UnixNanos.now(clock);
+    long now = live.now();
     int n = 0;
-    for (Job job : List.copyOf(registry.runningJobs())) {
+    for (Job job : List.copyOf(live.registry().runningJobs())) {
       PolicyUpdateHub.Outbox out = new PolicyUpdateHub.Outbox();
-      try (Stripes.Held held = jobLocks.hold(job.id())) {
+      try (Stripes.Held held = live.locks().hold(job.id())) {
         Set<String> touched = new HashSet<>();
-        if (!registry.expireIfIdle(job, now, idleTimeoutNanos, touched)) {
+        if (!live.registry().expireIfIdle(job, now, idleTimeoutNanos, touched)) {
           continue;
         }
         n++;
         hub.jobFinished(out, job.id(), now);
-        plan.publishDemands(job, Set.of());
-        plan.closeEpisodes(job);
-        registry.drainEvicted().forEach(flowLog::forget);
-        plan.replan(touched, now, pushes.into(out));
+        live.plan().publishDemands(job, Set.of());
+        live.plan().closeEpisodes(job);
+        live.registry().drainEvicted().forEach(flowLog::forget);
+        live.plan().replan(touched, now, pushes.into(out));
       }
       hub.deliver(out);
     }
@@ -93,10 +83,10 @@ public final class JobEnds {
     if (yarn == null) {
       return CompletableFuture.completedFuture(0);
     }
-    long now = UnixNanos.now(clock);
+    long now = live.now();
     List<CompletableFuture<Integer>> asked = new ArrayList<>();
-    for (Job job : List.copyOf(registry.runningJobs())) {
-      try (Stripes.Held held = jobLocks.hold(job.id())) {
+    for (Job job : List.copyOf(live.registry().runningJobs())) {
+      try (Stripes.Held held = live.locks().hold(job.id())) {
         // A tenth of slack: the schedule's delay runs on another clock than this one, and a
         // job asked a hair less than a period ago would otherwise wait a whole extra period.
         if (job.finished() || !job.shufflesDone() || (job.endAskedUnixNanos() != 0
@@ -117,20 +107,21 @@ public final class JobEnds {
    * longer running (a report or the idle sweep ended it while the ResourceManager answered).
    */
   private boolean endFromYarn(Job job, YarnApps.End end) {
-    long now = UnixNanos.now(clock);
+    long now = live.now();
     PolicyUpdateHub.Outbox out = new PolicyUpdateHub.Outbox();
-    try (Stripes.Held held = jobLocks.hold(job.id())) {
-      if (registry.running(job.id()) != job) {
+    try (Stripes.Held held = live.locks().hold(job.id())) {
+      if (live.registry().running(job.id()) != job) {
         return false;
       }
       Set<String> touched = new HashSet<>();
-      registry.apply(new JobEvent.JobFinished(end.finishUnixNanos(), job.id(), end.succeeded()),
+      live.registry().apply(
+          new JobEvent.JobFinished(end.finishUnixNanos(), job.id(), end.succeeded()),
           touched, now);
       hub.jobFinished(out, job.id(), now);
-      plan.publishDemands(job, touched);
-      plan.closeEpisodes(job);
-      registry.drainEvicted().forEach(flowLog::forget);
-      plan.replan(touched, now, pushes.into(out));
+      live.plan().publishDemands(job, touched);
+      live.plan().closeEpisodes(job);
+      live.registry().drainEvicted().forEach(flowLog::forget);
+      live.plan().replan(touched, now, pushes.into(out));
     }
     hub.deliver(out);
     return true;

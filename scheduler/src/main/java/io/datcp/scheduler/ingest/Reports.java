@@ -4,48 +4,47 @@ import static io.datcp.scheduler.common.InvalidFieldException.require;
 
 import io.datcp.scheduler.common.InvalidFieldException;
 import io.datcp.scheduler.common.Stripes;
-import io.datcp.scheduler.common.UnixNanos;
 import io.datcp.scheduler.flows.FlowLog;
 import io.datcp.scheduler.flows.FlowOutcome;
 import io.datcp.scheduler.jobs.Job;
 import io.datcp.scheduler.jobs.JobEvent;
 import io.datcp.scheduler.jobs.JobRegistry;
-import io.datcp.scheduler.plan.Replanner;
+import io.datcp.scheduler.plan.LiveJobs;
 import io.datcp.scheduler.serve.PolicyPushes;
 import io.datcp.scheduler.serve.PolicyUpdateHub;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
-import java.time.Clock;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 
 /**
  * The ingest step: report batches from the plugins ({@link #report}) and flow outcomes from the
- * agents ({@link #reportOutcomes}), each checked whole (size, rate per host, fields, what the
- * authenticated caller may say), deduplicated by batch id, then applied to the job model; a
- * report's changes re-plan the reducer hosts they touched and the news is pushed to agents.
+ * agents ({@link #reportOutcomes}), each checked whole (size, rate per host) and event by event
+ * (fields, what the authenticated caller may say: a refused event costs the batch's others
+ * nothing, since an agent's batch carries several tasks' events), deduplicated by batch id,
+ * then applied to the job model; a report's changes re-plan the reducer hosts they touched and
+ * the news is pushed to agents.
  */
 public final class Reports {
-  private final Stripes jobLocks;
-  private final JobRegistry registry;
+  private final LiveJobs live;
   private final Authorization authorization;
   private final BatchDedup dedup;
   private final HostRateLimiter limiter;
   private final int maxEventsPerBatch;
   private final JobAttributes attributes;
-  private final Replanner plan;
   private final PolicyPushes pushes;
   private final PolicyUpdateHub hub;
   private final FlowLog flowLog;
-  private final Clock clock;
 
   private final Counter eventsAccepted;
   private final Counter batchesRateLimited;
   private final Counter batchesInvalid;
-  private final Counter batchesNotPermitted;
+  private final Counter eventsInvalid;
+  private final Counter eventsNotPermitted;
   private final Counter duplicates;
   private final Counter outcomesMet;
   private final Counter outcomesMissed;
@@ -57,22 +56,19 @@ public final class Reports {
    * @param yarn the ResourceManager asked for job attributes; null: none (attributes come from
    *     reports or stay unknown)
    */
-  public Reports(Stripes jobLocks, JobRegistry registry, HostRateLimiter limiter,
-      long dedupIdleNanos, int maxEventsPerBatch, YarnApps yarn, Replanner plan,
-      PolicyPushes pushes, PolicyUpdateHub hub, FlowLog flowLog, Clock clock,
-      MeterRegistry meters) {
-    this.jobLocks = jobLocks;
-    this.registry = registry;
-    this.authorization = new Authorization(registry);
+  public Reports(LiveJobs live, HostRateLimiter limiter, long dedupIdleNanos,
+      int maxEventsPerBatch, YarnApps yarn, PolicyPushes pushes, PolicyUpdateHub hub,
+      FlowLog flowLog, MeterRegistry meters) {
+    this.live = live;
+    this.authorization = new Authorization(live.registry());
     this.dedup = new BatchDedup(dedupIdleNanos);
     this.limiter = limiter;
     this.maxEventsPerBatch = maxEventsPerBatch;
-    this.attributes = new JobAttributes(jobLocks, registry, yarn, pushes, hub, clock);
-    this.plan = plan;
+    this.attributes = new JobAttributes(live.locks(), live.registry(), yarn, pushes, hub,
+        live.clock());
     this.pushes = pushes;
     this.hub = hub;
     this.flowLog = flowLog;
-    this.clock = clock;
 
     eventsAccepted = Counter.builder("datcp.report.events").description("Events applied")
         .register(meters);
@@ -86,52 +82,57 @@ public final class Reports {
         .description("Flows reported ended by agents").register(meters);
     duplicates = Counter.builder("datcp.report.duplicates")
         .description("Retried batches acknowledged without applying them").register(meters);
-    batchesNotPermitted = Counter.builder("datcp.report.rejected").tag("reason", "permission")
-        .description("Report batches refused").register(meters);
+    eventsInvalid = Counter.builder("datcp.report.events.refused").tag("reason", "invalid")
+        .description("Events and outcomes refused on their own").register(meters);
+    eventsNotPermitted = Counter.builder("datcp.report.events.refused")
+        .tag("reason", "permission").description("Events and outcomes refused on their own")
+        .register(meters);
     outcomesIgnored = Counter.builder("datcp.flows.ignored")
         .description("Flow outcomes of jobs the scheduler does not know").register(meters);
-    Gauge.builder("datcp.jobs.running", registry, JobRegistry::runningCount)
+    Gauge.builder("datcp.jobs.running", live.registry(), JobRegistry::runningCount)
         .description("Jobs with a reduce reported and no finish").register(meters);
   }
 
   /**
-   * Applies a batch of events from {@code caller}; all or nothing: a batch over the size limit,
-   * over the host's rate, with an invalid event or with an event the caller may not send
-   * changes nothing. A batch whose ({@code reporterId}, {@code batchId}) was applied before is
-   * acknowledged as a duplicate and not applied again.
+   * Applies a batch of events from {@code caller}. A batch over the size limit or over the
+   * host's rate changes nothing; an invalid event, or one the caller may not send, is refused
+   * on its own and the others are applied in order. A batch whose ({@code reporterId}, {@code
+   * batchId}) was applied before is acknowledged as a duplicate and not applied again.
    */
   public Ack report(Caller caller, String reporterId, long batchId, List<JobEvent> events) {
-    checkBatch(caller.host(), "reporterHost", events.size(), "events");
-    try {
-      require(reporterId.length() <= 128, "reporterId", "longer than 128 characters");
-      for (int i = 0; i < events.size(); i++) {
+    checkBatch(caller.host(), "reporterHost", events.size(), "events", reporterId);
+    boolean[] refused = new boolean[events.size()];
+    List<Refused> why = new ArrayList<>();
+    for (int i = 0; i < events.size(); i++) {
+      try {
         events.get(i).validate("events[" + i + "].");
+      } catch (InvalidFieldException e) {
+        refused[i] = true;
+        why.add(new Refused(i, Refused.Reason.INVALID, e.getMessage()));
       }
-    } catch (InvalidFieldException e) {
-      batchesInvalid.increment();
-      throw e;
     }
-    long now = UnixNanos.now(clock);
+    long now = live.now();
     PolicyUpdateHub.Outbox out = new PolicyUpdateHub.Outbox();
     List<String> askYarn = new ArrayList<>();
     Set<String> jobIds = new HashSet<>();
     events.forEach(e -> jobIds.add(e.jobId()));
-    try (Stripes.Held held = jobLocks.hold(jobIds)) {
+    int applied = 0;
+    try (Stripes.Held held = live.locks().hold(jobIds)) {
       if (caller.authenticated()) {
-        try {
-          authorization.check(events, caller.host());
-        } catch (NotPermittedException e) {
-          batchesNotPermitted.increment();
-          throw e;
-        }
+        authorization.check(events, caller.host(), refused, why);
       }
       if (!firstTime(caller, reporterId, batchId)) {
-        return new Ack(0, true);
+        return new Ack(0, true, List.of());
       }
       Set<String> touched = new HashSet<>();
       Set<Job> changed = new HashSet<>();
-      for (JobEvent e : events) {
-        Job job = registry.apply(e, touched, now);
+      for (int i = 0; i < events.size(); i++) {
+        if (refused[i]) {
+          continue;
+        }
+        applied++;
+        JobEvent e = events.get(i);
+        Job job = live.registry().apply(e, touched, now);
         if (job == null) {
           continue;
         }
@@ -144,51 +145,57 @@ public final class Reports {
         }
         attributes.askIfUnknown(job, now, askYarn);
       }
-      changed.forEach(j -> plan.publishDemands(j, touched));
-      changed.stream().filter(Job::finished).forEach(plan::closeEpisodes);
-      registry.drainEvicted().forEach(flowLog::forget);
-      plan.replan(touched, now, pushes.into(out));
+      changed.forEach(j -> live.plan().publishDemands(j, touched));
+      changed.stream().filter(Job::finished).forEach(live.plan()::closeEpisodes);
+      live.registry().drainEvicted().forEach(flowLog::forget);
+      live.plan().replan(touched, now, pushes.into(out));
     }
     hub.deliver(out);
-    eventsAccepted.increment(events.size());
+    eventsAccepted.increment(applied);
     askYarn.forEach(attributes::ask);
-    return new Ack(events.size(), false);
+    return new Ack(applied, false, counted(why));
   }
 
   /**
-   * Records how flows ended; all or nothing, limited and deduplicated like shuffle reports.
-   * Outcomes of jobs the scheduler does not know (running or in its history) are ignored.
+   * Records how flows ended; limited, refused one by one when invalid, and deduplicated like
+   * shuffle reports. Outcomes of jobs the scheduler does not know (running or in its history)
+   * are ignored (not refused: the job may have been forgotten).
    */
   public Ack reportOutcomes(Caller caller, String reporterId, long batchId,
       List<FlowOutcome> outcomes) {
-    checkBatch(caller.host(), "agentHost", outcomes.size(), "outcomes");
-    try {
-      require(reporterId.length() <= 128, "reporterId", "longer than 128 characters");
-      for (int i = 0; i < outcomes.size(); i++) {
+    checkBatch(caller.host(), "agentHost", outcomes.size(), "outcomes", reporterId);
+    boolean[] refused = new boolean[outcomes.size()];
+    List<Refused> why = new ArrayList<>();
+    for (int i = 0; i < outcomes.size(); i++) {
+      try {
         outcomes.get(i).validate("outcomes[" + i + "].");
+      } catch (InvalidFieldException e) {
+        refused[i] = true;
+        why.add(new Refused(i, Refused.Reason.INVALID, e.getMessage()));
       }
-    } catch (InvalidFieldException e) {
-      batchesInvalid.increment();
-      throw e;
     }
     int applied = 0;
     Set<String> jobIds = new HashSet<>();
     outcomes.forEach(o -> jobIds.add(o.jobId()));
-    try (Stripes.Held held = jobLocks.hold(jobIds)) {
+    try (Stripes.Held held = live.locks().hold(jobIds)) {
       if (!firstTime(caller, reporterId, batchId)) {
-        return new Ack(0, true);
+        return new Ack(0, true, List.of());
       }
-      for (FlowOutcome o : outcomes) {
-        if (registry.find(o.jobId()) == null) {
+      for (int i = 0; i < outcomes.size(); i++) {
+        if (refused[i]) {
+          continue;
+        }
+        FlowOutcome o = outcomes.get(i);
+        if (live.registry().find(o.jobId()) == null) {
           outcomesIgnored.increment();
           continue;
         }
         flowLog.add(o);
         (o.met() ? outcomesMet : outcomesMissed).increment();
-        Job running = registry.running(o.jobId());
+        Job running = live.registry().running(o.jobId());
         Job.Reduce reduce = running == null ? null : running.reduce(o.reduceId());
         if (reduce != null) {
-          plan.flowEnded(reduce.host(), o.jobId(), o.bytes(), o.startUnixNanos(),
+          live.plan().flowEnded(reduce.host(), o.jobId(), o.bytes(), o.startUnixNanos(),
               o.finishUnixNanos());
         }
         PolicyUpdateHub.FlowRef ended = new PolicyUpdateHub.FlowRef(o.reduceId(), o.flow());
@@ -197,16 +204,30 @@ public final class Reports {
         applied++;
       }
     }
-    return new Ack(applied, false);
+    return new Ack(applied, false, counted(why));
   }
 
-  private void checkBatch(String host, String hostField, int size, String listField) {
+  /** Refusals in batch order, counted by reason (a duplicate's are not counted again). */
+  private List<Refused> counted(List<Refused> why) {
+    why.sort(Comparator.comparingInt(Refused::index));
+    for (Refused r : why) {
+      (r.reason() == Refused.Reason.INVALID ? eventsInvalid : eventsNotPermitted).increment();
+    }
+    return why;
+  }
+
+  private void checkBatch(String host, String hostField, int size, String listField,
+      String reporterId) {
     require(host != null && !host.isEmpty() && host.length() <= 255, hostField,
         "must be a host name of 1-255 characters");
     if (size > maxEventsPerBatch) {
       batchesInvalid.increment();
       throw new InvalidFieldException(listField,
           "batch of " + size + " exceeds the limit of " + maxEventsPerBatch);
+    }
+    if (reporterId.length() > 128) {
+      batchesInvalid.increment();
+      throw new InvalidFieldException("reporterId", "longer than 128 characters");
     }
     if (!limiter.tryAcquire(host)) {
       batchesRateLimited.increment();

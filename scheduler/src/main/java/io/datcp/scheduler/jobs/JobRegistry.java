@@ -60,7 +60,9 @@ public final class JobRegistry {
   /**
    * Applies one event and adds the reducer hosts whose flows it may re-plan to {@code touched}.
    * Events for jobs the registry never saw start (a lost ReduceStarted) are ignored: the job's
-   * flows then run without deadlines, which is the fail-open default. Returns the job, or null.
+   * flows then run without deadlines, which is the fail-open default. So are events for a job
+   * in the history that ended (not one that timed out: it may still be running). Returns the
+   * job, or null.
    */
   public Job apply(JobEvent event, Set<String> touched, long nowUnixNanos) {
     if (event instanceof JobEvent.ReduceStarted e) {
@@ -68,6 +70,12 @@ public final class JobRegistry {
       // lock of the map; the caller's job lock keeps creators of this id apart.
       Job job = running.get(e.jobId());
       if (job == null) {
+        if (ended(e.jobId())) {
+          // sent before the job ended and overtaken by its end (another host's JobFinished,
+          // or YARN's): a job started again would know only this reduce, never end, and
+          // refuse its other reduces' reports still on their way
+          return null;
+        }
         job = newJob(e);
         running.put(job.id(), job);
       }
@@ -81,7 +89,7 @@ public final class JobRegistry {
     }
     Job job = running.get(event.jobId());
     if (job == null) {
-      if (event instanceof JobEvent.MapOutputIndexed e) {
+      if (event instanceof JobEvent.MapOutputIndexed e && !ended(e.jobId())) {
         holdPending(e);
       }
       return null;
@@ -154,6 +162,14 @@ public final class JobRegistry {
       trimFinished();
     }
     running.remove(job.id());
+  }
+
+  /** True for a job in the history that finished (reported or from YARN), not timed out. */
+  private boolean ended(String jobId) {
+    synchronized (shared) {
+      Job j = finished.get(jobId);
+      return j != null && !j.timedOut();
+    }
   }
 
   private Job newJob(JobEvent.ReduceStarted e) {

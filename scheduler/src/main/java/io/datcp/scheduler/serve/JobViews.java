@@ -3,16 +3,13 @@ package io.datcp.scheduler.serve;
 import static io.datcp.scheduler.common.InvalidFieldException.require;
 
 import io.datcp.scheduler.common.Stripes;
-import io.datcp.scheduler.common.UnixNanos;
 import io.datcp.scheduler.flows.FlowLog;
 import io.datcp.scheduler.flows.FlowOutcome;
 import io.datcp.scheduler.jobs.Job;
-import io.datcp.scheduler.jobs.JobRegistry;
 import io.datcp.scheduler.jobs.JobView;
 import io.datcp.scheduler.plan.DeadlinePlanner.Deadline;
-import io.datcp.scheduler.plan.Replanner;
+import io.datcp.scheduler.plan.LiveJobs;
 import io.datcp.scheduler.policy.PolicyBook;
-import java.time.Clock;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashSet;
@@ -25,36 +22,29 @@ import java.util.Set;
  * the flows' outcomes, for the REST API and the dashboard. Read-only.
  */
 public final class JobViews {
-  private final Stripes jobLocks;
-  private final JobRegistry registry;
+  private final LiveJobs live;
   private final PolicyBook policies;
-  private final Replanner plan;
   private final FlowLog flowLog;
-  private final Clock clock;
 
-  public JobViews(Stripes jobLocks, JobRegistry registry, PolicyBook policies, Replanner plan,
-      FlowLog flowLog, Clock clock) {
-    this.jobLocks = jobLocks;
-    this.registry = registry;
+  public JobViews(LiveJobs live, PolicyBook policies, FlowLog flowLog) {
+    this.live = live;
     this.policies = policies;
-    this.plan = plan;
     this.flowLog = flowLog;
-    this.clock = clock;
   }
 
   /** Running jobs first (newest first), then finished ones (most recently finished first). */
   public List<JobView> jobs() {
-    long now = UnixNanos.now(clock);
+    long now = live.now();
     List<JobView> out = new ArrayList<>();
     Set<String> listed = new HashSet<>();
-    registry.runningJobs().stream()
+    live.registry().runningJobs().stream()
         .sorted(Comparator.comparingLong(Job::startUnixNanos).reversed())
         .forEach(j -> {
           listed.add(j.id());
           out.add(lockedView(j, now));
         });
     // A job that finished meanwhile is in both; it is listed once.
-    List<Job> done = registry.finishedJobs();
+    List<Job> done = live.registry().finishedJobs();
     for (int i = done.size() - 1; i >= 0; i--) {
       if (listed.add(done.get(i).id())) {
         out.add(lockedView(done.get(i), now));
@@ -64,9 +54,9 @@ public final class JobViews {
   }
 
   public Optional<JobView> job(String jobId) {
-    long now = UnixNanos.now(clock);
-    try (Stripes.Held held = jobLocks.hold(jobId)) {
-      Job j = registry.find(jobId);
+    long now = live.now();
+    try (Stripes.Held held = live.locks().hold(jobId)) {
+      Job j = live.registry().find(jobId);
       return j == null ? Optional.empty() : Optional.of(view(j, now));
     }
   }
@@ -82,7 +72,7 @@ public final class JobViews {
   }
 
   public int runningJobCount() {
-    return registry.runningCount();
+    return live.registry().runningCount();
   }
 
   private static String state(Job j) {
@@ -93,17 +83,17 @@ public final class JobViews {
   }
 
   private JobView lockedView(Job j, long now) {
-    try (Stripes.Held held = jobLocks.hold(j.id())) {
+    try (Stripes.Held held = live.locks().hold(j.id())) {
       return view(j, now);
     }
   }
 
   private JobView view(Job j, long now) {
-    boolean orderOnly = plan.orderOnly();
+    boolean orderOnly = live.plan().orderOnly();
     FlowLog.Tally t = flowLog.tally(j.id());
     List<JobView.ReduceView> reduces = new ArrayList<>();
     for (Job.Reduce r : j.reduces()) {
-      Deadline d = r.shuffling() ? plan.planned(r.host(), j.id()) : null;
+      Deadline d = r.shuffling() ? live.plan().planned(r.host(), j.id()) : null;
       // with the order policy flows get no deadline: the view shows the class instead
       reduces.add(new JobView.ReduceView(r.id(), r.host(), r.shuffleStartUnixNanos(),
           r.shuffleFinishUnixNanos(), r.fetchedBytes(), r.shuffling() ? j.remainingBytes(r) : 0,

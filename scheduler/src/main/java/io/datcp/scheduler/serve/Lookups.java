@@ -3,11 +3,11 @@ package io.datcp.scheduler.serve;
 import static io.datcp.scheduler.common.InvalidFieldException.require;
 
 import io.datcp.scheduler.common.Stripes;
-import io.datcp.scheduler.common.UnixNanos;
 import io.datcp.scheduler.flows.FlowKey;
 import io.datcp.scheduler.jobs.Job;
 import io.datcp.scheduler.jobs.JobRegistry;
 import io.datcp.scheduler.plan.DeadlinePlanner.Deadline;
+import io.datcp.scheduler.plan.LiveJobs;
 import io.datcp.scheduler.plan.Replanner;
 import io.datcp.scheduler.policy.PolicyBook;
 import io.datcp.scheduler.policy.PolicyDecision;
@@ -15,7 +15,6 @@ import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
-import java.time.Clock;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
@@ -27,28 +26,21 @@ import java.util.concurrent.TimeUnit;
  * the flow's host; the re-plan's news is pushed like any other.
  */
 public final class Lookups {
-  private final Stripes jobLocks;
-  private final JobRegistry registry;
+  private final LiveJobs live;
   private final PolicyBook policies;
-  private final Replanner plan;
   private final FlowPolicies flowPolicies;
   private final PolicyPushes pushes;
   private final PolicyUpdateHub hub;
-  private final Clock clock;
   private final Timer lookupTimer;
   private final Counter slowWatchersClosed;
 
-  public Lookups(Stripes jobLocks, JobRegistry registry, PolicyBook policies, Replanner plan,
-      FlowPolicies flowPolicies, PolicyPushes pushes, PolicyUpdateHub hub, Clock clock,
-      MeterRegistry meters) {
-    this.jobLocks = jobLocks;
-    this.registry = registry;
+  public Lookups(LiveJobs live, PolicyBook policies, FlowPolicies flowPolicies,
+      PolicyPushes pushes, PolicyUpdateHub hub, MeterRegistry meters) {
+    this.live = live;
     this.policies = policies;
-    this.plan = plan;
     this.flowPolicies = flowPolicies;
     this.pushes = pushes;
     this.hub = hub;
-    this.clock = clock;
     lookupTimer = Timer.builder("datcp.policy.lookup").description("Flow policy lookups")
         .publishPercentiles(0.5, 0.99).register(meters);
     slowWatchersClosed = Counter.builder("datcp.policy.watchers.closed").tag("reason", "slow")
@@ -103,16 +95,16 @@ public final class Lookups {
     PolicyUpdateHub.Gate gate = hub.watch(agentHost, sink, resync);
     if (resync) {
       for (PolicyUpdateHub.Interest i : hub.interestOf(agentHost)) {
-        try (Stripes.Held held = jobLocks.hold(i.jobId())) {
-          Job job = registry.running(i.jobId());
+        try (Stripes.Held held = live.locks().hold(i.jobId())) {
+          Job job = live.registry().running(i.jobId());
           Long bytes = hub.interestIn(agentHost, i.jobId(), i.flow());
           if (job != null && bytes != null) {
-            long now = UnixNanos.now(clock);
+            long now = live.now();
             gate.sendDirect(PolicyUpdate.of(now, currentPolicy(job, i.flow(), bytes, now, out)));
           }
         }
       }
-      gate.sendDirect(new PolicyUpdate(UnixNanos.now(clock), null, false, true));
+      gate.sendDirect(new PolicyUpdate(live.now(), null, false, true));
       gate.open();
     }
     hub.deliver(out);
@@ -131,11 +123,11 @@ public final class Lookups {
 
   private FlowPolicy explain(String agentHost, String jobId, PolicyUpdateHub.FlowRef flow,
       long bytes, List<Integer> mapIds) {
-    long now = UnixNanos.now(clock);
+    long now = live.now();
     FlowPolicy answer;
     PolicyUpdateHub.Outbox out = new PolicyUpdateHub.Outbox();
-    try (Stripes.Held held = jobLocks.hold(jobId)) {
-      Job job = registry.running(jobId);
+    try (Stripes.Held held = live.locks().hold(jobId)) {
+      Job job = live.registry().running(jobId);
       if (job == null) {
         answer = flowPolicies.noDeadline(jobId, flow, policies.defaults(),
             "job not known to the scheduler (no running reduce reported): no deadline");
@@ -147,14 +139,14 @@ public final class Lookups {
           boolean learnt = JobRegistry.mapsServed(job, flow.reduceId(), agentHost, mapIds, bytes,
               now);
           if (JobRegistry.sawLookup(job, bytes) || first || learnt) {
-            plan.publishDemands(job, null);
+            live.plan().publishDemands(job, null);
           }
           if (learnt) {
             // maps newly done move the job's demand wherever it shuffles
-            plan.replan(Replanner.shufflingHosts(job), now, pushes.into(out));
+            live.plan().replan(Replanner.shufflingHosts(job), now, pushes.into(out));
           } else if (first) {
             // §4.4 counts the job's deadline from its flows' start: plan it afresh from now
-            plan.replan(Set.of(reduce.host()), now, pushes.into(out));
+            live.plan().replan(Set.of(reduce.host()), now, pushes.into(out));
           }
         }
         answer = currentPolicy(job, flow, bytes, now, out);
@@ -176,11 +168,11 @@ public final class Lookups {
       return flowPolicies.noDeadline(job.id(), flow, decision,
           "reduce " + flow.reduceId() + " is not shuffling: no deadline");
     }
-    Deadline d = plan.planned(reduce.host(), job.id());
+    Deadline d = live.plan().planned(reduce.host(), job.id());
     if (d == null || d.unixNanos() <= now) {
       // The plan went stale (bytes were fetched without a report yet): plan afresh from now.
-      plan.replan(Set.of(reduce.host()), now, pushes.into(out));
-      d = plan.planned(reduce.host(), job.id());
+      live.plan().replan(Set.of(reduce.host()), now, pushes.into(out));
+      d = live.plan().planned(reduce.host(), job.id());
     }
     if (d == null) {
       return flowPolicies.noDeadline(job.id(), flow, decision, "no bytes of this job known on "

@@ -1,17 +1,15 @@
 package io.datcp.scheduler.serve;
 
 import io.datcp.scheduler.common.Stripes;
-import io.datcp.scheduler.common.UnixNanos;
 import io.datcp.scheduler.jobs.Job;
-import io.datcp.scheduler.jobs.JobRegistry;
 import io.datcp.scheduler.plan.DeadlinePlanner.Deadline;
+import io.datcp.scheduler.plan.LiveJobs;
 import io.datcp.scheduler.plan.Replanner;
 import io.datcp.scheduler.policy.PolicyBook;
 import io.datcp.scheduler.policy.PolicyDecision;
 import io.datcp.scheduler.policy.PolicyRule;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
-import java.time.Clock;
 import java.util.List;
 import java.util.Optional;
 
@@ -22,24 +20,18 @@ import java.util.Optional;
  * changes, which re-send every running job's policies.
  */
 public final class PolicyPushes {
-  private final Stripes jobLocks;
-  private final JobRegistry registry;
+  private final LiveJobs live;
   private final PolicyBook policies;
-  private final Replanner plan;
   private final FlowPolicies flowPolicies;
   private final PolicyUpdateHub hub;
-  private final Clock clock;
   private final Counter updatesSent;
 
-  public PolicyPushes(Stripes jobLocks, JobRegistry registry, PolicyBook policies, Replanner plan,
-      FlowPolicies flowPolicies, PolicyUpdateHub hub, Clock clock, MeterRegistry meters) {
-    this.jobLocks = jobLocks;
-    this.registry = registry;
+  public PolicyPushes(LiveJobs live, PolicyBook policies, FlowPolicies flowPolicies,
+      PolicyUpdateHub hub, MeterRegistry meters) {
+    this.live = live;
     this.policies = policies;
-    this.plan = plan;
     this.flowPolicies = flowPolicies;
     this.hub = hub;
-    this.clock = clock;
     updatesSent = Counter.builder("datcp.policy.updates").description("Policy updates pushed")
         .register(meters);
   }
@@ -71,7 +63,7 @@ public final class PolicyPushes {
   /** Re-sends a job's current policies to every agent interested in it; holds its lock. */
   public void pushJobEverywhere(Job job, long now, PolicyUpdateHub.Outbox out) {
     for (String host : Replanner.shufflingHosts(job)) {
-      Deadline d = plan.planned(host, job.id());
+      Deadline d = live.plan().planned(host, job.id());
       if (d != null) {
         pushJob(job, host, d, now, out);
       }
@@ -110,10 +102,10 @@ public final class PolicyPushes {
 
   /** Importance, phi, mode or quench may have changed for any job: re-send interested flows. */
   private void pushPolicyChange() {
-    long now = UnixNanos.now(clock);
-    for (Job job : List.copyOf(registry.runningJobs())) {
+    long now = live.now();
+    for (Job job : List.copyOf(live.registry().runningJobs())) {
       PolicyUpdateHub.Outbox out = new PolicyUpdateHub.Outbox();
-      try (Stripes.Held held = jobLocks.hold(job.id())) {
+      try (Stripes.Held held = live.locks().hold(job.id())) {
         if (!job.finished()) {
           pushJobEverywhere(job, now, out);
         }

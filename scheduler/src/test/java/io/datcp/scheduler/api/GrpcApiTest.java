@@ -20,6 +20,7 @@ import io.datcp.proto.v1.PolicyUpdate;
 import io.datcp.proto.v1.QuenchMode;
 import io.datcp.proto.v1.QuenchOutcome;
 import io.datcp.proto.v1.ReduceStarted;
+import io.datcp.proto.v1.ReportAck;
 import io.datcp.proto.v1.ShuffleEvent;
 import io.datcp.proto.v1.ShuffleReport;
 import io.datcp.proto.v1.ShuffleReportServiceGrpc;
@@ -126,18 +127,21 @@ class GrpcApiTest {
   }
 
   @Test
-  void anInvalidEventRejectsTheWholeBatchNamingTheField() throws Exception {
+  void anInvalidEventIsRefusedOnItsOwnNamingTheField() throws Exception {
     start(TestServices.dev());
     var plugin = stub(ShuffleReportServiceGrpc.ShuffleReportServiceBlockingStub.class);
     long t0 = clock.nanos();
     ShuffleEvent bad = mapDone(t0, "jobX", -1, 0);
 
-    assertThatThrownBy(() -> plugin.report(report("node1", reduceStarted(t0, "jobX", 2), bad)))
-        .isInstanceOfSatisfying(StatusRuntimeException.class, e -> {
-          assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT);
-          assertThat(e.getStatus().getDescription()).startsWith("events[1].mapId");
-        });
-    assertThat(server.service().job("jobX")).isEmpty();
+    ReportAck ack = plugin.report(report("node1", reduceStarted(t0, "jobX", 2), bad));
+
+    assertThat(ack.getAccepted()).isEqualTo(1);
+    assertThat(ack.getRefusedList()).singleElement().satisfies(r -> {
+      assertThat(r.getIndex()).isEqualTo(1);
+      assertThat(r.getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT.value());
+      assertThat(r.getMessage()).startsWith("events[1].mapId");
+    });
+    assertThat(server.service().job("jobX")).isPresent();
   }
 
   @Test

@@ -49,6 +49,30 @@ class JobRegistryTest {
   }
 
   @Test
+  void aReduceStartedAfterTheJobEndedStartsNoNewJobButOneAfterAnIdleTimeoutDoes() {
+    JobRegistry r = new JobRegistry(10, true);
+    r.apply(new JobEvent.ReduceStarted(T, "ended", 0, "node1", 1, 2, CONF, 0), new HashSet<>(),
+        T);
+    r.apply(new JobEvent.JobFinished(T + 1, "ended", true), new HashSet<>(), T + 1);
+    Job idle = r.apply(new JobEvent.ReduceStarted(T, "idle", 0, "node1", 1, 2, CONF, 0),
+        new HashSet<>(), T);
+    r.expireIfIdle(idle, T + 10, 5, new HashSet<>());
+
+    Set<String> touched = new HashSet<>();
+    assertThat(r.apply(new JobEvent.ReduceStarted(T + 2, "ended", 1, "node2", 1, 2, CONF, 0),
+        touched, T + 2)).isNull();
+    r.apply(new JobEvent.MapOutputIndexed(T + 2, "ended", 0, "m0", List.of(7L, 9L)), touched,
+        T + 2);
+    assertThat(touched).isEmpty();
+    assertThat(r.running("ended")).isNull();
+    assertThat(r.find("ended").finished()).isTrue();
+    // a job that timed out may still be running: its next reduce starts it again
+    assertThat(r.apply(new JobEvent.ReduceStarted(T + 11, "idle", 1, "node2", 1, 2, CONF, 0),
+        new HashSet<>(), T + 11)).isNotNull();
+    assertThat(r.running("idle")).isNotNull();
+  }
+
+  @Test
   void onlyTheFirstReportOfAMapReplansEveryHostOfTheJob() {
     JobRegistry r = new JobRegistry(10, true);
     for (int reduce = 0; reduce < 3; reduce++) {

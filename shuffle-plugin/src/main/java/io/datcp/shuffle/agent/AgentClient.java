@@ -100,7 +100,7 @@ public final class AgentClient implements ReportTransport {
     return config;
   }
 
-  @Override
+  /** True while the last call to the agent failed (an outage is going on). */
   public boolean isDown() {
     return outage.isDown();
   }

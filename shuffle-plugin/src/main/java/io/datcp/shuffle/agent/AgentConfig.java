@@ -41,10 +41,11 @@ public record AgentConfig(
   public static final String REPORT_QUEUE_SIZE = "datcp.shuffle.report.queue-size";
   public static final int DEFAULT_REPORT_QUEUE_SIZE = 10_000;
 
-  /** Largest number of events in one Forward call (the agent refuses more than 1000). */
+  /** Largest number of events in one batch (a Forward call or an events-socket message). */
   public static final String REPORT_BATCH_SIZE = "datcp.shuffle.report.batch-size";
   public static final int DEFAULT_REPORT_BATCH_SIZE = 500;
-  public static final int MAX_REPORT_BATCH_SIZE = 1000;
+  /** The agent refuses a Forward of more events (and the forwarder would send it again). */
+  static final int MAX_REPORT_BATCH_SIZE = 1000;
 
   /** Reads and validates the keys; throws IllegalArgumentException naming the bad key. */
   public static AgentConfig from(Configuration conf) {

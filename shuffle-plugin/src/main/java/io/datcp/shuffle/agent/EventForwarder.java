@@ -37,10 +37,8 @@ public final class EventForwarder implements Closeable {
   private final AtomicLong dropped = new AtomicLong();
   private final AtomicLong delivered = new AtomicLong();
   private final Thread sender;
-  private final Object idle = new Object();
   private volatile boolean stopping;
   private long nextBatchId = 1;
-  private int inFlight;
 
   public EventForwarder(AgentClient agent, String reporterHost) {
     this(agent.config(), () -> agent, false, reporterHost);
@@ -100,6 +98,7 @@ public final class EventForwarder implements Closeable {
     agent = client;
     connected.countDown();
     List<ShuffleEvent> batch = new ArrayList<>();
+    int failuresWhileStopping = 0;
     while (!stopping || !queue.isEmpty() || !batch.isEmpty()) {
       try {
         if (batch.isEmpty()) {
@@ -109,9 +108,6 @@ public final class EventForwarder implements Closeable {
           }
           batch.add(first);
           queue.drainTo(batch, config.reportBatchSize() - 1);
-          synchronized (idle) {
-            inFlight = batch.size();
-          }
         }
         ShuffleReport report = ShuffleReport.newBuilder()
             .setReporterHost(reporterHost).setReporterId(reporterId).setBatchId(nextBatchId)
@@ -121,17 +117,16 @@ public final class EventForwarder implements Closeable {
           delivered.addAndGet(batch.size());
           nextBatchId++;
           batch.clear();
+          failuresWhileStopping = 0;
         } catch (RuntimeException e) {
-          if (stopping) {
+          // same batch id again: the agent drops a duplicate
+          if (!stopping) {
+            Thread.sleep(RETRY_DELAY_MS);
+          } else if (++failuresWhileStopping > 1) {
             dropped.addAndGet(batch.size());
             batch.clear();
-          } else {
-            Thread.sleep(RETRY_DELAY_MS); // same batch id again: the agent drops a duplicate
+            failuresWhileStopping = 0;
           }
-        }
-        synchronized (idle) {
-          inFlight = batch.size();
-          idle.notifyAll();
         }
       } catch (InterruptedException e) {
         dropped.addAndGet(batch.size() + queue.size());
@@ -140,23 +135,14 @@ public final class EventForwarder implements Closeable {
     }
   }
 
-  /** Waits at most timeoutMs for queued events to go out. */
-  public void flush(long timeoutMs) throws InterruptedException {
-    long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
-    synchronized (idle) {
-      while (!queue.isEmpty() || inFlight > 0) {
-        long left = TimeUnit.NANOSECONDS.toMillis(end - System.nanoTime());
-        if (left <= 0) {
-          return;
-        }
-        idle.wait(Math.min(left, 50));
-      }
-    }
-  }
-
   /**
-   * Sends what is queued (bounded by the rpc timeout), then stops; closes the agent client if
-   * this forwarder built it.
+   * Stops taking events; the sender goes on with what is queued, and once stopping a batch
+   * that fails is sent again at once and dropped on its second failure. Waits for that at
+   * most two rpc timeouts, then drops what is left; closes the agent client if this forwarder
+   * built it. (Cancelling the call in flight after one rpc timeout lost a short reduce's first
+   * batch, ShuffleFinished with it, when that call met a cold JVM on a busy host; dropping a
+   * batch on its first failure once stopping lost it when that first call outlasted its own
+   * deadline.)
    */
   @Override
   public void close() {
@@ -166,26 +152,21 @@ public final class EventForwarder implements Closeable {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
-    ReportTransport client = agent;
+    stopping = true;
+    long rpcMs = config.rpcTimeout().toMillis();
     try {
-      if (client != null && !client.isDown()) {
-        flush(config.rpcTimeout().toMillis());
+      sender.join(2 * rpcMs);
+      if (sender.isAlive()) {
+        sender.interrupt(); // past the bound: the sender counts what it drops
+        sender.join(rpcMs);
       }
     } catch (InterruptedException e) {
+      sender.interrupt();
       Thread.currentThread().interrupt();
     }
-    stopping = true;
-    sender.interrupt();
-    if (ownsAgent) {
-      try {
-        sender.join(config.rpcTimeout().toMillis());
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-      client = agent;
-      if (client != null) {
-        client.close();
-      }
+    ReportTransport client = agent;
+    if (ownsAgent && client != null) {
+      client.close();
     }
   }
 }

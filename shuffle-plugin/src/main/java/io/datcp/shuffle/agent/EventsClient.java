@@ -77,7 +77,7 @@ public final class EventsClient implements ReportTransport {
     }
   }
 
-  @Override
+  /** True while the last report failed (an outage is going on). */
   public boolean isDown() {
     return outage.isDown();
   }

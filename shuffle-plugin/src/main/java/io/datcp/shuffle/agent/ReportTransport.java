@@ -16,9 +16,6 @@ public interface ReportTransport extends Closeable {
    */
   ReportAck forward(ShuffleReport report);
 
-  /** True while the last call to the agent failed (an outage is going on). */
-  boolean isDown();
-
   @Override
   void close();
 }

@@ -21,10 +21,14 @@ class EventForwarderTest {
   }
 
   private static AgentConfig config(Path socket, int queue) {
+    return config(socket, queue, 500);
+  }
+
+  private static AgentConfig config(Path socket, int queue, int rpcTimeoutMs) {
     Configuration conf = new Configuration(false);
     conf.set(AgentConfig.AGENT_SOCKET, socket.toString());
     conf.setInt(AgentConfig.REPORT_QUEUE_SIZE, queue);
-    conf.setInt(AgentConfig.RPC_TIMEOUT_MS, 500);
+    conf.setInt(AgentConfig.RPC_TIMEOUT_MS, rpcTimeoutMs);
     return AgentConfig.from(conf);
   }
 
@@ -68,6 +72,11 @@ class EventForwarderTest {
     relative.set(AgentConfig.AGENT_SOCKET, "agent.sock");
     assertThatThrownBy(() -> AgentConfig.from(relative))
         .hasMessageContaining(AgentConfig.AGENT_SOCKET);
+    // the agent refuses a Forward of more events, and a refused batch would be sent again
+    Configuration big = new Configuration(false);
+    big.set(AgentConfig.REPORT_BATCH_SIZE, "1001");
+    assertThatThrownBy(() -> AgentConfig.from(big))
+        .hasMessageContaining(AgentConfig.REPORT_BATCH_SIZE).hasMessageContaining("1000");
     AgentConfig defaults = AgentConfig.from(new Configuration(false));
     assertThat(defaults.socketPath()).isEqualTo(AgentConfig.DEFAULT_AGENT_SOCKET);
     assertThat(defaults.eventsSocketPath()).isEqualTo("/run/datcp/events.sock");
@@ -84,10 +93,6 @@ class EventForwarderTest {
       assertThatThrownBy(() -> AgentConfig.from(moved))
           .hasMessageContaining(AgentConfig.EVENTS_SOCKET).hasMessageContaining(bad);
     }
-    Configuration batch = new Configuration(false);
-    batch.setInt(AgentConfig.REPORT_BATCH_SIZE, 1001); // the agent refuses larger reports
-    assertThatThrownBy(() -> AgentConfig.from(batch))
-        .hasMessageContaining(AgentConfig.REPORT_BATCH_SIZE).hasMessageContaining("1000");
   }
 
   @Test
@@ -115,20 +120,102 @@ class EventForwarderTest {
     Path dir = Files.createTempDirectory("datcp-fwd");
     try (FakeAgent agent = new FakeAgent(dir)) {
       AgentConfig config = config(agent.socket, 10);
-      // the client's start-up (gRPC and Netty classes) outlasts a short reduce's shuffle
+      // the client's start-up (on a busy host) outlasts a short reduce's shuffle
       EventForwarder forwarder = new EventForwarder(config, () -> {
         try {
           Thread.sleep(500);
         } catch (InterruptedException e) {
           Thread.currentThread().interrupt();
         }
-        return new AgentClient(config, "slow");
+        return new EventsClient(config, "slow");
       }, true, "host-a");
       assertThat(forwarder.offer(event(1))).isTrue();
       assertThat(forwarder.offer(event(2))).isTrue();
       forwarder.close();
       assertThat(forwarder.delivered()).isEqualTo(2);
-      assertThat(agent.events).hasSize(2);
+      assertThat(agent.socketEvents).hasSize(2);
+    }
+  }
+
+  /**
+   * A reduce's first calls on a cold JVM, on a busy host, can take longer than one rpc timeout
+   * in all: close() used to give the queue one rpc timeout and then cancel the call in flight,
+   * and a short reduce lost its ShuffleFinished (ShuffleOnMiniYarnTest failed in CI this way).
+   */
+  @Test
+  void closeWaitsForTheCallInFlightAndSendsWhatIsQueuedBehindIt() throws Exception {
+    Path dir = Files.createTempDirectory("datcp-fwd");
+    try (FakeAgent agent = new FakeAgent(dir);
+        AgentClient client = new AgentClient(config(agent.socket, 10, 3000), "test")) {
+      // each call inside the rpc timeout, the two together beyond it
+      agent.forwardDelaysMs.add(2000L);
+      agent.forwardDelaysMs.add(2000L);
+      EventForwarder forwarder = new EventForwarder(client, "host-a");
+      ShuffleEvent first = event(1);
+      ShuffleEvent second = event(2);
+      assertThat(forwarder.offer(first)).isTrue();
+      await().atMost(Duration.ofSeconds(10)).until(() -> agent.forwardsStarted.get() == 1);
+      assertThat(forwarder.offer(second)).isTrue();
+      forwarder.close();
+      assertThat(agent.events).containsExactly(first, second);
+      assertThat(forwarder.delivered()).isEqualTo(2);
+      assertThat(forwarder.dropped()).isZero();
+    }
+  }
+
+  /** The same on the reduce side's own path: the events socket, the client the forwarder built. */
+  @Test
+  void overTheEventsSocketCloseWaitsForTheReportInFlightAndSendsWhatIsQueuedBehindIt()
+      throws Exception {
+    Path dir = Files.createTempDirectory("datcp-fwd");
+    try (FakeAgent agent = new FakeAgent(dir)) {
+      agent.eventsReplyDelayMs = 2000; // each report inside the rpc timeout, two beyond it
+      EventForwarder forwarder = EventForwarder.connecting(config(agent.socket, 10, 3000),
+          "test", "host-a");
+      ShuffleEvent first = event(1);
+      ShuffleEvent second = event(2);
+      assertThat(forwarder.offer(first)).isTrue();
+      await().atMost(Duration.ofSeconds(10)).until(() -> agent.socketConnections.get() == 1);
+      Thread.sleep(100); // the first report is on its way
+      assertThat(forwarder.offer(second)).isTrue();
+      forwarder.close();
+      assertThat(agent.socketEvents).containsExactly(first, second);
+      assertThat(forwarder.delivered()).isEqualTo(2);
+      assertThat(forwarder.dropped()).isZero();
+    }
+  }
+
+  @Test
+  void closeWhileTheAgentIsDownStillTriesWhatIsQueuedOnce() throws Exception {
+    Path dir = Files.createTempDirectory("datcp-fwd");
+    try (FakeAgent agent = new FakeAgent(dir);
+        AgentClient client = new AgentClient(config(agent.socket, 10, 500), "test")) {
+      agent.forwardDelaysMs.add(1500L); // the first call outlasts its deadline
+      EventForwarder forwarder = new EventForwarder(client, "host-a");
+      ShuffleEvent only = event(1);
+      assertThat(forwarder.offer(only)).isTrue();
+      await().atMost(Duration.ofSeconds(10)).until(client::isDown);
+      forwarder.close();
+      assertThat(agent.events).containsExactly(only);
+      assertThat(forwarder.delivered()).isEqualTo(1);
+    }
+  }
+
+  @Test
+  void closeWithoutAnAgentDropsWhatIsQueuedWithoutWaitingOutTheTimeout() throws Exception {
+    Path dir = Files.createTempDirectory("datcp-fwd");
+    try (AgentClient client = new AgentClient(config(dir.resolve("agent.sock"), 10, 5000),
+        "test")) {
+      EventForwarder forwarder = new EventForwarder(client, "host-a");
+      assertThat(forwarder.offer(event(1))).isTrue();
+      await().atMost(Duration.ofSeconds(10)).until(client::isDown);
+      assertThat(forwarder.offer(event(2))).isTrue();
+      long start = System.nanoTime();
+      forwarder.close();
+      // loose: an absent agent refuses at once; waiting out the close bound would take 10 s
+      assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofMillis(2500));
+      assertThat(forwarder.dropped()).isEqualTo(2);
+      assertThat(forwarder.delivered()).isZero();
     }
   }
 

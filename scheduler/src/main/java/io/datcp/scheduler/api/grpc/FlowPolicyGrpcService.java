@@ -95,8 +95,7 @@ public final class FlowPolicyGrpcService extends FlowPolicyServiceGrpc.FlowPolic
       Ack ack = reports.reportOutcomes(
           GrpcCalls.caller(request.getAgentHost(), "agentHost"), request.getReporterId(),
           request.getBatchId(), outcomes);
-      return ReportAck.newBuilder().setAccepted(ack.accepted()).setDuplicate(ack.duplicate())
-          .build();
+      return ProtoMapping.ack(ack);
     });
   }
 

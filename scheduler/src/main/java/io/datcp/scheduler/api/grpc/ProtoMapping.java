@@ -1,10 +1,14 @@
 package io.datcp.scheduler.api.grpc;
 
+import io.datcp.proto.v1.RefusedEvent;
+import io.datcp.proto.v1.ReportAck;
 import io.datcp.proto.v1.ShuffleEvent;
 import io.datcp.scheduler.common.InvalidFieldException;
 import io.datcp.scheduler.flows.FlowKey;
 import io.datcp.scheduler.flows.FlowOutcome;
 import io.datcp.scheduler.flows.QuenchOutcome;
+import io.datcp.scheduler.ingest.Ack;
+import io.datcp.scheduler.ingest.Refused;
 import io.datcp.scheduler.jobs.JobEvent;
 import io.datcp.scheduler.policy.FlowMode;
 import io.datcp.scheduler.policy.JobConf;
@@ -15,6 +19,7 @@ import io.datcp.scheduler.serve.FlowPolicy;
 import io.datcp.scheduler.switches.MarkMode;
 import io.datcp.scheduler.switches.SwitchBook;
 import io.datcp.scheduler.switches.SwitchPort;
+import io.grpc.Status;
 import java.util.List;
 
 /** Translation between datcp.v1 messages and the domain types; nothing else. */
@@ -66,6 +71,17 @@ final class ProtoMapping {
       default:
         throw new InvalidFieldException("events[" + index + "].event", "is not set");
     }
+  }
+
+  static ReportAck ack(Ack ack) {
+    ReportAck.Builder b = ReportAck.newBuilder().setAccepted(ack.accepted())
+        .setDuplicate(ack.duplicate());
+    for (Refused r : ack.refused()) {
+      b.addRefused(RefusedEvent.newBuilder().setIndex(r.index()).setMessage(r.message())
+          .setCode((r.reason() == Refused.Reason.INVALID ? Status.INVALID_ARGUMENT
+              : Status.PERMISSION_DENIED).getCode().value()));
+    }
+    return b.build();
   }
 
   static JobPriority priority(io.datcp.proto.v1.JobPriority p) {

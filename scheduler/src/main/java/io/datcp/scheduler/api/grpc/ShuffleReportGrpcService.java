@@ -29,8 +29,7 @@ public final class ShuffleReportGrpcService
       Ack ack = reports.report(
           GrpcCalls.caller(request.getReporterHost(), "reporterHost"),
           request.getReporterId(), request.getBatchId(), events);
-      return ReportAck.newBuilder().setAccepted(ack.accepted()).setDuplicate(ack.duplicate())
-          .build();
+      return ProtoMapping.ack(ack);
     });
   }
 }
