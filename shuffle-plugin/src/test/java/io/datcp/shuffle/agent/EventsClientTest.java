@@ -10,7 +10,6 @@ import io.datcp.proto.v1.ShuffleReport;
 import io.datcp.shuffle.FakeAgent;
 import java.io.UncheckedIOException;
 import java.net.SocketTimeoutException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -24,6 +23,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The events-socket client against the fake agent's events socket: it connects lazily and keeps
@@ -34,7 +34,8 @@ import org.junit.jupiter.api.Timeout;
 class EventsClientTest {
   private static final long RPC_TIMEOUT_MS = 400;
 
-  private Path dir;
+  @TempDir
+  Path dir;
   private AgentConfig config;
   private final List<String> lines = new CopyOnWriteArrayList<>();
   private final AppenderSkeleton capture = new AppenderSkeleton() {
@@ -54,7 +55,6 @@ class EventsClientTest {
 
   @BeforeEach
   void setUp() throws Exception {
-    dir = Files.createTempDirectory("datcp-events");
     config = new AgentConfig(dir.resolve("agent.sock").toString(),
         dir.resolve("events.sock").toString(), Duration.ofMillis(5),
         Duration.ofMillis(RPC_TIMEOUT_MS), 100, 10);

@@ -6,13 +6,13 @@ import io.datcp.shuffle.FakeAgent;
 import java.io.File;
 import java.net.URL;
 import java.net.URLClassLoader;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The reduce side's reporting path loads no gRPC and no Netty class. Each run gets a class loader
@@ -65,8 +65,7 @@ class ReduceSideClassLoadingTest {
   }
 
   @Test
-  void theReduceSideReportsWithoutLoadingGrpcOrNetty() throws Exception {
-    Path dir = Files.createTempDirectory("datcp-classes");
+  void theReduceSideReportsWithoutLoadingGrpcOrNetty(@TempDir Path dir) throws Exception {
     try (FakeAgent agent = new FakeAgent(dir)) {
       Set<String> loaded = run("reduceSide", agent.socket);
       assertThat(loaded).contains("io.datcp.shuffle.agent.EventsClient",
