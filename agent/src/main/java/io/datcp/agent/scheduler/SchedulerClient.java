@@ -286,6 +286,7 @@ public final class SchedulerClient implements PolicySource, AutoCloseable {
     while (!closed) {
       CountDownLatch done = new CountDownLatch(1);
       List<FlowPolicy> snapshot = new ArrayList<>();
+      long resync = cache.mark();
       boolean[] live = {false};
       long tokenGeneration = token == null ? 0 : token.generation();
       Status[] ended = {Status.OK};
@@ -301,7 +302,7 @@ public final class SchedulerClient implements PolicySource, AutoCloseable {
               outage.up();
               backoff.reset();
               if (u.getSnapshotEnd()) {
-                cache.replaceAll(snapshot, nowUnix());
+                cache.replaceAll(snapshot, nowUnix(), resync);
                 snapshot.forEach(updateSink);
                 snapshot.clear();
                 live[0] = true;
