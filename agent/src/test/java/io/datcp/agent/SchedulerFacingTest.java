@@ -11,6 +11,7 @@ import io.datcp.agent.testing.AgentClient;
 import io.datcp.agent.testing.FakeScheduler;
 import io.datcp.agent.testing.KernelLockExtension;
 import io.datcp.agent.testing.TestAgents;
+import io.datcp.agent.testing.WarningLog;
 import io.datcp.proto.v1.ContainersRunning;
 import io.datcp.proto.v1.FlowEnd;
 import io.datcp.proto.v1.FlowEndReason;
@@ -36,8 +37,6 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.logging.Handler;
-import java.util.logging.Level;
 import java.util.logging.LogRecord;
 import java.util.logging.Logger;
 import java.util.logging.SimpleFormatter;
@@ -58,24 +57,11 @@ class SchedulerFacingTest {
   private FakeScheduler scheduler;
   private AgentServer agent;
   private AgentClient client;
-  private final List<LogRecord> warnings = new ArrayList<>();
+  private final WarningLog capture = new WarningLog();
+  private final List<LogRecord> warnings = capture.records;
   /** Held strongly: the log manager keeps loggers only weakly. */
   private final Logger clientLog = Logger.getLogger(SchedulerClient.class.getName());
   private final Logger tokenLog = Logger.getLogger("io.datcp.agent.scheduler.NodeToken");
-  private final Handler capture = new Handler() {
-    @Override
-    public synchronized void publish(LogRecord r) {
-      if (r.getLevel().intValue() >= Level.WARNING.intValue()) {
-        warnings.add(r);
-      }
-    }
-
-    @Override
-    public void flush() {}
-
-    @Override
-    public void close() {}
-  };
 
   @AfterEach
   void stop() throws Exception {

@@ -3,6 +3,7 @@ package io.datcp.agent.local;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import io.datcp.agent.testing.WarningLog;
 import io.datcp.proto.v1.ContainersRunning;
 import io.datcp.proto.v1.ReportAck;
 import io.datcp.proto.v1.ShuffleEvent;
@@ -25,8 +26,6 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.logging.Handler;
-import java.util.logging.Level;
 import java.util.logging.LogRecord;
 import java.util.logging.Logger;
 import org.junit.jupiter.api.AfterEach;
@@ -54,23 +53,10 @@ class EventsServerTest {
   /** Makes the forward function throw (a bug behind the intake). */
   private volatile boolean forwardThrows;
   private EventsServer server;
-  private final List<LogRecord> warnings = new CopyOnWriteArrayList<>();
+  private final WarningLog capture = new WarningLog();
+  private final List<LogRecord> warnings = capture.records;
   /** Held strongly: the log manager keeps loggers only weakly. */
   private final Logger serverLog = Logger.getLogger(EventsServer.class.getName());
-  private final Handler capture = new Handler() {
-    @Override
-    public void publish(LogRecord r) {
-      if (r.getLevel().intValue() >= Level.WARNING.intValue()) {
-        warnings.add(r);
-      }
-    }
-
-    @Override
-    public void flush() {}
-
-    @Override
-    public void close() {}
-  };
 
   @BeforeEach
   void setUp() {

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.datcp.agent.failopen.Outage;
+import io.datcp.agent.testing.WarningLog;
 import io.datcp.proto.v1.RefusedEvent;
 import io.datcp.proto.v1.ReportAck;
 import io.grpc.Status;
@@ -15,8 +16,6 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Function;
-import java.util.logging.Handler;
-import java.util.logging.Level;
 import java.util.logging.LogRecord;
 import java.util.logging.Logger;
 import org.junit.jupiter.api.AfterEach;
@@ -35,21 +34,8 @@ class BatchSenderTest {
 
   private final Logger log = Logger.getLogger("test.BatchSenderTest");
   private final Logger senderLog = Logger.getLogger(BatchSender.class.getName());
-  private final List<LogRecord> lines = new CopyOnWriteArrayList<>();
-  private final Handler capture = new Handler() {
-    @Override
-    public void publish(LogRecord r) {
-      if (r.getLevel().intValue() >= Level.WARNING.intValue()) {
-        lines.add(r);
-      }
-    }
-
-    @Override
-    public void flush() {}
-
-    @Override
-    public void close() {}
-  };
+  private final WarningLog capture = new WarningLog();
+  private final List<LogRecord> lines = capture.records;
   private final MeterRegistry meters = new SimpleMeterRegistry();
   private final Outage outage = new Outage(log, "scheduler", "reports queue");
   /** Every batch the transport was asked to send, in order (retries included). */
