@@ -74,6 +74,8 @@ public final class FakeAgent implements AutoCloseable {
   /** Reports answered on the events socket (duplicates included), connections accepted. */
   public final AtomicInteger socketReports = new AtomicInteger();
   public final AtomicInteger socketConnections = new AtomicInteger();
+  /** Reports read on the events socket, counted before their reply delay. */
+  public final AtomicInteger socketReportsRead = new AtomicInteger();
   /**
    * How long the events socket takes for each report before it records and answers it (a slow
    * agent: one the client gave up on still takes the report), milliseconds.
@@ -151,6 +153,7 @@ public final class FakeAgent implements AutoCloseable {
         if (!answerEvents) {
           return;
         }
+        socketReportsRead.incrementAndGet();
         sleep(eventsReplyDelayMs);
         socketReports.incrementAndGet();
         record(report, socketEvents).writeDelimitedTo(out);
@@ -223,6 +226,7 @@ public final class FakeAgent implements AutoCloseable {
     eventNanos.clear();
     socketEvents.clear();
     socketReports.set(0);
+    socketReportsRead.set(0);
     socketConnections.set(0);
     eventsReplyDelayMs = 0;
     answerEvents = true;

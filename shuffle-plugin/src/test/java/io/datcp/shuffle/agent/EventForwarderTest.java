@@ -175,8 +175,7 @@ class EventForwarderTest {
       ShuffleEvent first = event(1);
       ShuffleEvent second = event(2);
       assertThat(forwarder.offer(first)).isTrue();
-      await().atMost(Duration.ofSeconds(10)).until(() -> agent.socketConnections.get() == 1);
-      Thread.sleep(100); // the first report is on its way
+      await().atMost(Duration.ofSeconds(10)).until(() -> agent.socketReportsRead.get() == 1);
       assertThat(forwarder.offer(second)).isTrue();
       forwarder.close();
       assertThat(agent.socketEvents).containsExactly(first, second);
