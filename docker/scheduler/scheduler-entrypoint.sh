@@ -23,10 +23,6 @@ for host in ${DATCP_NODES:-}; do
 done
 cat >"$data/scheduler.properties" <<PROPS
 yarn.rm.webappAddress=${DATCP_RM_WEBAPP:-http://rm:8088}
-# The prior until 10 first-job shuffles are measured on a reducer (scheduler/README.md, "Usable
-# rate"): on this cluster the first job's flows achieved 72-95 Mbit/s of a ToR port from round to
-# round, so the default 0.8 missed the deadlines of the slower rounds (2 of 5 in a CI run).
-planner.targetUtilisation=0.7
 ${DATCP_SCHEDULER_EXTRA:-}
 PROPS
 exec java -Xmx384m -jar /opt/datcp/scheduler.jar --data-dir "$data" \

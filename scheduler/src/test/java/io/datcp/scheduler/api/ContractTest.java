@@ -62,7 +62,9 @@ class ContractTest {
   private SchedulerServer server;
 
   private void start(Map<String, String> conf) throws Exception {
-    Map<String, String> all = new HashMap<>(Map.of("jobs.attributesFrom", "reports"));
+    // a prior of 0.8 of the 100 Mbit/s downlink keeps the deadlines round (10 MB in 1 s)
+    Map<String, String> all = new HashMap<>(Map.of("jobs.attributesFrom", "reports",
+        "planner.targetUtilisation", "0.8"));
     all.putAll(conf);
     server = servers.start(dir, clock, SchedulerConf.fromMap(all));
   }
