@@ -26,8 +26,8 @@ import org.apache.hadoop.mapreduce.jobhistory.JobHistoryParser.TaskAttemptInfo;
 import org.apache.hadoop.mapreduce.jobhistory.JobHistoryParser.TaskInfo;
 
 /**
- * What a finished job's own records say of it, for the job clients of the Docker cluster
- * ({@link AbScenario}, {@link WorkloadScenario}): its history file (submit and finish, map and
+ * What a finished job's own records say of it, for the Docker cluster's job client ({@link
+ * WorkloadScenario}): its history file (submit and finish, map and
  * reduce attempt times, counters) and its reduce attempts' shuffle logs ({@code syslog.shuffle}
  * on the shared volume, {@code /data/nm-logs/HOST}). Times are in milliseconds from an origin
  * the caller chooses (the maps' release, or the job's submission).

@@ -33,7 +33,8 @@ import org.apache.hadoop.util.GenericOptionsParser;
  *
  * <ul>
  *   <li>{@code cluster "shared"}: the cluster's default resource asks, YARN places every task;
- *       {@code "ab"}: {@link AbScenario}'s asks (reduces on the reducer node, maps elsewhere).
+ *       {@code "ab"}: the A/B layout's asks (reduces on the reducer node, maps elsewhere: {@link
+ *       #askForAbPlacement}).
  *   <li>{@code barrier}: every map waits until all jobs' maps and reduces run, then all are
  *       released at one instant ({@link GeneratorJob}'s start barrier), as in the A/B scenario.
  *   <li>Speculation is off: every job moves exactly its spec's bytes.
@@ -105,7 +106,7 @@ public final class WorkloadScenario {
       conf.set(GeneratorJob.RELEASE_FILE, release.toString());
     }
     if (WorkloadSpec.AB.equals(spec.cluster())) {
-      AbScenario.askForAbPlacement(conf);
+      askForAbPlacement(conf);
     }
     conf.setBoolean(MRJobConfig.MAP_SPECULATIVE, false);
     conf.setBoolean(MRJobConfig.REDUCE_SPECULATIVE, false);
@@ -163,6 +164,20 @@ public final class WorkloadScenario {
     result.put("jobs", described);
     result.put("problems", problems);
     return result;
+  }
+
+  /**
+   * The resource asks that place an {@code "ab"} spec's reduces on the reducer node and its maps
+   * on the map nodes (docker/README.md, "Placing the A/B tasks"): maps ask for 5 vcores, reduces
+   * for 3072 MB; the map nodes have 12 vcores and 3000 MB, the reduce node 4 vcores and 8192 MB.
+   * Reduces start at once (no slow start).
+   */
+  static void askForAbPlacement(Configuration conf) {
+    conf.setInt(MRJobConfig.MAP_CPU_VCORES, 5);
+    conf.setInt(MRJobConfig.MAP_MEMORY_MB, 256);
+    conf.setInt(MRJobConfig.REDUCE_CPU_VCORES, 1);
+    conf.setInt(MRJobConfig.REDUCE_MEMORY_MB, 3072);
+    conf.setFloat(MRJobConfig.COMPLETED_MAPS_FOR_REDUCE_SLOWSTART, 0f);
   }
 
   private static Job submit(Configuration conf, JobSpec j, String label, Path out)

@@ -5,12 +5,16 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.datcp.it.cluster.DatcpCluster.Mode;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
@@ -42,6 +46,8 @@ class DockerClusterIT {
   static final long MAP_OUTPUT_BYTES = 10_000_000; // DATCP §4.4's 100 MB scaled by 1/10
   /** A/B pairs per mode: one pair varies by up to a second with the reduces' 1 s polls. */
   static final int AB_ROUNDS = 5;
+  /** DATCP's job A/B as a workload spec, the demo's (docker/demo-ab.sh). */
+  static final String AB_SPEC = "ab.json";
   static final long LINK_BITS_PER_SECOND = 100_000_000;
   static final ObjectMapper JSON = new ObjectMapper();
 
@@ -55,6 +61,8 @@ class DockerClusterIT {
   void createInput() throws IOException {
     data = Files.createTempDirectory("datcp-it-");
     expectedWords = writeWordCountInput(data.resolve("wc-in"));
+    Path root = Path.of(System.getProperty("datcp.repo.root", "..")).toRealPath();
+    Files.copy(root.resolve("docker/workloads").resolve(AB_SPEC), data.resolve(AB_SPEC));
   }
 
   @AfterAll
@@ -280,16 +288,54 @@ class DockerClusterIT {
     return Stream.concat(head.stream(), Stream.of(tail)).toArray(String[]::new);
   }
 
+  /**
+   * Runs the A/B spec (docker/workloads/ab.json) for {@code rounds} rounds through the workload
+   * runner's job client, one round at a time. Returns per round the jobs' history details
+   * ({@code jobA}, {@code jobB}) and per job the median of every time over the rounds;
+   * completions count from the maps' release (the wait at the barrier is set-up).
+   */
   private JsonNode runAb(DatcpCluster c, String label, int rounds) throws Exception {
-    c.exec("rm", command(jobClient(c, "io.datcp.it.jobs.AbScenario"), "--label", label,
-        "--work", "/data/ab-" + label, "--bytes", Long.toString(MAP_OUTPUT_BYTES),
-        "--slow-millis", "5000", "--rounds", Integer.toString(rounds),
-        "--out", "/data/ab-" + label + ".json"));
-    JsonNode result = JSON.readTree(data.resolve("ab-" + label + ".json").toFile());
     Path keep = Path.of("target", "ab");
     Files.createDirectories(keep);
-    Files.copy(data.resolve("ab-" + label + ".json"), keep.resolve("ab-" + label + ".json"),
-        java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+    ArrayNode all = JSON.createArrayNode();
+    for (int i = 1; i <= rounds; i++) {
+      String work = rounds == 1 ? "/data/ab-" + label : "/data/ab-" + label + "/round-" + i;
+      String out = "ab-" + label + "-round-" + i + ".json";
+      c.exec("rm", command(jobClient(c, "io.datcp.it.jobs.WorkloadScenario"), "--spec",
+          "/data/" + AB_SPEC, "--work", work, "--out", "/data/" + out, "--label",
+          label + "-" + i));
+      Files.copy(data.resolve(out), keep.resolve(out), StandardCopyOption.REPLACE_EXISTING);
+      JsonNode result = JSON.readTree(data.resolve(out).toFile());
+      long release = result.get("releaseMillis").asLong();
+      ObjectNode round = JSON.createObjectNode();
+      for (String job : List.of("A", "B")) {
+        ObjectNode history = (ObjectNode) result.get("jobs").get(job).get("history");
+        for (String key : List.of("completionMillis", "completionLessPollMillis")) {
+          history.put(key, history.get(key).asLong() - release);
+        }
+        round.set("job" + job, history);
+      }
+      all.add(round);
+    }
+    ObjectNode median = JSON.createObjectNode();
+    for (String job : List.of("jobA", "jobB")) {
+      ObjectNode m = median.putObject(job);
+      for (String key : List.of("lastMapFinishMillis", "shuffleMillis", "copyMillis",
+          "completionMillis", "pollWaitMillis", "completionLessPollMillis")) {
+        long[] v = new long[rounds];
+        for (int i = 0; i < rounds; i++) {
+          v[i] = all.get(i).get(job).get(key).asLong();
+        }
+        Arrays.sort(v);
+        m.put(key, v[(rounds - 1) / 2]); // the lower middle one for even counts
+      }
+    }
+    ObjectNode result = JSON.createObjectNode();
+    result.put("label", label);
+    result.set("rounds", all);
+    result.set("median", median);
+    JSON.writerWithDefaultPrettyPrinter().writeValue(keep.resolve("ab-" + label + ".json")
+        .toFile(), result);
     return result;
   }
 
