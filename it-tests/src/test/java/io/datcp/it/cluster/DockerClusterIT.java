@@ -103,7 +103,7 @@ class DockerClusterIT {
   @Order(2)
   void abScenarioOffShufflesThroughTheTorBottleneck() throws Exception {
     DatcpCluster c = cluster(Mode.OFF);
-    abOff = runAb(c, "off", AB_ROUNDS);
+    abOff = runAb(c, "off", AB_ROUNDS, false);
     for (JsonNode round : abOff.get("rounds")) {
       assertCompleteShuffle(round);
       for (String job : List.of("jobA", "jobB")) {
@@ -162,7 +162,7 @@ class DockerClusterIT {
     requireDatcpImage();
     assumeTrue(abOff != null, "needs the off run");
     long[] before = bandBytes(torPort(cluster(Mode.ON), DatcpCluster.REDUCER));
-    JsonNode on = runAb(cluster(Mode.ON), "on", AB_ROUNDS);
+    JsonNode on = runAb(cluster(Mode.ON), "on", AB_ROUNDS, true);
     on.get("rounds").forEach(DockerClusterIT::assertCompleteShuffle);
     // precedence reached the switch: the first job's flows (high class, AF41) crossed the
     // reducer's port in band 0, most of job B's bytes; flows of a job waiting for maps (low
@@ -253,7 +253,7 @@ class DockerClusterIT {
   private JsonNode abWhile(DatcpCluster c, String label, Action action) throws Exception {
     CompletableFuture<JsonNode> run = CompletableFuture.supplyAsync(() -> {
       try {
-        return runAb(c, label, 1);
+        return runAb(c, label, 1, false);
       } catch (Exception e) {
         throw new CompletionException(e);
       }
@@ -292,9 +292,11 @@ class DockerClusterIT {
    * Runs the A/B spec (docker/workloads/ab.json) for {@code rounds} rounds through the workload
    * runner's job client, one round at a time. Returns per round the jobs' history details
    * ({@code jobA}, {@code jobB}) and per job the median of every time over the rounds;
-   * completions count from the maps' release (the wait at the barrier is set-up).
+   * completions count from the maps' release (the wait at the barrier is set-up). With {@code
+   * records}, each round's records (see {@link #keepRecords}) go beside its results.
    */
-  private JsonNode runAb(DatcpCluster c, String label, int rounds) throws Exception {
+  private JsonNode runAb(DatcpCluster c, String label, int rounds, boolean records)
+      throws Exception {
     Path keep = Path.of("target", "ab");
     Files.createDirectories(keep);
     ArrayNode all = JSON.createArrayNode();
@@ -306,6 +308,10 @@ class DockerClusterIT {
           label + "-" + i));
       Files.copy(data.resolve(out), keep.resolve(out), StandardCopyOption.REPLACE_EXISTING);
       JsonNode result = JSON.readTree(data.resolve(out).toFile());
+      if (records) {
+        keepRecords(c, label + " round " + i, result,
+            keep.resolve("ab-" + label + "-round-" + i + "-records.json"));
+      }
       long release = result.get("releaseMillis").asLong();
       ObjectNode round = JSON.createObjectNode();
       for (String job : List.of("A", "B")) {
@@ -337,6 +343,50 @@ class DockerClusterIT {
     JSON.writerWithDefaultPrettyPrinter().writeValue(keep.resolve("ab-" + label + ".json")
         .toFile(), result);
     return result;
+  }
+
+  /**
+   * What the system did in a round, for diagnosis (a round where job B's flows miss their
+   * deadline is otherwise gone with the cluster): the scheduler's flow records of both jobs and,
+   * per NodeManager, the shuffle service's DATCP counters (register timeouts, suspends) and the
+   * agent's metrics, both cumulative since the cluster started. Prints job B's flows.
+   */
+  private static void keepRecords(DatcpCluster c, String round, JsonNode result, Path file)
+      throws Exception {
+    ObjectNode records = JSON.createObjectNode();
+    ObjectNode flows = records.putObject("flows");
+    StringBuilder line = new StringBuilder();
+    for (String job : List.of("A", "B")) {
+      String id = result.get("jobs").get(job).get("history").get("jobId").asText();
+      JsonNode f = JSON.readTree(c.exec("scheduler", "curl", "-fsS",
+          "http://localhost:8080/api/v1/flows?job=" + id).getStdout()).get("flows");
+      flows.set(job, f);
+      if ("B".equals(job)) {
+        for (JsonNode flow : f) {
+          long start = flow.get("startUnixNanos").asLong();
+          line.append(String.format(" %s %d ms (deadline %d ms, met %s, quench %s);",
+              flow.get("sourceHost").asText(),
+              (flow.get("finishUnixNanos").asLong() - start) / 1_000_000,
+              (flow.get("deadlineUnixNanos").asLong() - start) / 1_000_000,
+              flow.get("met").asText(), flow.get("quench").asText()));
+        }
+      }
+    }
+    ObjectNode shuffle = records.putObject("shuffleService");
+    ObjectNode agents = records.putObject("agentMetrics");
+    long timeouts = 0;
+    for (String nm : c.nodeManagers()) {
+      JsonNode jmx = JSON.readTree(c.exec(nm, "curl", "-fsS",
+          "http://localhost:8042/jmx?qry=Hadoop:name=DatcpShuffleFlows,*").getStdout());
+      shuffle.set(nm, jmx);
+      for (JsonNode bean : jmx.path("beans")) {
+        timeouts += bean.path("RegisterTimeouts").asLong();
+      }
+      agents.put(nm, c.exec(nm, "curl", "-fsS", "http://localhost:9464/metrics").getStdout());
+    }
+    JSON.writerWithDefaultPrettyPrinter().writeValue(file.toFile(), records);
+    System.out.printf("A/B %s: job B's flows:%s register timeouts so far %d%n", round, line,
+        timeouts);
   }
 
   /** part file name -> content of the job's output. */
