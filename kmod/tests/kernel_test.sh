@@ -654,7 +654,7 @@ ctl, lib = sys.argv[1], ctypes.CDLL(sys.argv[2])
 lib.datcp_last_error.restype = ctypes.c_char_p
 lib.datcp_now_ns.restype = ctypes.c_uint64
 def key(src, dst):
-    k = ctypes.create_string_buffer(36)
+    k = ctypes.create_string_buffer(48)  # struct datcp_flow_key
     assert lib.datcp_flow_key_parse(k, src.encode(), dst.encode()) == 0
     return k
 def meta(size, epoch):  # struct datcp_flow_meta, 40 bytes; mode datcp, size known
