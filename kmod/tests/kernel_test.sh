@@ -304,7 +304,7 @@ done
 nsenter --net=/var/run/netns/$nsx $CTL events --netns-ring --json >$ev-x.$$ & xpid=$!; pids+=($xpid)
 nsenter --net=/var/run/netns/$nsy $CTL events --netns-ring --json >$ev-y.$$ & ypid=$!; pids+=($ypid)
 wait_ring $nsx && wait_ring $nsy
-python3 - "$CTL" $nsx $nsy >/tmp/datcp-kt-nsk.$$ <<'PY'
+python3 - "$CTL" $nsx $nsy >$ev-nsk.$$ <<'PY'
 import ctypes, json, os, socket, subprocess, sys, threading, time
 ctl, nsx, nsy = sys.argv[1:4]
 SRC, DST, SIZE = ("10.0.0.1", 43020), ("10.0.0.2", 5320), 4000000
@@ -365,7 +365,7 @@ print(json.dumps(facts))
 PY
 sleep 0.5
 kill $xpid $ypid; wait $xpid $ypid 2>/dev/null
-facts=$(cat /tmp/datcp-kt-nsk.$$); rm -f /tmp/datcp-kt-nsk.$$
+facts=$(cat $ev-nsk.$$); rm -f $ev-nsk.$$
 fact() { python3 -c 'import json, sys; f = json.loads(sys.argv[1]); print(eval(sys.argv[2], {}, f))' "$facts" "$1" 2>/dev/null; }
 check "namespace X registers its 4-tuple and both namespaces send on it ($facts)" test "$(fact 'x_set == 0 and y_transfer and x_transfer')" = True
 check "namespace Y does not see X's entry" test "$(fact '"no such flow" in str(y_get)')" = True
