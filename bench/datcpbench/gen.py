@@ -174,10 +174,11 @@ class Flow:
             if self.gen.t0 is not None:
                 lead = max(0.0, self.gen.t0 + self.start_s - time.monotonic())
             deadline_ms = max(1.0, (self.deadline + lead) * 1000.0)
-        kernel.flow_set(self.src_key, self.dst_key, size=self.size, deadline_ms=deadline_ms,
+        kernel.flow_set(self.ns, self.src_key, self.dst_key, size=self.size,
+                        deadline_ms=deadline_ms,
                         importance=self.importance, phi=self.phi, mode=mode,
                         quench=quench if self.deadline is not None else "off")
-        self.gen.registered.append((self.src_key, self.dst_key))
+        self.gen.registered.append((self.ns, self.src_key, self.dst_key))
 
     @property
     def src_key(self):
@@ -334,7 +335,7 @@ class Generator:
                 # resume suspended flows whose blockers have finished
                 for f in self.flows:
                     if f.suspended.is_set() and all(self._finished(o, now) for o in f.resume_after):
-                        kernel.flow_resume(f.src_key, f.dst_key)
+                        kernel.flow_resume(f.ns, f.src_key, f.dst_key)
                         f.suspended.clear()
                         log(f"  quench: resume {f.id} at {t:.2f}s")
                 sized = [f for f in self.flows if f.size is not None]
@@ -372,8 +373,8 @@ class Generator:
                 f.close()
             if ev:
                 ev.stop()
-            for src, dst in self.registered:
-                kernel.flow_delete(src, dst)
+            for ns, src, dst in self.registered:
+                kernel.flow_delete(ns, src, dst)
         return self._result(t_end, final, steady)
 
     def _sample_kernel(self, t):

@@ -8,7 +8,7 @@ import os
 import subprocess
 import threading
 
-from .netns import log, sh
+from .netns import NETNS_DIR, log, sh
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATCPCTL = os.environ.get("DATCPCTL", os.path.join(REPO, "kmod", "build", "datcpctl"))
@@ -40,6 +40,13 @@ def needs_kmod(cc):
 
 def _ctl(*args, check=True, timeout=30):
     return sh([DATCPCTL, *map(str, args)], check=check, timeout=timeout)
+
+
+def _ctl_in(ns, *args, check=True):
+    """datcpctl in network namespace ns: flow entries are per namespace, and datcpctl acts
+    on its own namespace's (nsenter, not `ip netns exec`, which hides bpffs)."""
+    return sh(["nsenter", f"--net={os.path.join(NETNS_DIR, ns)}", DATCPCTL, *map(str, args)],
+              check=check)
 
 
 def ensure_bpffs():
@@ -89,35 +96,37 @@ def status():
         return None
 
 
-def flow_set(src, dst, size=None, deadline_ms=None, importance=1.0, phi=0.0,
+def flow_set(ns, src, dst, size=None, deadline_ms=None, importance=1.0, phi=0.0,
              mode="datcp", quench="off"):
+    """Register the flow of a socket in namespace ns."""
     args = ["flow", "set", "--src", src, "--dst", dst, "--importance", importance,
             "--phi", phi, "--mode", mode, "--quench", quench]
     if size is not None:
         args += ["--size", int(size)]
     if deadline_ms is not None:
         args += ["--deadline-ms", int(round(deadline_ms))]
-    _ctl(*args)
+    _ctl_in(ns, *args)
 
 
-def flow_resume(src, dst):
+def flow_resume(ns, src, dst):
     """Clear a quench order (the application resumed the flow)."""
-    _ctl("flow", "resume", "--src", src, "--dst", dst, check=False)
+    _ctl_in(ns, "flow", "resume", "--src", src, "--dst", dst, check=False)
 
 
-def flow_get(src, dst):
-    out = _ctl("flow", "get", "--src", src, "--dst", dst, "--json", check=False)
+def flow_get(ns, src, dst):
+    out = _ctl_in(ns, "flow", "get", "--src", src, "--dst", dst, "--json", check=False)
     try:
         return json.loads(out)
     except ValueError:
         return None
 
 
-def flow_delete(src, dst):
-    _ctl("flow", "delete", "--src", src, "--dst", dst, check=False)
+def flow_delete(ns, src, dst):
+    _ctl_in(ns, "flow", "delete", "--src", src, "--dst", dst, check=False)
 
 
 def flow_list():
+    """Every namespace's flows (netns_cookie tells them apart)."""
     out = _ctl("flow", "list", "--json", check=False)
     try:
         return json.loads(out)

@@ -720,7 +720,7 @@ def run_mode(spec, mode, out_dir, force_cc=None, timeout_s=900.0, progress=None,
             port = m.get("agent_port", SHUFFLE_PORT)
             if port not in ports_before:
                 cleanup.push(kernel._ctl, "ports", "del", port, check=False)
-            cleanup.push(delete_leftover_flows)
+            cleanup.push(delete_leftover_flows, tb)
             for k in ("scheduler", "agent", "libdatcp"):
                 if not os.path.isfile(jv[k]):
                     raise ReplayError(f"{jv[k]} missing: build it (mvn -q package -DskipTests "
@@ -805,12 +805,14 @@ def switch_delta(a, b):
     return out
 
 
-def delete_leftover_flows():
+def delete_leftover_flows(tb):
     """Kernel entries of this testbed's shuffle flows an agent left (they hand live flows
-    to their next start on SIGTERM; there is none)."""
+    to their next start on SIGTERM; there is none), each deleted in its sender's namespace."""
+    ns_of = {tb.sender_ip(i): ns for i, ns in enumerate(tb.senders)}
     for f in kernel.flow_list() or []:
-        if f.get("src", "").startswith("10.10.1.") and f["src"].endswith(f":{SHUFFLE_PORT}"):
-            kernel.flow_delete(f["src"], f["dst"])
+        ip, _, port = f.get("src", "").rpartition(":")
+        if ip in ns_of and port == str(SHUFFLE_PORT):
+            kernel.flow_delete(ns_of[ip], f["src"], f["dst"])
 
 
 def start_scheduler(jv, ctl, work, logs, extra, hosts, cleanup, jvms):

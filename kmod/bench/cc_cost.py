@@ -55,7 +55,10 @@ def run_once(cc, seconds):
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(0.3)
     if cc == "datcp":
-        sh(CTL, "flow", "set", "--src", f"{IP_A}:{CPORT}", "--dst", f"{IP_B}:{PORT}",
+        # in the sender's namespace: flow entries are per network namespace (nsenter, not
+        # ip netns exec, which hides bpffs)
+        sh("nsenter", f"--net=/var/run/netns/{NS_A}", CTL, "flow", "set",
+           "--src", f"{IP_A}:{CPORT}", "--dst", f"{IP_B}:{PORT}",
            "--size", str(1 << 45), "--deadline-ms", str(3600 * 1000), "--mode", "datcp")
     busy0 = cpu_busy_seconds()
     out = sh("ip", "netns", "exec", NS_A, "iperf3", "-c", IP_B, "-p", str(PORT), "--cport", str(CPORT),
@@ -63,7 +66,8 @@ def run_once(cc, seconds):
     busy = cpu_busy_seconds() - busy0
     server.wait(timeout=10)
     if cc == "datcp":
-        sh(CTL, "flow", "delete", "--src", f"{IP_A}:{CPORT}", "--dst", f"{IP_B}:{PORT}", check=False)
+        sh("nsenter", f"--net=/var/run/netns/{NS_A}", CTL, "flow", "delete",
+           "--src", f"{IP_A}:{CPORT}", "--dst", f"{IP_B}:{PORT}", check=False)
     res = json.loads(out)
     if res["start"].get("congestion_used", cc) != cc:
         raise RuntimeError(f"iperf3 ran {res['start'].get('congestion_used')} instead of {cc}")

@@ -112,6 +112,7 @@ static void *receiver_main(void *arg)
 
 struct leftovers {
 	long meta, stats;
+	__u64 netns_cookie; /* ours: other namespaces may run a churn too */
 };
 
 static int count_ours(const struct datcp_flow_key *k, const struct datcp_flow_meta *m,
@@ -119,7 +120,7 @@ static int count_ours(const struct datcp_flow_key *k, const struct datcp_flow_me
 {
 	struct leftovers *l = ctx;
 
-	if (k->dport == DPORT) {
+	if (k->dport == DPORT && k->netns_cookie == l->netns_cookie) {
 		l->meta += m != NULL;
 		l->stats += s != NULL;
 	}
@@ -235,7 +236,7 @@ int main(int argc, char **argv)
 	shutdown(ls, SHUT_RDWR);
 	if (events)
 		pthread_join(ev, NULL);
-	if (datcp_flow_foreach(count_ours, &left) < 0)
+	if (datcp_netns_cookie(&left.netns_cookie) || datcp_flow_foreach(count_ours, &left) < 0)
 		die("datcp_flow_foreach");
 	printf("{\"flows\":%ld,\"failed\":%ld,\"seconds\":%.2f,\"flows_per_s\":%.0f,"
 	       "\"closed_events\":%ld,\"closed_finished\":%ld,\"left_meta\":%ld,\"left_stats\":%ld,"

@@ -84,7 +84,16 @@ DATCP_API int datcp_get_status(struct datcp_status *st);
 DATCP_API int datcp_port_add(__u16 port);
 DATCP_API int datcp_port_del(__u16 port);
 
-/* "ip:port" or "[ipv6]:port" of the sender's socket and its peer. */
+/* Flow entries are per network namespace (datcp_abi.h): the flow functions
+ * below (set, get, resume, delete) act on the caller's namespace only, the
+ * one this process was in at its first flow call. A key's netns_cookie 0
+ * means that namespace; a key of another namespace is refused with -EPERM.
+ * To act on another namespace's flows, run the caller in it (nsenter --net;
+ * not ip netns exec, which hides bpffs). datcp_netns_cookie() gives the
+ * caller's cookie (SO_NETNS_COOKIE: Linux >= 5.14). */
+DATCP_API int datcp_netns_cookie(__u64 *cookie);
+/* "ip:port" or "[ipv6]:port" of the sender's socket and its peer; the key's
+ * namespace is the caller's. */
 DATCP_API int datcp_flow_key_parse(struct datcp_flow_key *key, const char *src, const char *dst);
 /* Text form of one end ("10.0.0.1:5001", "[fe80::1]:80"); buf >= 64 bytes. */
 DATCP_API void datcp_flow_key_format(const struct datcp_flow_key *key, int dst, char *buf, size_t len);
@@ -128,7 +137,8 @@ DATCP_API int datcp_params_get(struct datcp_params *out);
 DATCP_API void datcp_params_format(const struct datcp_params *p, char *buf, size_t len);
 
 /* Visit every flow that has a registration or statistics (meta or stats is
- * NULL when absent). A non-zero return from fn stops and is returned. */
+ * NULL when absent), of every network namespace (key->netns_cookie tells
+ * which). A non-zero return from fn stops and is returned. */
 typedef int (*datcp_flow_fn)(const struct datcp_flow_key *key, const struct datcp_flow_meta *meta,
 			     const struct datcp_flow_stats *stats, void *ctx);
 DATCP_API int datcp_flow_foreach(datcp_flow_fn fn, void *ctx);

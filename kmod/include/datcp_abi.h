@@ -14,8 +14,9 @@
 #define DATCP_Q 1024U /* 1.0 in Q10 */
 /* Layout version of the pinned maps and the programs' read-only data; bumped
  * on any change of them (1: the first release, 2: close/resume/params,
- * 3: per-network-namespace event rings). */
-#define DATCP_ABI_VERSION 3U
+ * 3: per-network-namespace event rings, 4: flow keys carry the network
+ * namespace). */
+#define DATCP_ABI_VERSION 4U
 /* Bytes of an event ring buffer, the global one and each namespace's: ~13000
  * events, 2.6 s of 5000 flows/s (flow_churn) with a stalled reader. */
 #define DATCP_EVENTS_RING_BYTES (1024U * 1024U)
@@ -40,14 +41,26 @@ enum datcp_quench_mode {
 	DATCP_QUENCH_KILL = 2,
 };
 
-/* Flow identity as seen by the sending socket. IPv4 addresses are stored
- * as IPv4-mapped IPv6 (::ffff:a.b.c.d); addresses in network byte order,
- * ports in host byte order. */
+/* Flow identity as seen by the sending socket: its network namespace and
+ * its 4-tuple. IPv4 addresses are stored as IPv4-mapped IPv6
+ * (::ffff:a.b.c.d); addresses in network byte order, ports in host byte
+ * order.
+ *
+ * Entries are per network namespace: containers on one kernel often use the
+ * same 4-tuple (private addresses, the same ports), and without the
+ * namespace one container's registration would steer, and its close end,
+ * the other's connection. The namespace is named by its cookie (the
+ * kernel's net->net_cookie: SO_NETNS_COOKIE in user space, Linux >= 5.14),
+ * which unlike the nsfs inode is never reused while the kernel runs.
+ * libdatcp fills it with the caller's namespace and refuses keys of another
+ * one (datcp.h). */
 struct datcp_flow_key {
 	__u8 saddr[16];
 	__u8 daddr[16];
 	__u16 sport;
 	__u16 dport;
+	__u32 pad;          /* zero: part of the map key */
+	__u64 netns_cookie; /* network namespace of the socket */
 };
 
 #define DATCP_F_SIZE_KNOWN 0x1 /* size_bytes is meaningful (it may be 0) */

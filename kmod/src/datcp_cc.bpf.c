@@ -13,15 +13,16 @@
  * mode then halves like standard TCP (as Linux DCTCP does), so that a flow
  * with a tiny b cannot keep a full buffer overflowing. The flow's size,
  * deadline, importance, phi and mode come from the pinned map datcp_flows
- * keyed by the 4-tuple; a new epoch there starts a new flow on the same
- * connection. A socket without an entry runs reno with ECN and the DCTCP
+ * keyed by the socket's network namespace (cookie) and 4-tuple, so that
+ * containers on one kernel with the same 4-tuple each have their own entry;
+ * a new epoch there starts a new flow on the same connection. A socket without an entry runs reno with ECN and the DCTCP
  * receiver (P = 1, b = 0.5 on an ECN echo, halving on loss).
  *
  * Life of an entry: the agent registers it (before the first byte of the
  * flow); when the socket is destroyed (or leaves datcp) the release op
  * emits DATCP_EV_CLOSED with the epoch's final numbers and deletes the
  * registration and the statistics, so a later connection on the same
- * 4-tuple starts unregistered. Statistics whose CLOSED event could not be
+ * key starts unregistered. Statistics whose CLOSED event could not be
  * queued (ring full) stay in the LRU statistics map for a reader to find.
  * Events go to the ring of the socket's network namespace when its reader
  * registered one (datcp_netns_events), else to the global ring.
@@ -206,6 +207,9 @@ static __always_inline void datcp_key_of(const struct sock *sk, struct datcp_flo
 	}
 	k->sport = sk->__sk_common.skc_num;
 	k->dport = bpf_ntohs(sk->__sk_common.skc_dport);
+	/* the value bpf_get_netns_cookie() and SO_NETNS_COOKIE give, read from
+	 * the BTF-typed socket as the other fields are */
+	k->netns_cookie = sk->__sk_common.skc_net.net->net_cookie;
 }
 
 static __always_inline void datcp_window_begin(struct datcp_sk *s, struct tcp_sock *tp, __u64 now)

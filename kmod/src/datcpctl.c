@@ -44,7 +44,9 @@ static const char usage[] =
 	"  flow get --src IP:PORT --dst IP:PORT [--json]\n"
 	"  flow resume --src IP:PORT --dst IP:PORT    lift a quench (quenching stays armed)\n"
 	"  flow delete --src IP:PORT --dst IP:PORT\n"
-	"  flow list [--json]\n"
+	"  flow list [--json]            every network namespace's flows (netns_cookie)\n"
+	"        flow set/get/resume/delete act on this process's network namespace only:\n"
+	"        run datcpctl in the socket's namespace (nsenter --net=...)\n"
 	"  switch configure [--netns NS] --dev IF --rate-mbit R --buffer-bytes B\n"
 	"           [--mark none|red|step|pfdct] [--red-min B --red-max B --red-maxp P]\n"
 	"           [--k-bytes B] [--preset pfdct] [--dscp-map DSCP=BAND,...]\n"
@@ -299,7 +301,7 @@ static void print_flow_json(const struct datcp_flow_key *k, const struct datcp_f
 			       s->met ? "true" : "false");
 		printf("}");
 	}
-	printf("}");
+	printf(",\"netns_cookie\":%llu}", (unsigned long long)k->netns_cookie);
 }
 
 static void print_flow_text(const struct datcp_flow_key *k, const struct datcp_flow_meta *m,
@@ -309,7 +311,7 @@ static void print_flow_text(const struct datcp_flow_key *k, const struct datcp_f
 
 	datcp_flow_key_format(k, 0, src, sizeof(src));
 	datcp_flow_key_format(k, 1, dst, sizeof(dst));
-	printf("%-22s -> %-22s", src, dst);
+	printf("netns %-6llu %-22s -> %-22s", (unsigned long long)k->netns_cookie, src, dst);
 	if (m)
 		printf(" epoch %u %s size %s%llu", m->epoch, datcp_mode_name(m->mode),
 		       m->flags & DATCP_F_SIZE_KNOWN ? "" : "unknown/",
@@ -713,8 +715,9 @@ static int print_event(const struct datcp_event *e, void *ctx)
 	if (e->type == DATCP_EV_FINISHED) {
 		if (ec->json)
 			printf("{\"event\":\"finished\",\"src\":\"%s\",\"dst\":\"%s\",\"epoch\":%u,"
-			       "\"fct_ns\":%llu,\"met\":%s}\n",
-			       src, dst, e->epoch, (unsigned long long)e->fct_ns, e->met ? "true" : "false");
+			       "\"fct_ns\":%llu,\"met\":%s,\"netns_cookie\":%llu}\n",
+			       src, dst, e->epoch, (unsigned long long)e->fct_ns, e->met ? "true" : "false",
+			       (unsigned long long)e->key.netns_cookie);
 		else
 			printf("finished %s -> %s epoch %u in %.3f ms, deadline %s\n", src, dst, e->epoch,
 			       e->fct_ns / 1e6, e->met ? "met" : "missed");
@@ -722,10 +725,11 @@ static int print_event(const struct datcp_event *e, void *ctx)
 		if (ec->json)
 			printf("{\"event\":\"closed\",\"src\":\"%s\",\"dst\":\"%s\",\"epoch\":%u,"
 			       "\"bytes_acked\":%llu,\"finished\":%s,\"fct_ns\":%llu,\"met\":%s,"
-			       "\"quench\":\"%s\"}\n",
+			       "\"quench\":\"%s\",\"netns_cookie\":%llu}\n",
 			       src, dst, e->epoch, (unsigned long long)e->bytes_acked,
 			       e->finished ? "true" : "false", (unsigned long long)e->fct_ns,
-			       e->met ? "true" : "false", actions[e->action < 3 ? e->action : 0]);
+			       e->met ? "true" : "false", actions[e->action < 3 ? e->action : 0],
+			       (unsigned long long)e->key.netns_cookie);
 		else
 			printf("closed %s -> %s epoch %u: %llu bytes acked, %s\n", src, dst, e->epoch,
 			       (unsigned long long)e->bytes_acked,
@@ -736,7 +740,8 @@ static int print_event(const struct datcp_event *e, void *ctx)
 
 		if (ec->json)
 			printf("{\"event\":\"resume\",\"src\":\"%s\",\"dst\":\"%s\",\"epoch\":%u,"
-			       "\"reason\":\"%s\"}\n", src, dst, e->epoch, why);
+			       "\"reason\":\"%s\",\"netns_cookie\":%llu}\n", src, dst, e->epoch, why,
+			       (unsigned long long)e->key.netns_cookie);
 		else
 			printf("resume %s -> %s epoch %u (%s)\n", src, dst, e->epoch, why);
 	} else if (e->type == DATCP_EV_QUENCH) {
@@ -744,8 +749,9 @@ static int print_event(const struct datcp_event *e, void *ctx)
 
 		if (ec->json)
 			printf("{\"event\":\"quench\",\"src\":\"%s\",\"dst\":\"%s\",\"epoch\":%u,"
-			       "\"action\":\"%s\",\"precedence\":%.3f}\n",
-			       src, dst, e->epoch, a, (double)e->precedence_q / DATCP_Q);
+			       "\"action\":\"%s\",\"precedence\":%.3f,\"netns_cookie\":%llu}\n",
+			       src, dst, e->epoch, a, (double)e->precedence_q / DATCP_Q,
+			       (unsigned long long)e->key.netns_cookie);
 		else
 			printf("quench %s -> %s epoch %u: %s (precedence %.2f)\n", src, dst, e->epoch, a,
 			       (double)e->precedence_q / DATCP_Q);

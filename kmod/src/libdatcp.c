@@ -889,6 +889,56 @@ static int parse_endpoint(const char *s, __u8 addr[16], __u16 *port, const char 
 	return fail(-EINVAL, "%s '%s': '%s' is not an IPv4 or IPv6 address", what, s, host);
 }
 
+/* The caller's network namespace, read once per process: flow keys carry
+ * it (datcp_abi.h), and a getsockopt per registration would cost more than
+ * the map update. */
+static pthread_once_t own_netns_once = PTHREAD_ONCE_INIT;
+static __u64 own_netns;
+static int own_netns_err;
+
+static void own_netns_read(void)
+{
+	socklen_t len = sizeof(own_netns);
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0) {
+		own_netns_err = -errno;
+		return;
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_NETNS_COOKIE, &own_netns, &len))
+		own_netns_err = -errno;
+	close(fd);
+}
+
+int datcp_netns_cookie(__u64 *cookie)
+{
+	pthread_once(&own_netns_once, own_netns_read);
+	if (own_netns_err)
+		return fail(own_netns_err, "reading this process's network namespace cookie "
+					   "(SO_NETNS_COOKIE, Linux >= 5.14): %s", strerror(-own_netns_err));
+	*cookie = own_netns;
+	return 0;
+}
+
+/* key in the caller's network namespace: 0 there means it, another one is
+ * refused (a process speaks only for its own namespace's sockets). */
+static int own_key(const struct datcp_flow_key *key, struct datcp_flow_key *out)
+{
+	__u64 own;
+	int err = datcp_netns_cookie(&own);
+
+	if (err)
+		return err;
+	if (key->netns_cookie && key->netns_cookie != own)
+		return fail(-EPERM, "flow key of network namespace %llu: this process is in %llu "
+				    "and may only use its own namespace's flows",
+			    (unsigned long long)key->netns_cookie, (unsigned long long)own);
+	*out = *key;
+	out->pad = 0;
+	out->netns_cookie = own;
+	return 0;
+}
+
 int datcp_flow_key_parse(struct datcp_flow_key *key, const char *src, const char *dst)
 {
 	int err;
@@ -897,6 +947,8 @@ int datcp_flow_key_parse(struct datcp_flow_key *key, const char *src, const char
 	err = parse_endpoint(src, key->saddr, &key->sport, "source");
 	if (!err)
 		err = parse_endpoint(dst, key->daddr, &key->dport, "destination");
+	if (!err)
+		err = datcp_netns_cookie(&key->netns_cookie);
 	return err;
 }
 
@@ -963,9 +1015,12 @@ static int validate_meta(const struct datcp_flow_key *key, const struct datcp_fl
 int datcp_flow_set(const struct datcp_flow_key *key, const struct datcp_flow_meta *meta)
 {
 	struct datcp_flow_meta m = *meta;
+	struct datcp_flow_key k;
 	__u64 now = datcp_now_ns();
-	int fd, err = validate_meta(key, meta, now);
+	int fd, err = own_key(key, &k);
 
+	if (!err)
+		err = validate_meta(&k, meta, now);
 	if (err)
 		return err;
 	if (!m.start_ns)
@@ -973,7 +1028,7 @@ int datcp_flow_set(const struct datcp_flow_key *key, const struct datcp_flow_met
 	err = pins_get(&fd, NULL, 0);
 	if (err)
 		return err;
-	err = bpf_map_update_elem(fd, key, &m, BPF_ANY) ? -errno : 0;
+	err = bpf_map_update_elem(fd, &k, &m, BPF_ANY) ? -errno : 0;
 	pins_put();
 	if (err == -E2BIG)
 		return fail(err, "registering the flow: the flow map is full (%u entries)",
@@ -1001,10 +1056,14 @@ static int flow_resume(const struct datcp_flow_key *key, int force)
 
 int datcp_flow_resume(const struct datcp_flow_key *key)
 {
-	int err = flow_resume(key, 0);
+	struct datcp_flow_key k;
+	int err = own_key(key, &k);
 
+	if (err)
+		return err;
+	err = flow_resume(&k, 0);
 	if (err == -ENOENT && pins_replaced())
-		err = flow_resume(key, 0);
+		err = flow_resume(&k, 0);
 	if (err == -ENOENT)
 		return fail(err, "no such flow");
 	if (err)
@@ -1024,17 +1083,20 @@ int datcp_flow_get(const struct datcp_flow_key *key, struct datcp_flow_meta *met
 {
 	struct datcp_flow_meta m;
 	struct datcp_flow_stats s;
-	int fd, sfd, hm = 0, hs = 0, err = pins_get(&fd, &sfd, 0);
+	struct datcp_flow_key k;
+	int fd, sfd, hm = 0, hs = 0, err = own_key(key, &k);
 
+	if (!err)
+		err = pins_get(&fd, &sfd, 0);
 	if (err)
 		return err;
-	flow_get(key, &m, &hm, &s, &hs, fd, sfd);
+	flow_get(&k, &m, &hm, &s, &hs, fd, sfd);
 	pins_put();
 	if (!hm && !hs && pins_replaced()) {
 		err = pins_get(&fd, &sfd, 0);
 		if (err)
 			return err;
-		flow_get(key, &m, &hm, &s, &hs, fd, sfd);
+		flow_get(&k, &m, &hm, &s, &hs, fd, sfd);
 		pins_put();
 	}
 	if (has_meta)
@@ -1064,10 +1126,14 @@ static int flow_delete(const struct datcp_flow_key *key)
 
 int datcp_flow_delete(const struct datcp_flow_key *key)
 {
-	int err = flow_delete(key);
+	struct datcp_flow_key k;
+	int err = own_key(key, &k);
 
+	if (err)
+		return err;
+	err = flow_delete(&k);
 	if (err == -ENOENT && pins_replaced())
-		err = flow_delete(key);
+		err = flow_delete(&k);
 	if (err == -ENOENT)
 		return fail(err, "no such flow");
 	return err;

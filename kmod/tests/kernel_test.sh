@@ -291,6 +291,95 @@ check "nothing of a namespace with a ring spills into the global ring" bash -c "
 kill -CONT $spid; kill $spid; wait $spid 2>/dev/null
 ip netns del $NS_A; ip netns del $NS_B
 
+# --- flow entries are per network namespace: containers on one kernel often
+# use the same 4-tuple (10.x addresses, the same ports). Namespace X registers
+# the 4-tuple; namespace Y, a hostile neighbour with the same 4-tuple at the
+# same time, must neither have its connection steered by X's entry nor read,
+# change or end X's entry (both used to share one entry) ---
+nsx=datcp-kt-x-$$ nsy=datcp-kt-y-$$
+ip netns add $nsx && ip netns add $nsy && nss+=($nsx $nsy)
+for n in $nsx $nsy; do
+	ip -n $n link set lo up && ip -n $n addr add 10.0.0.1/32 dev lo && ip -n $n addr add 10.0.0.2/32 dev lo
+done
+nsenter --net=/var/run/netns/$nsx $CTL events --netns-ring --json >$ev-x.$$ & xpid=$!; pids+=($xpid)
+nsenter --net=/var/run/netns/$nsy $CTL events --netns-ring --json >$ev-y.$$ & ypid=$!; pids+=($ypid)
+wait_ring $nsx && wait_ring $nsy
+python3 - "$CTL" $nsx $nsy >$ev-nsk.$$ <<'PY'
+import ctypes, json, os, socket, subprocess, sys, threading, time
+ctl, nsx, nsy = sys.argv[1:4]
+SRC, DST, SIZE = ("10.0.0.1", 43020), ("10.0.0.2", 5320), 4000000
+KEY = ["--src", "10.0.0.1:43020", "--dst", "10.0.0.2:5320"]
+libc = ctypes.CDLL(None, use_errno=True)
+home = os.open("/proc/self/ns/net", os.O_RDONLY)
+def setns(fd):
+    if libc.setns(fd, 0x40000000):  # CLONE_NEWNET
+        raise OSError(ctypes.get_errno(), "setns")
+def connect(ns):  # a connection on SRC -> DST inside namespace ns (a socket keeps its namespace)
+    fd = os.open("/var/run/netns/" + ns, os.O_RDONLY); setns(fd); os.close(fd)
+    try:
+        srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        srv.bind(DST); srv.listen(1)
+        cli = socket.socket(); cli.settimeout(20)
+        cli.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"datcp")
+        cli.bind(SRC); cli.connect(DST)
+        acc, _ = srv.accept(); srv.close()
+        return cli, acc
+    finally:
+        setns(home)
+def transfer(c):  # SIZE bytes, all received (and so acknowledged)
+    cli, acc = c; got = [0]
+    def receive():
+        while got[0] < SIZE:
+            got[0] += len(acc.recv(1 << 20))
+    t = threading.Thread(target=receive); t.start(); cli.sendall(b"x" * SIZE); t.join(20)
+    return got[0] == SIZE
+def ctl_in(ns, *args):
+    return subprocess.run(["nsenter", "--net=/var/run/netns/" + ns, ctl, "flow", *args],
+                          capture_output=True, text=True)
+def get(ns):
+    r = ctl_in(ns, "get", *KEY, "--json")
+    return json.loads(r.stdout) if r.returncode == 0 else r.stderr.strip()
+x, y = connect(nsx), connect(nsy)  # the same 4-tuple in both namespaces at once
+facts = {"x_set": ctl_in(nsx, "set", *KEY, "--size", str(SIZE), "--deadline-ms", "10000").returncode}
+facts["y_get"] = get(nsy)
+facts["y_transfer"] = transfer(y)
+time.sleep(0.3)  # an ACK of y's that found x's entry would have published statistics
+facts["x_after_y_transfer"] = get(nsx)
+facts["y_delete"] = ctl_in(nsy, "delete", *KEY).stderr.strip()
+facts["x_after_y_delete"] = get(nsx)
+ctl_in(nsy, "set", *KEY, "--size", "1000", "--mode", "reno", "--epoch", "7")
+facts["x_after_y_set"] = get(nsx)
+ctl_in(nsy, "delete", *KEY)
+facts["x_transfer"] = transfer(x)
+def finished(v):
+    return isinstance(v, dict) and v.get("stats", {}).get("finished")
+end = time.time() + 10
+while not finished(get(nsx)) and time.time() < end:
+    time.sleep(0.05)
+facts["x_finished"] = get(nsx)
+y[0].close(); y[1].close(); time.sleep(0.2)
+facts["x_after_y_close"] = get(nsx)
+x[0].close(); x[1].close(); time.sleep(0.2)
+facts["x_after_x_close"] = get(nsx)
+print(json.dumps(facts))
+PY
+sleep 0.5
+kill $xpid $ypid; wait $xpid $ypid 2>/dev/null
+facts=$(cat $ev-nsk.$$); rm -f $ev-nsk.$$
+fact() { python3 -c 'import json, sys; f = json.loads(sys.argv[1]); print(eval(sys.argv[2], {}, f))' "$facts" "$1" 2>/dev/null; }
+check "namespace X registers its 4-tuple and both namespaces send on it ($facts)" test "$(fact 'x_set == 0 and y_transfer and x_transfer')" = True
+check "namespace Y does not see X's entry" test "$(fact '"no such flow" in str(y_get)')" = True
+check "Y's connection does not pick up X's entry (X's has no statistics after Y sent 4000000 bytes)" test "$(fact 'x_after_y_transfer.get("size_bytes") == 4000000 and "stats" not in x_after_y_transfer')" = True
+check "namespace Y cannot delete X's entry" test "$(fact '"no such flow" in y_delete and x_after_y_delete.get("epoch") == 1')" = True
+check "Y's connection sent no event for the 4-tuple ($(tr '\n' ' ' <$ev-y.$$))" bash -c "! grep -q '\"src\":\"10.0.0.1:43020\"' $ev-y.$$"
+check "Y registering the same 4-tuple leaves X's entry as it was" test "$(fact 'x_after_y_set.get("epoch") == 1 and x_after_y_set.get("mode") == "datcp" and x_after_y_set.get("size_bytes") == 4000000')" = True
+check "X's connection picks up X's entry and finishes its flow" test "$(fact 'x_finished["stats"]["finished"] and x_finished["stats"]["bytes_acked"] >= 4000000')" = True
+check "closing Y's connection leaves X's entry" test "$(fact 'isinstance(x_after_y_close, dict) and x_after_y_close["epoch"] == 1')" = True
+check "closing X's connection ends X's entry" test "$(fact '"no such flow" in str(x_after_x_close)')" = True
+check "X's ring has X's finished and closed events ($(tr '\n' ' ' <$ev-x.$$))" bash -c "grep -q '\"event\":\"finished\",\"src\":\"10.0.0.1:43020\",\"dst\":\"10.0.0.2:5320\",\"epoch\":1,.*\"met\":true' $ev-x.$$ && grep -q '\"event\":\"closed\",\"src\":\"10.0.0.1:43020\",\"dst\":\"10.0.0.2:5320\",\"epoch\":1,.*\"finished\":true' $ev-x.$$"
+rm -f $ev-x.$$ $ev-y.$$
+ip netns del $nsx; ip netns del $nsy
+
 # --- DSCP from the precedence class, set by the congestion control itself: a
 # flow that lags a deadline it can still make rises to the high class (its
 # urgency grows); an overdue flow gives up (U_min, PD2TCP's early inversion)
@@ -565,7 +654,7 @@ ctl, lib = sys.argv[1], ctypes.CDLL(sys.argv[2])
 lib.datcp_last_error.restype = ctypes.c_char_p
 lib.datcp_now_ns.restype = ctypes.c_uint64
 def key(src, dst):
-    k = ctypes.create_string_buffer(36)
+    k = ctypes.create_string_buffer(48)  # struct datcp_flow_key
     assert lib.datcp_flow_key_parse(k, src.encode(), dst.encode()) == 0
     return k
 def meta(size, epoch):  # struct datcp_flow_meta, 40 bytes; mode datcp, size known

@@ -3,12 +3,15 @@
  * lib_test - libdatcp's checks of its input, which run before any kernel
  * access (no root needed; only invalid flows, so that nothing reaches a
  * datcp that another process may have loaded): datcp_flow_set refuses out-of-range flows with a
- * message naming the problem; the parameter profiles and setters.
+ * message naming the problem; flow keys carry the caller's network namespace and keys of
+ * another namespace are refused before any kernel access; the parameter profiles and setters.
  * Ends with "N passed, N failed".
  */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
 
 #include "datcp.h"
 
@@ -79,6 +82,35 @@ static void flow_set_checks(void)
 	expect("port 0", datcp_flow_set(&key, &m), -EINVAL, "ports must be 1..65535");
 }
 
+/* The key names the caller's network namespace, as the kernel names the socket's; a
+ * neighbour's namespace is refused (a hostile local caller aiming at another
+ * container's flow with the same 4-tuple). */
+static void netns_checks(void)
+{
+	struct datcp_flow_key key;
+	struct datcp_flow_meta m = good();
+	socklen_t len = sizeof(__u64);
+	__u64 own = 0, lib = 0;
+	int fd = socket(AF_UNIX, SOCK_DGRAM, 0), hm, hs;
+
+	if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_NETNS_COOKIE, &own, &len))
+		own = 0;
+	if (fd >= 0)
+		close(fd);
+	expect("datcp_netns_cookie", datcp_netns_cookie(&lib), 0, NULL);
+	expect("it is SO_NETNS_COOKIE's", own && lib == own ? 0 : -1, 0, NULL);
+	expect("parse", datcp_flow_key_parse(&key, "10.0.0.1:13562", "10.0.0.2:40000"), 0, NULL);
+	expect("a parsed key names the caller's namespace", key.netns_cookie == own ? 0 : -1, 0, NULL);
+	key.netns_cookie = own + 1;
+	m.phi_q = DATCP_Q + 1; /* invalid too: nothing may reach the kernel if the check is missing */
+	expect("set in another namespace", datcp_flow_set(&key, &m), -EPERM,
+	       "may only use its own namespace's flows");
+	expect("get in another namespace", datcp_flow_get(&key, NULL, &hm, NULL, &hs), -EPERM,
+	       "may only use its own namespace's flows");
+	expect("resume in another namespace", datcp_flow_resume(&key), -EPERM, "its own namespace");
+	expect("delete in another namespace", datcp_flow_delete(&key), -EPERM, "its own namespace");
+}
+
 static void param_checks(void)
 {
 	struct datcp_params p;
@@ -110,6 +142,7 @@ static void param_checks(void)
 int main(void)
 {
 	flow_set_checks();
+	netns_checks();
 	param_checks();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;

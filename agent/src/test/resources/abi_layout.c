@@ -12,6 +12,7 @@ int main(void)
 	SIZE(datcp_flow_key);
 	OFF(datcp_flow_key, saddr); OFF(datcp_flow_key, daddr);
 	OFF(datcp_flow_key, sport); OFF(datcp_flow_key, dport);
+	OFF(datcp_flow_key, pad); OFF(datcp_flow_key, netns_cookie);
 	SIZE(datcp_flow_meta);
 	OFF(datcp_flow_meta, size_bytes); OFF(datcp_flow_meta, deadline_ns);
 	OFF(datcp_flow_meta, start_ns); OFF(datcp_flow_meta, epoch);

@@ -12,13 +12,19 @@ import com.sun.jna.Structure;
 final class Abi {
   private Abi() {}
 
-  /** struct datcp_flow_key: IPv4 as IPv4-mapped IPv6, ports in host byte order. */
-  @Structure.FieldOrder({"saddr", "daddr", "sport", "dport"})
+  /**
+   * struct datcp_flow_key: the socket's network namespace and 4-tuple; IPv4 as IPv4-mapped
+   * IPv6, ports in host byte order.
+   */
+  @Structure.FieldOrder({"saddr", "daddr", "sport", "dport", "pad", "netns_cookie"})
   public static class FlowKey extends Structure {
     public byte[] saddr = new byte[16];
     public byte[] daddr = new byte[16];
     public short sport;
     public short dport;
+    public int pad;
+    /** The network namespace's cookie (SO_NETNS_COOKIE). */
+    public long netns_cookie;
 
     public FlowKey() {}
 
@@ -184,7 +190,7 @@ final class Abi {
   }
 
   /** DATCP_ABI_VERSION these mirrors follow. */
-  static final int ABI_VERSION = 3;
+  static final int ABI_VERSION = 4;
   /** DATCP_BANDS. */
   static final int BANDS = 3;
   /** DATCP_MAX_PORTS. */

@@ -14,7 +14,10 @@ import java.util.function.Consumer;
 /**
  * The kernel data path through libdatcp: loading (or re-attaching to) the pinned datcp
  * objects, the flow table, the event ring of the agent's network namespace and the emulated
- * switch ports. Thread-safe: libdatcp
+ * switch ports. Flow entries are per network namespace: the keys written here leave
+ * netns_cookie 0, which libdatcp fills with this process's namespace (the NodeManager's,
+ * whose sockets the agent tags); entries of other namespaces on the kernel are neither listed
+ * nor touched. Thread-safe: libdatcp
  * caches the pinned map descriptors under a lock and its error text is per thread; the structs handed to it
  * are per thread too.
  */
@@ -31,6 +34,7 @@ public final class DatcpKernel implements Kernel {
   private static final long K_DADDR = Abi.FlowKey.offsetOf("daddr");
   private static final long K_SPORT = Abi.FlowKey.offsetOf("sport");
   private static final long K_DPORT = Abi.FlowKey.offsetOf("dport");
+  // netns_cookie stays 0 in every key written: libdatcp puts this process's namespace there
   private static final long M_SIZE = Abi.FlowMeta.offsetOf("size_bytes");
   private static final long M_DEADLINE = Abi.FlowMeta.offsetOf("deadline_ns");
   private static final long M_START = Abi.FlowMeta.offsetOf("start_ns");
@@ -173,10 +177,13 @@ public final class DatcpKernel implements Kernel {
 
   @Override
   public Map<FlowTuple, FlowMeta> flows() throws KernelException {
+    long[] own = new long[1];
+    check(LibDatcp.datcp_netns_cookie(own));
     Map<FlowTuple, FlowMeta> out = new LinkedHashMap<>();
     LibDatcp.FlowFn fn = (key, meta, stats, ctx) -> {
-      if (meta != null) {
-        out.put(tuple(new Abi.FlowKey(key)), meta(new Abi.FlowMeta(meta)));
+      Abi.FlowKey k = new Abi.FlowKey(key);
+      if (meta != null && k.netns_cookie == own[0]) {
+        out.put(tuple(k), meta(new Abi.FlowMeta(meta)));
       }
       return 0;
     };
@@ -280,6 +287,7 @@ public final class DatcpKernel implements Kernel {
     k.daddr = t.dstBytes();
     k.sport = (short) t.srcPort();
     k.dport = (short) t.dstPort();
+    k.netns_cookie = 0; // this process's namespace
     return k;
   }
 

@@ -7,9 +7,10 @@ import java.net.UnknownHostException;
 import java.nio.ByteBuffer;
 
 /**
- * A flow's 4-tuple as the sending socket sees it: the kernel's key (struct datcp_flow_key).
- * Addresses are IPv6, IPv4 as IPv4-mapped (::ffff:a.b.c.d), kept as two longs each so the
- * tuple hashes and compares cheaply.
+ * A flow's 4-tuple as the sending socket sees it: the kernel's key (struct datcp_flow_key)
+ * within the agent's network namespace, which libdatcp adds to every key. Addresses are IPv6,
+ * IPv4 as IPv4-mapped (::ffff:a.b.c.d), kept as two longs each so the tuple hashes and
+ * compares cheaply.
  */
 public record FlowTuple(long srcHi, long srcLo, int srcPort, long dstHi, long dstLo,
     int dstPort) {

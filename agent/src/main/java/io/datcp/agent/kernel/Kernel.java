@@ -36,10 +36,13 @@ public interface Kernel {
   /** The statistics on key, if any. */
   Optional<FlowStats> flowStats(FlowTuple key);
 
-  /** Every registration in the kernel (all agents' on this kernel). */
+  /**
+   * Every registration of this agent's network namespace (agents of other namespaces on the
+   * kernel have their own entries, even on the same 4-tuple).
+   */
   Map<FlowTuple, FlowMeta> flows() throws KernelException;
 
-  /** Number of registered flows. */
+  /** Number of registered flows on the kernel, of every network namespace. */
   int flowCount() throws KernelException;
 
   /**

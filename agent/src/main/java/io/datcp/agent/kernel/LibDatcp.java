@@ -49,6 +49,9 @@ final class LibDatcp {
 
   static native int datcp_port_add(short port);
 
+  /** cookie[0]: this process's network namespace, the one every flow key carries. */
+  static native int datcp_netns_cookie(long[] cookie);
+
   /**
    * key: struct datcp_flow_key, meta: struct datcp_flow_meta, written by the caller at the
    * offsets of {@link Abi.FlowKey} and {@link Abi.FlowMeta} (plain pointers: a Structure

@@ -13,13 +13,14 @@ class EventDecodingTest {
   private static final FlowTuple KEY = FlowTuple.of("10.0.0.1", 13562, "10.0.0.2", 40000);
 
   private static Memory raw(int type, int epoch) {
-    Memory m = new Memory(80);
+    Memory m = new Memory(88);
     m.clear();
     Abi.Event e = new Abi.Event(m);
     e.key.saddr = KEY.srcBytes();
     e.key.daddr = KEY.dstBytes();
     e.key.sport = (short) KEY.srcPort();
     e.key.dport = (short) KEY.dstPort();
+    e.key.netns_cookie = 4097; // the agent's namespace: its ring has no other
     e.type = type;
     e.epoch = epoch;
     e.write();
@@ -29,13 +30,13 @@ class EventDecodingTest {
   @Test
   void resumeCarriesItsReason() {
     Memory m = raw(4, 3);
-    m.setByte(73, (byte) 1); // reason: DATCP_RESUME_QUIET
+    m.setByte(81, (byte) 1); // reason: DATCP_RESUME_QUIET
     KernelEvent e = DatcpKernel.event(new Abi.Event(m));
     assertThat(e.type()).isEqualTo(KernelEvent.Type.RESUME);
     assertThat(e.key()).isEqualTo(KEY);
     assertThat(e.epoch()).isEqualTo(3);
     assertThat(e.resumeReason()).isEqualTo(KernelEvent.ResumeReason.QUIET);
-    m.setByte(73, (byte) 2);
+    m.setByte(81, (byte) 2);
     assertThat(DatcpKernel.event(new Abi.Event(m)).resumeReason())
         .isEqualTo(KernelEvent.ResumeReason.TIMEOUT);
   }
@@ -43,11 +44,11 @@ class EventDecodingTest {
   @Test
   void closedCarriesTheEpochsFinalNumbers() {
     Memory m = raw(3, 1);
-    m.setLong(40, 5_000_000L); // fct_ns
-    m.setByte(60, (byte) 1); // met
-    m.setByte(61, (byte) 1); // action: suspended at close
-    m.setLong(64, 123_456L); // bytes_acked
-    m.setByte(72, (byte) 1); // finished
+    m.setLong(48, 5_000_000L); // fct_ns
+    m.setByte(68, (byte) 1); // met
+    m.setByte(69, (byte) 1); // action: suspended at close
+    m.setLong(72, 123_456L); // bytes_acked
+    m.setByte(80, (byte) 1); // finished
     KernelEvent e = DatcpKernel.event(new Abi.Event(m));
     assertThat(e.type()).isEqualTo(KernelEvent.Type.CLOSED);
     assertThat(e.bytesAcked()).isEqualTo(123_456L);
