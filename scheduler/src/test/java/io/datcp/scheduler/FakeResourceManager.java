@@ -41,8 +41,9 @@ public final class FakeResourceManager implements AutoCloseable {
 
   public FakeResourceManager() {
     server = Server.builder().http(0)
-        .serviceUnder("/ws/v1/cluster/apps/", (ctx, req) -> later(cluster(ctx.mappedPath())))
-        .serviceUnder("/proxy/", (ctx, req) -> later(am(ctx.mappedPath())))
+        .serviceUnder("/ws/v1/cluster/apps/",
+            (ctx, req) -> later(cluster(ctx.mappedPath().substring(1))))
+        .serviceUnder("/proxy/", (ctx, req) -> later(am(ctx.mappedPath().substring(1))))
         .build();
     server.start().join();
   }

@@ -82,8 +82,8 @@ class ClaimsFromYarnTest {
         .setReduceId(reduce).setHost(host).setTotalMaps(maps).setTotalReduces(reduces)).build();
   }
 
-  private ShuffleEvent mapCompleted(String job, int map, String mapHost, long bytes) {
-    return event().setMapCompleted(MapCompleted.newBuilder().setJobId(job).setReduceId(0)
+  private ShuffleEvent mapCompleted(String job, int reduce, int map, String mapHost, long bytes) {
+    return event().setMapCompleted(MapCompleted.newBuilder().setJobId(job).setReduceId(reduce)
         .setMapId(map).setHost(mapHost).setRunTimeNanos(1_000_000_000L).setOutputBytes(bytes)
         .setMapsRunning(0)).build();
   }
@@ -152,7 +152,7 @@ class ClaimsFromYarnTest {
     // K is shuffle-bound (10 MB to fetch), J waits for its map: K is first on node1.
     plugin("node1").report(batch(reduceStarted(J, 0, "node1", 1, 1),
         reduceStarted(K, 0, "node1", 1, 1)));
-    plugin("node1").report(batch(mapCompleted(K, 0, "mk", 10 * MB)));
+    plugin("node1").report(batch(mapCompleted(K, 0, 0, "mk", 10 * MB)));
     double jBefore = agent("mj").lookupPolicy(lookup(J)).getImportance();
     double kBefore = agent("mk").lookupPolicy(lookup(K)).getImportance();
     assertThat(kBefore).isEqualTo(10.0);
@@ -182,7 +182,7 @@ class ClaimsFromYarnTest {
     assertThat(ack.getAccepted()).isEqualTo(1);
     assertThat(refusedCodes(ack)).containsExactly(INVALID, INVALID);
     assertThat(ack.getRefused(0).getMessage()).contains("mapId");
-    assertThat(refusedCodes(plugin("node1").report(batch(mapCompleted(J, 7, "m1", MB)))))
+    assertThat(refusedCodes(plugin("node1").report(batch(mapCompleted(J, 0, 7, "m1", MB)))))
         .containsExactly(INVALID);
     assertStatus(() -> agent("m1").lookupPolicy(lookup(J, 5)), Status.Code.INVALID_ARGUMENT);
     assertThat(server.service().job(J).orElseThrow().mapsDone()).isEqualTo(1);
@@ -204,7 +204,7 @@ class ClaimsFromYarnTest {
     var node2 = servers.asNode(server, "node2",
         ShuffleReportServiceGrpc.ShuffleReportServiceFutureStub.class);
     var pending = node2.report(batch(reduceStarted(J, 1, "node2", 1, 2),
-        mapCompleted(J, 0, "m1", MB)));
+        mapCompleted(J, 1, 0, "m1", MB)));
     TimeUnit.MILLISECONDS.sleep(500);
     assertThat(pending.isDone()).as("the report waits for YARN's answer").isFalse();
 
