@@ -9,7 +9,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Collectors;
 
@@ -34,13 +33,17 @@ public final class FakeResourceManager implements AutoCloseable {
   }
 
   private final Map<String, App> apps = new ConcurrentHashMap<>();
-  private final List<String> requests = new CopyOnWriteArrayList<>();
   private final AtomicInteger containerRequests = new AtomicInteger();
   private volatile CompletableFuture<Void> answer = CompletableFuture.completedFuture(null);
   private final Server server;
 
+  /** On a free port. */
   public FakeResourceManager() {
-    server = Server.builder().http(0)
+    this(0);
+  }
+
+  public FakeResourceManager(int port) {
+    server = Server.builder().http(port)
         .serviceUnder("/ws/v1/cluster/apps/",
             (ctx, req) -> later(cluster(ctx.mappedPath().substring(1))))
         .serviceUnder("/proxy/", (ctx, req) -> later(am(ctx.mappedPath().substring(1))))
@@ -91,11 +94,6 @@ public final class FakeResourceManager implements AutoCloseable {
     return containerRequests.get();
   }
 
-  /** Paths asked for so far, in order. */
-  public List<String> requests() {
-    return List.copyOf(requests);
-  }
-
   /** Forgets what it was told of {@code jobId}; it no longer sends its answers. */
   public void forget(String jobId) {
     apps.remove(appId(jobId));
@@ -115,7 +113,6 @@ public final class FakeResourceManager implements AutoCloseable {
 
   /** {@code mapped}: after /ws/v1/cluster/apps/. */
   private HttpResponse cluster(String mapped) {
-    requests.add("/ws/v1/cluster/apps/" + mapped);
     String[] p = mapped.split("/");
     App a = apps.get(p[0]);
     if (a == null) {
@@ -148,7 +145,6 @@ public final class FakeResourceManager implements AutoCloseable {
 
   /** {@code mapped}: after /proxy/, e.g. application_1_2/ws/v1/mapreduce/jobs/job_1_2. */
   private HttpResponse am(String mapped) {
-    requests.add("/proxy/" + mapped);
     String app = mapped.substring(0, Math.max(0, mapped.indexOf('/')));
     App a = apps.get(app);
     if (a == null || a.maps < 0) {

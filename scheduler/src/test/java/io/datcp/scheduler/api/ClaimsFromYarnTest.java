@@ -19,6 +19,9 @@ import io.datcp.scheduler.MutableClock;
 import io.datcp.scheduler.SchedulerServer;
 import io.datcp.scheduler.TestServices;
 import io.datcp.scheduler.config.SchedulerConf;
+import io.datcp.scheduler.ingest.Caller;
+import io.datcp.scheduler.jobs.JobEvent;
+import io.datcp.scheduler.jobs.JobRegistry;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import java.net.ServerSocket;
@@ -211,6 +214,31 @@ class ClaimsFromYarnTest {
     gate.complete(null);
     assertThat(pending.get(10, TimeUnit.SECONDS).getAccepted()).isEqualTo(2);
     assertThat(server.service().job(J).orElseThrow().reduces()).hasSize(2);
+  }
+
+  @Test
+  void aBurstOfNewHostsCostsTheResourceManagerOneRequestInFlightAndOneAfterIt()
+      throws Exception {
+    rm.place(J, "node0").counts(J, 1, 20);
+    start(rm.address());
+    CompletableFuture<Void> gate = new CompletableFuture<>();
+    rm.answerWhen(gate);
+    List<CompletableFuture<io.datcp.scheduler.ingest.Ack>> acks = new java.util.ArrayList<>();
+    for (int r = 0; r < 20; r++) {
+      String host = "node" + r;
+      rm.place(J, host);
+      acks.add(server.service().reports().report(new Caller(host, true), "", 0,
+          List.of(new JobEvent.ReduceStarted(clock.nanos(), J, r, host, 1, 20,
+              JobRegistry.UNKNOWN, 0))));
+    }
+    gate.complete(null);
+
+    for (var ack : acks) {
+      assertThat(ack.get(10, TimeUnit.SECONDS).accepted()).isEqualTo(1);
+    }
+    // the first host's refresh, then one for every host that asked while it was in flight
+    assertThat(rm.containerRequests()).isEqualTo(2);
+    assertThat(server.service().job(J).orElseThrow().reduces()).hasSize(20);
   }
 
   @Test
