@@ -489,6 +489,11 @@ public final class LoadBenchmark implements Callable<Integer> {
             outcomeReports));
       }
     }
+    if (rm != null) {
+      // YARN placed the job's containers on the hosts its calls come from before they call
+      rm.counts(job, maps, reduces).place(job, reduceHosts)
+          .place(job, allMapHosts.toArray(String[]::new));
+    }
     for (int r = 0; r < reduces; r++) {
       int reduce = r;
       steps.add(w.report(reduceHosts[r], () -> List.of(event().setShuffleFinished(
