@@ -33,6 +33,7 @@ public final class FakeResourceManager implements AutoCloseable {
   }
 
   private final Map<String, App> apps = new ConcurrentHashMap<>();
+  private final AtomicInteger appRequests = new AtomicInteger();
   private final AtomicInteger containerRequests = new AtomicInteger();
   private volatile CompletableFuture<Void> answer = CompletableFuture.completedFuture(null);
   private final Server server;
@@ -89,6 +90,11 @@ public final class FakeResourceManager implements AutoCloseable {
     answer = gate;
   }
 
+  /** Applications (queue, state) asked for so far. */
+  public int appRequests() {
+    return appRequests.get();
+  }
+
   /** Container lists asked for so far. */
   public int containerRequests() {
     return containerRequests.get();
@@ -121,6 +127,7 @@ public final class FakeResourceManager implements AutoCloseable {
     }
     String attempt = "appattempt_" + p[0].substring("application_".length()) + "_000001";
     if (p.length == 1) {
+      appRequests.incrementAndGet();
       return json("{\"app\":{\"id\":\"" + p[0] + "\",\"user\":\"alice\",\"name\":\"etl\","
           + "\"queue\":\"" + a.queue + "\",\"priority\":0,\"state\":\"" + a.state
           + "\",\"finalStatus\":\"" + a.finalStatus + "\",\"finishedTime\":" + a.finishedMillis
