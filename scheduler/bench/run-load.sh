@@ -11,6 +11,10 @@
 # The simulated hosts send no node tokens, so the scheduler runs with auth.nodes.required=false
 # and jobs.attributesFrom=reports (development mode); with tokens each call costs one SHA-256
 # more.
+# RM_AB=1 instead runs the current jar twice with node tokens (every host its own, so the
+# scheduler checks every claim): "old" without a ResourceManager (host checks only), "new" with
+# a fake ResourceManager in the benchmark (port RM_PORT, default 18088) that places each job's
+# containers on its hosts, so each report is verified against YARN; compare shows the cost.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 jar="$here/target/scheduler.jar"
@@ -34,10 +38,22 @@ run() {
   local label="$1" server_jar="$2"
   shift 2
   data="$(mktemp -d)"
-  local config=()
+  local config=() bench=()
   if [[ "${1:-}" == "--dev-config" ]]; then
     printf 'auth.nodes.required=false\njobs.attributesFrom=reports\n' > "$data/scheduler.properties"
     config=(--config "$data/scheduler.properties")
+    shift
+  elif [[ "${1:-}" == "--tokens" || "${1:-}" == "--tokens-rm" ]]; then
+    printf 'jobs.attributesFrom=reports\n' > "$data/scheduler.properties"
+    if [[ "$1" == "--tokens-rm" ]]; then
+      printf 'yarn.rm.webappAddress=http://127.0.0.1:%s\n' "${RM_PORT:-18088}" \
+        >> "$data/scheduler.properties"
+      bench=(--fake-rm-port "${RM_PORT:-18088}")
+    fi
+    java -cp "$jar:$classes" io.datcp.scheduler.bench.LoadBenchmark --write-node-tokens "$data" \
+      "${@:2}"
+    config=(--config "$data/scheduler.properties")
+    bench+=(--node-tokens)
     shift
   fi
   # shellcheck disable=SC2086
@@ -51,7 +67,7 @@ run() {
   echo "== $label scheduler ($server_jar)"
   # shellcheck disable=SC2086
   java -Xmx1g ${BENCH_JAVA_OPTS:-} -cp "$jar:$classes" io.datcp.scheduler.bench.LoadBenchmark \
-    --target "127.0.0.1:$grpc_port" --server-pid "$pid" "$@" | grep -v ' INFO ' \
+    --target "127.0.0.1:$grpc_port" --server-pid "$pid" "${bench[@]}" "$@" | grep -v ' INFO ' \
     | tee "$results/$label"
   cleanup
 }
@@ -90,7 +106,15 @@ run_old() {
   fi
 }
 
-if [[ -z "${OLD_JAR:-}" ]]; then
+if [[ "${RM_AB:-0}" == 1 && "${NEW_FIRST:-0}" == 1 ]]; then
+  run new "$jar" --tokens-rm "$@"
+  run old "$jar" --tokens "$@"
+  compare
+elif [[ "${RM_AB:-0}" == 1 ]]; then
+  run old "$jar" --tokens "$@"
+  run new "$jar" --tokens-rm "$@"
+  compare
+elif [[ -z "${OLD_JAR:-}" ]]; then
   run new "$jar" --dev-config "$@"
 elif [[ "${NEW_FIRST:-0}" == 1 ]]; then
   run new "$jar" --dev-config "$@"

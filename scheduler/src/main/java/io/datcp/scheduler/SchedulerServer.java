@@ -231,7 +231,8 @@ public final class SchedulerServer implements AutoCloseable {
     }
     String rm = conf.get(SchedulerConf.YARN_RM_WEBAPP);
     if (rm.isEmpty()) {
-      LOG.warn("yarn.rm.webappAddress is not set: {}", fromReports
+      LOG.warn("yarn.rm.webappAddress is not set: {}; cross-job claims are not verified (a"
+          + " node may report any job's reduces and map outputs on its own host)", fromReports
           ? "jobs end only when reported or idle"
           : "every job gets the default policy, and jobs end only when reported or idle");
       return null;

@@ -84,7 +84,9 @@ public final class SchedulerService {
     this.rules = new PolicyPushes(live, policies, flowPolicies, hub, meters);
     this.reports = new Reports(live, limiter,
         TimeUnit.SECONDS.toNanos(conf.get(SchedulerConf.DEDUP_IDLE_SECONDS)),
-        conf.get(SchedulerConf.REPORT_MAX_EVENTS), yarn, rules, hub, flowLog, meters);
+        conf.get(SchedulerConf.REPORT_MAX_EVENTS), yarn,
+        TimeUnit.MILLISECONDS.toNanos(conf.get(SchedulerConf.YARN_RM_REFRESH_MIN_INTERVAL_MILLIS)),
+        rules, hub, flowLog, meters);
     this.jobEnds = new JobEnds(live, yarn, rules, hub, flowLog,
         TimeUnit.SECONDS.toNanos(conf.get(SchedulerConf.JOB_IDLE_TIMEOUT_SECONDS)),
         TimeUnit.MILLISECONDS.toNanos(conf.get(SchedulerConf.JOB_END_POLL_MILLIS)), meters);
@@ -121,8 +123,9 @@ public final class SchedulerService {
 
   // ---- one front over them, for tests and benchmarks ------------------------------------------
 
+  /** Waits for the ResourceManager where the caller's claims need it. */
   public Ack report(Caller caller, String reporterId, long batchId, List<JobEvent> events) {
-    return reports.report(caller, reporterId, batchId, events);
+    return reports.report(caller, reporterId, batchId, events).join();
   }
 
   /** Development shortcut: an unauthenticated batch without batch id. */

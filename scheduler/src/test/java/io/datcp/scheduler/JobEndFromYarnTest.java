@@ -5,10 +5,6 @@ import static org.awaitility.Awaitility.await;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.linecorp.armeria.common.HttpResponse;
-import com.linecorp.armeria.common.HttpStatus;
-import com.linecorp.armeria.common.MediaType;
-import com.linecorp.armeria.server.Server;
 import io.datcp.scheduler.config.SchedulerConf;
 import io.datcp.scheduler.ingest.YarnApps;
 import io.datcp.scheduler.jobs.JobEvent;
@@ -28,7 +24,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -54,43 +49,22 @@ class JobEndFromYarnTest {
 
   @TempDir Path dir;
   private final MutableClock clock = new MutableClock(Instant.parse("2026-01-01T00:00:00Z"));
-  /** Requests the fake ResourceManager got for the application. */
-  private final AtomicInteger asked = new AtomicInteger();
-  private volatile String state = "RUNNING";
-  private volatile String finalStatus = "UNDEFINED";
-  private volatile long finishedMillis;
-  /** The fake ResourceManager answers once this completes. */
-  private volatile CompletableFuture<Void> answer = CompletableFuture.completedFuture(null);
   @RegisterExtension final TestServices.Servers servers = new TestServices.Servers();
-  private Server rm;
+  private final FakeResourceManager rm = new FakeResourceManager();
 
   @AfterEach
   void stopRm() {
-    if (rm != null) {
-      rm.stop().join();
-    }
+    rm.close();
   }
 
+  /** The fake ResourceManager, running the job; its address. */
   private String startRm() {
-    rm = Server.builder().http(0)
-        .service("/ws/v1/cluster/apps/application_1700000000000_0001", (ctx, req) -> {
-          asked.incrementAndGet();
-          String body = "{\"app\":{\"id\":\"application_1700000000000_0001\",\"user\":\"alice\","
-              + "\"name\":\"etl\",\"queue\":\"default\",\"priority\":0,\"state\":\"" + state
-              + "\",\"finalStatus\":\"" + finalStatus + "\",\"finishedTime\":" + finishedMillis
-              + "}}";
-          return HttpResponse.of(answer.thenApply(
-              v -> HttpResponse.of(HttpStatus.OK, MediaType.JSON, body)));
-        })
-        .build();
-    rm.start().join();
-    return "http://127.0.0.1:" + rm.activeLocalPort();
+    rm.queue(JOB, "default");
+    return rm.address();
   }
 
   private void yarnSays(String state, String finalStatus, long finishedMillis) {
-    this.state = state;
-    this.finalStatus = finalStatus;
-    this.finishedMillis = finishedMillis;
+    rm.ended(JOB, state, finalStatus, finishedMillis);
   }
 
   private SchedulerService service(String rmAddress) {
@@ -144,7 +118,7 @@ class JobEndFromYarnTest {
     // an ended job is not asked about again
     clock.advance(Duration.ofSeconds(5));
     assertThat(s.pollJobEnds().join()).isZero();
-    assertThat(asked).hasValue(1);
+    assertThat(rm.appRequests()).isEqualTo(1);
   }
 
   @Test
@@ -182,13 +156,13 @@ class JobEndFromYarnTest {
 
     assertThat(s.pollJobEnds().join()).isZero();
     assertThat(s.pollJobEnds().join()).isZero();
-    assertThat(asked).hasValue(1);
+    assertThat(rm.appRequests()).isEqualTo(1);
     assertThat(view(s).state()).isEqualTo("running");
     assertThat(view(s).completionTimeNanos()).isZero();
 
     clock.advance(Duration.ofMillis(1000));
     assertThat(s.pollJobEnds().join()).isZero();
-    assertThat(asked).hasValue(2);
+    assertThat(rm.appRequests()).isEqualTo(2);
     assertThat(view(s).state()).isEqualTo("running");
   }
 
@@ -202,12 +176,12 @@ class JobEndFromYarnTest {
     shuffleFinished(s, 0);
 
     assertThat(s.pollJobEnds().join()).isZero();
-    assertThat(asked).hasValue(0);
+    assertThat(rm.appRequests()).isEqualTo(0);
     assertThat(view(s).state()).isEqualTo("running");
 
     s.report("node2", List.of(new JobEvent.ShuffleFinished(clock.nanos(), JOB, 1)));
     assertThat(s.pollJobEnds().join()).isEqualTo(1);
-    assertThat(asked).hasValue(1);
+    assertThat(rm.appRequests()).isEqualTo(1);
     assertThat(view(s).state()).isEqualTo("succeeded");
   }
 
@@ -243,10 +217,10 @@ class JobEndFromYarnTest {
     List<PolicyUpdate> updates = new CopyOnWriteArrayList<>();
     SchedulerService s = shuffledAndSucceeded(updates);
     CompletableFuture<Void> release = new CompletableFuture<>();
-    answer = release;
+    rm.answerWhen(release);
 
     CompletableFuture<Integer> poll = s.pollJobEnds();
-    await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> assertThat(asked).hasValue(1));
+    await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> assertThat(rm.appRequests()).isEqualTo(1));
     long reported = clock.nanos() + S;
     s.report("node1", List.of(new JobEvent.JobFinished(reported, JOB, false)));
     release.complete(null);
@@ -259,7 +233,8 @@ class JobEndFromYarnTest {
 
   @Test
   void theServerPollsOnItsScheduleAndRestShowsYarnsCompletionTime() throws Exception {
-    yarnSays("FINISHED", "SUCCEEDED", System.currentTimeMillis() + 5_000);
+    long finishedMillis = System.currentTimeMillis() + 5_000;
+    yarnSays("FINISHED", "SUCCEEDED", finishedMillis);
     SchedulerServer server = servers.start(dir, Clock.systemUTC(), SchedulerConf.fromMap(
         Map.of("yarn.rm.webappAddress", startRm(), "jobs.endPollMillis", "100")));
     long t = System.currentTimeMillis() * 1_000_000L;

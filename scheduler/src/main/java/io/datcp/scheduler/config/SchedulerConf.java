@@ -177,6 +177,15 @@ public final class SchedulerConf {
       "ResourceManager web address (yarn.resourcemanager.webapp.address) queried for each"
           + " job's queue, user, name and priority; empty: every job gets the default policy."));
 
+  public static final Key<Long> YARN_RM_REFRESH_MIN_INTERVAL_MILLIS = register(new Key<>(
+      "yarn.rm.refreshMinIntervalMillis", 250L, Long::parseLong, v -> v >= 10 && v <= 60_000,
+      "an integer in [10, 60000] (milliseconds)",
+      "Least time between two refreshes of one job's container placements from the"
+          + " ResourceManager (reports are verified against them); a host's first report of a"
+          + " job that YARN's last answer did not list waits for the next refresh, at most this"
+          + " long plus one answer. At most one request per job is in flight. Only with"
+          + " yarn.rm.webappAddress set."));
+
   public static final Key<String> JOB_ATTRIBUTES_FROM = register(new Key<>(
       "jobs.attributesFrom", "yarn", Function.identity(),
       v -> v.equals("yarn") || v.equals("reports"), "yarn|reports",

@@ -1,42 +1,145 @@
 package io.datcp.scheduler.ingest;
 
+import io.datcp.scheduler.common.InvalidFieldException;
 import io.datcp.scheduler.jobs.Job;
 import io.datcp.scheduler.jobs.JobEvent;
 import io.datcp.scheduler.jobs.JobRegistry;
+import java.util.Collection;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 
 /**
- * Authorization of a report batch: what an authenticated host may say about which jobs. Today
- * the host checks of the node credentials (a reduce's events come from the reduce's host);
- * the place where checks against YARN (is this container this job's?) go next.
+ * Authorization of a report batch (and of a lookup's map ids): what an authenticated host may
+ * say about which jobs. Host checks from the node credential (a reduce's events come from the
+ * reduce's host); with a ResourceManager, every claim a host makes about a job also needs YARN
+ * to have placed a container of that job on that host ({@link Placements}); map ids must lie
+ * in [0, maps), the maps the job's AM told YARN's proxy or, until it does, the first verified
+ * reduce's count. An unanswered ResourceManager fails open to the host checks.
  */
 final class Authorization {
   private final JobRegistry registry;
+  private final Placements placements;
 
-  Authorization(JobRegistry registry) {
+  /** @param placements YARN's placements; null when no ResourceManager is configured */
+  Authorization(JobRegistry registry, Placements placements) {
     this.registry = registry;
+    this.placements = placements;
   }
 
   /**
-   * Refuses each event {@code host} may not send: marks it in {@code refused} and adds why to
-   * {@code out}. Events already marked (invalid) are skipped, so they start nothing. The caller
-   * holds the locks of every job the batch names.
+   * Completes once {@code caller}'s claims about {@code jobIds} can be judged (at once when
+   * they need no answer from YARN). Call before taking the jobs' locks.
    */
-  void check(List<JobEvent> events, String host, boolean[] refused, List<Refused> out) {
+  CompletableFuture<Void> verify(Caller caller, Collection<String> jobIds) {
+    if (placements == null || !caller.authenticated() || jobIds.isEmpty()) {
+      return CompletableFuture.completedFuture(null);
+    }
+    return placements.await(jobIds, caller.host());
+  }
+
+  /**
+   * Refuses each event {@code caller} may not send: marks it in {@code refused} and adds why to
+   * {@code out}. Events already marked (invalid) are skipped, so they start nothing. The caller
+   * holds the locks of every job the batch names. Returns how many events it let through on
+   * host checks alone because the ResourceManager did not answer.
+   */
+  int check(List<JobEvent> events, Caller caller, boolean[] refused, List<Refused> out) {
     Set<String> started = new HashSet<>();
+    int unverified = 0;
     for (int i = 0; i < events.size(); i++) {
       if (refused[i]) {
         continue;
       }
-      String what = notPermitted(events.get(i), host, started);
+      JobEvent e = events.get(i);
+      String invalid = outOfRange(e, "events[" + i + "].");
+      if (invalid != null) {
+        refused[i] = true;
+        out.add(new Refused(i, Refused.Reason.INVALID, invalid));
+        continue;
+      }
+      if (!caller.authenticated()) {
+        continue;
+      }
+      Placements.Verdict yarn = placements == null ? null
+          : placements.placed(e.jobId(), caller.host());
+      String what = yarn == Placements.Verdict.NOT_PLACED
+          ? "job " + e.jobId() + ": YARN placed no container of it on this host"
+          : notPermitted(e, caller.host(), started);
       if (what != null) {
         refused[i] = true;
         out.add(new Refused(i, Refused.Reason.NOT_PERMITTED,
             "the reporting host may not report " + what));
+      } else if (yarn == Placements.Verdict.UNVERIFIED) {
+        unverified++;
       }
     }
+    return unverified;
+  }
+
+  /**
+   * Refuses a lookup's {@code mapIds} (maps whose output {@code caller} says it serves): beyond
+   * the job's maps, INVALID_ARGUMENT; from a host YARN placed none of the job's containers on,
+   * PERMISSION_DENIED. Call after {@link #verify}.
+   */
+  void checkMapsServed(Caller caller, String jobId, List<Integer> mapIds) {
+    if (mapIds.isEmpty()) {
+      return;
+    }
+    int maps = maps(jobId);
+    if (maps >= 0 && mapIds.stream().anyMatch(m -> m >= maps)) {
+      throw new InvalidFieldException("mapIds", "must be below " + maps + ", the job's maps");
+    }
+    if (caller.authenticated() && placements != null
+        && placements.placed(jobId, caller.host()) == Placements.Verdict.NOT_PLACED) {
+      throw new NotPermittedException("mapIds: YARN placed no container of job " + jobId
+          + " on " + caller.host() + ", so it serves none of the job's maps");
+    }
+  }
+
+  /** The job's maps: from its AM through YARN, else its running model's; -1 when unknown. */
+  private int maps(String jobId) {
+    int yarn = placements == null ? -1 : placements.maps(jobId);
+    if (yarn >= 0) {
+      return yarn;
+    }
+    Job job = registry.running(jobId);
+    return job == null ? -1 : job.totalMaps();
+  }
+
+  /** Why {@code event}'s map or reduce ids lie outside the job's, or null when they do not. */
+  private String outOfRange(JobEvent event, String prefix) {
+    if (event instanceof JobEvent.ReduceStarted e) {
+      int maps = placements == null ? -1 : placements.maps(e.jobId());
+      int reduces = placements == null ? -1 : placements.reduces(e.jobId());
+      if (maps >= 0 && e.totalMaps() != maps) {
+        return prefix + "totalMaps: is " + e.totalMaps() + ", YARN's job has " + maps;
+      }
+      if (reduces >= 0 && e.totalReduces() != reduces) {
+        return prefix + "totalReduces: is " + e.totalReduces() + ", YARN's job has " + reduces;
+      }
+      return null;
+    }
+    int maps = maps(event.jobId());
+    if (maps < 0) {
+      return null;
+    }
+    boolean beyond;
+    if (event instanceof JobEvent.MapOutputIndexed e) {
+      beyond = e.mapId() >= maps;
+    } else if (event instanceof JobEvent.MapCompleted e) {
+      beyond = e.mapId() >= maps;
+    } else if (event instanceof JobEvent.FetchStarted e) {
+      beyond = e.mapIds().stream().anyMatch(m -> m >= maps);
+    } else if (event instanceof JobEvent.FetchFinished e) {
+      beyond = e.mapIds().stream().anyMatch(m -> m >= maps);
+    } else {
+      return null;
+    }
+    String field = event instanceof JobEvent.MapOutputIndexed
+        || event instanceof JobEvent.MapCompleted ? "mapId" : "mapIds";
+    return beyond ? prefix + field + ": must be below " + maps + ", the job's maps" : null;
   }
 
   /**
@@ -46,7 +149,7 @@ final class Authorization {
    * own host. {@code startedInBatch} collects the job/reduce pairs started by permitted
    * ReduceStarted events earlier in the batch.
    */
-  String notPermitted(JobEvent event, String host, Set<String> startedInBatch) {
+  private String notPermitted(JobEvent event, String host, Set<String> startedInBatch) {
     if (event instanceof JobEvent.ReduceStarted e) {
       if (!e.host().equals(host)) {
         return "ReduceStarted.host " + e.host();

@@ -13,6 +13,7 @@ import io.datcp.scheduler.plan.LiveJobs;
 import io.datcp.scheduler.serve.PolicyPushes;
 import io.datcp.scheduler.serve.PolicyUpdateHub;
 import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.util.ArrayList;
@@ -20,12 +21,14 @@ import java.util.Comparator;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 
 /**
  * The ingest step: report batches from the plugins ({@link #report}) and flow outcomes from the
  * agents ({@link #reportOutcomes}), each checked whole (size, rate per host) and event by event
- * (fields, what the authenticated caller may say: a refused event costs the batch's others
- * nothing, since an agent's batch carries several tasks' events), deduplicated by batch id,
+ * (fields, what the authenticated caller may say, verified against YARN where a
+ * ResourceManager is configured: a refused event costs the batch's others nothing, since an
+ * agent's batch carries several tasks' events), deduplicated by batch id,
  * then applied to the job model; a report's changes re-plan the reducer hosts they touched and
  * the news is pushed to agents.
  */
@@ -45,6 +48,7 @@ public final class Reports {
   private final Counter batchesInvalid;
   private final Counter eventsInvalid;
   private final Counter eventsNotPermitted;
+  private final Counter eventsUnverified;
   private final Counter duplicates;
   private final Counter outcomesMet;
   private final Counter outcomesMissed;
@@ -53,14 +57,16 @@ public final class Reports {
   /**
    * @param dedupIdleNanos reports.dedupIdleSeconds
    * @param maxEventsPerBatch reports.maxEventsPerBatch
-   * @param yarn the ResourceManager asked for job attributes; null: none (attributes come from
-   *     reports or stay unknown)
+   * @param yarn the ResourceManager asked for job attributes and against which reports are
+   *     verified; null: none (attributes come from reports or stay unknown; host checks only)
+   * @param refreshMinIntervalNanos yarn.rm.refreshMinIntervalMillis
    */
   public Reports(LiveJobs live, HostRateLimiter limiter, long dedupIdleNanos,
-      int maxEventsPerBatch, YarnApps yarn, PolicyPushes pushes, PolicyUpdateHub hub,
-      FlowLog flowLog, MeterRegistry meters) {
+      int maxEventsPerBatch, YarnApps yarn, long refreshMinIntervalNanos, PolicyPushes pushes,
+      PolicyUpdateHub hub, FlowLog flowLog, MeterRegistry meters) {
     this.live = live;
-    this.authorization = new Authorization(live.registry());
+    this.authorization = new Authorization(live.registry(), yarn == null ? null
+        : new Placements(yarn, refreshMinIntervalNanos, System::nanoTime));
     this.dedup = new BatchDedup(dedupIdleNanos);
     this.limiter = limiter;
     this.maxEventsPerBatch = maxEventsPerBatch;
@@ -87,6 +93,13 @@ public final class Reports {
     eventsNotPermitted = Counter.builder("datcp.report.events.refused")
         .tag("reason", "permission").description("Events and outcomes refused on their own")
         .register(meters);
+    eventsUnverified = Counter.builder("datcp.report.events.unverified")
+        .description("Events accepted on host checks alone: the ResourceManager did not answer")
+        .register(meters);
+    if (yarn != null) {
+      FunctionCounter.builder("datcp.yarn.outages", yarn, YarnApps::outages)
+          .description("Times the ResourceManager stopped answering").register(meters);
+    }
     outcomesIgnored = Counter.builder("datcp.flows.ignored")
         .description("Flow outcomes of jobs the scheduler does not know").register(meters);
     Gauge.builder("datcp.jobs.running", live.registry(), JobRegistry::runningCount)
@@ -95,32 +108,59 @@ public final class Reports {
 
   /**
    * Applies a batch of events from {@code caller}. A batch over the size limit or over the
-   * host's rate changes nothing; an invalid event, or one the caller may not send, is refused
-   * on its own and the others are applied in order. A batch whose ({@code reporterId}, {@code
-   * batchId}) was applied before is acknowledged as a duplicate and not applied again.
+   * host's rate changes nothing (thrown at once); an invalid event, or one the caller may not
+   * send, is refused on its own and the others are applied in order. A batch whose ({@code
+   * reporterId}, {@code batchId}) was applied before is acknowledged as a duplicate and not
+   * applied again. Completes at once unless the caller's claims need an answer from the
+   * ResourceManager first (a host new to the verification cache); then when it answered.
    */
-  public Ack report(Caller caller, String reporterId, long batchId, List<JobEvent> events) {
+  public CompletableFuture<Ack> report(Caller caller, String reporterId, long batchId,
+      List<JobEvent> events) {
     checkBatch(caller.host(), "reporterHost", events.size(), "events", reporterId);
     boolean[] refused = new boolean[events.size()];
     List<Refused> why = new ArrayList<>();
+    Set<String> claimed = new HashSet<>();
     for (int i = 0; i < events.size(); i++) {
       try {
         events.get(i).validate("events[" + i + "].");
+        claimed.add(events.get(i).jobId());
       } catch (InvalidFieldException e) {
         refused[i] = true;
         why.add(new Refused(i, Refused.Reason.INVALID, e.getMessage()));
       }
     }
+    return authorization.verify(caller, claimed)
+        .thenApply(v -> apply(caller, reporterId, batchId, events, refused, why));
+  }
+
+  /**
+   * Refuses a lookup's claim that {@code caller} serves maps {@code mapIds} of {@code jobId}
+   * (a lookup marks them done): completes once judged, exceptionally with {@link
+   * NotPermittedException} or {@link InvalidFieldException} when refused, like a report's
+   * MapOutputIndexed would be.
+   */
+  public CompletableFuture<Void> checkMapsServed(Caller caller, String jobId,
+      List<Integer> mapIds) {
+    if (mapIds.isEmpty()) {
+      return CompletableFuture.completedFuture(null);
+    }
+    require(jobId != null && !jobId.isEmpty() && jobId.length() <= 128, "jobId",
+        "must be a job id of 1-128 characters");
+    return authorization.verify(caller, Set.of(jobId))
+        .thenRun(() -> authorization.checkMapsServed(caller, jobId, mapIds));
+  }
+
+  private Ack apply(Caller caller, String reporterId, long batchId, List<JobEvent> events,
+      boolean[] refused, List<Refused> why) {
     long now = live.now();
     PolicyUpdateHub.Outbox out = new PolicyUpdateHub.Outbox();
     List<String> askYarn = new ArrayList<>();
     Set<String> jobIds = new HashSet<>();
     events.forEach(e -> jobIds.add(e.jobId()));
     int applied = 0;
+    int unverified;
     try (Stripes.Held held = live.locks().hold(jobIds)) {
-      if (caller.authenticated()) {
-        authorization.check(events, caller.host(), refused, why);
-      }
+      unverified = authorization.check(events, caller, refused, why);
       if (!firstTime(caller, reporterId, batchId)) {
         return new Ack(0, true, List.of());
       }
@@ -152,6 +192,7 @@ public final class Reports {
     }
     hub.deliver(out);
     eventsAccepted.increment(applied);
+    eventsUnverified.increment(unverified);
     askYarn.forEach(attributes::ask);
     return new Ack(applied, false, counted(why));
   }

@@ -9,11 +9,14 @@ import io.datcp.scheduler.policy.JobConf;
 import io.datcp.scheduler.policy.JobPriority;
 import java.io.IOException;
 import java.time.Duration;
+import java.util.HashSet;
+import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -21,8 +24,10 @@ import org.slf4j.LoggerFactory;
  * Reads a job's queue, user, name and priority, and how it ended, from the YARN
  * ResourceManager's REST API ({@code GET /ws/v1/cluster/apps/application_X_Y} for job_X_Y):
  * policy rules match on what YARN admitted, not on what a task claims, and no task reports a
- * job's end. Non-blocking. An unreachable ResourceManager is logged once per outage; callers
- * then fail open to the default policy, and jobs end only when reported or idle.
+ * job's end. Also where YARN placed the job's containers and how many maps and reduces it has
+ * ({@link #placement}), against which reports are verified. Non-blocking. An unreachable
+ * ResourceManager is logged once per outage and counted ({@link #outages}); callers then fail
+ * open: the default policy, jobs end only when reported or idle, reports get host checks only.
  */
 public final class YarnApps {
   private static final Logger LOG = LoggerFactory.getLogger(YarnApps.class);
@@ -34,6 +39,7 @@ public final class YarnApps {
   private final String address;
   private final ObjectMapper json = new ObjectMapper();
   private final AtomicBoolean down = new AtomicBoolean();
+  private final AtomicLong outages = new AtomicLong();
 
   public YarnApps(String address) {
     this.address = address;
@@ -86,38 +92,156 @@ public final class YarnApps {
     });
   }
 
+  /**
+   * Where YARN placed the job's application: the hosts of its current attempt's live
+   * containers, and, when {@code withCounts} and the job's MapReduce AM answers, its maps and
+   * reduces.
+   *
+   * @param hosts host names (a container's nodeId without its port)
+   * @param maps the AM's mapsTotal; -1 when not asked or not answered
+   * @param reduces the AM's reducesTotal; -1 likewise
+   */
+  public record Placement(Set<String> hosts, int maps, int reduces) {
+    /** What a job YARN does not know (or an id that is not a YARN job's) has: nothing. */
+    static final Placement NONE = new Placement(Set.of(), -1, -1);
+  }
+
+  /**
+   * Asks {@code GET /ws/v1/cluster/apps/{app}/appattempts}, then for the last attempt {@code
+   * GET .../appattempts/{appAttemptId}/containers} (YARN lists the attempt's live containers,
+   * each with its {@code nodeId} host:port), then with {@code withCounts} the AM's job through
+   * the RM's proxy, {@code GET /proxy/{app}/ws/v1/mapreduce/jobs/{job}} ({@code mapsTotal},
+   * {@code reducesTotal}; any failure there leaves the counts unknown). {@link Placement#NONE}
+   * when YARN does not know the application; empty when the ResourceManager did not answer
+   * (never exceptionally).
+   */
+  public CompletableFuture<Optional<Placement>> placement(String jobId, boolean withCounts) {
+    if (!jobId.matches("job_[0-9]+_[0-9]+")) {
+      return CompletableFuture.completedFuture(Optional.of(Placement.NONE));
+    }
+    String app = "application_" + jobId.substring("job_".length());
+    String attempts = "/ws/v1/cluster/apps/" + app + "/appattempts";
+    return get(attempts, root -> lastAttempt(root.path("appAttempts").path("appAttempt")))
+        .thenCompose(attempt -> {
+          if (attempt.isEmpty()) {
+            return CompletableFuture.completedFuture(Optional.<Placement>empty());
+          }
+          String id = attempt.get().orElse("");
+          if (id.isEmpty()) {
+            return CompletableFuture.completedFuture(Optional.of(Placement.NONE));
+          }
+          return get(attempts + "/" + id + "/containers",
+              root -> Optional.of(hosts(root.path("containers").path("container"))))
+              .thenCompose(hosts -> {
+                if (hosts.isEmpty() || hosts.get().isEmpty()) {
+                  return CompletableFuture.completedFuture(hosts.map(h -> Placement.NONE));
+                }
+                Set<String> on = hosts.get().get();
+                return withCounts
+                    ? counts(app, jobId).thenApply(c -> Optional.of(new Placement(on, c[0], c[1])))
+                    : CompletableFuture.completedFuture(Optional.of(new Placement(on, -1, -1)));
+              });
+        });
+  }
+
+  /** Times the ResourceManager stopped answering (each outage once). */
+  public long outages() {
+    return outages.get();
+  }
+
+  /** The last attempt's appAttemptId; "" when there is none; IOException when unreadable. */
+  private static Optional<String> lastAttempt(JsonNode list) throws IOException {
+    JsonNode last = null;
+    for (JsonNode a : list.isArray() ? list : List.of(list)) {
+      if (!a.isMissingNode() && (last == null || a.path("id").asInt() > last.path("id").asInt())) {
+        last = a;
+      }
+    }
+    if (last == null) {
+      return Optional.of("");
+    }
+    if (!last.hasNonNull("appAttemptId")) {
+      throw new IOException("no appAttempt.appAttemptId");
+    }
+    return Optional.of(last.get("appAttemptId").asText());
+  }
+
+  private static Set<String> hosts(JsonNode list) throws IOException {
+    Set<String> hosts = new HashSet<>();
+    for (JsonNode c : list.isArray() ? list : List.of(list)) {
+      if (c.isMissingNode()) {
+        continue;
+      }
+      String node = c.path("nodeId").asText("");
+      int colon = node.lastIndexOf(':');
+      if (colon <= 0) {
+        throw new IOException("container.nodeId '" + node + "' is not host:port");
+      }
+      hosts.add(node.substring(0, colon));
+    }
+    return hosts;
+  }
+
+  /** {maps, reduces} from the AM, {-1, -1} when it does not answer (not an outage). */
+  private CompletableFuture<int[]> counts(String app, String jobId) {
+    return client.get("/proxy/" + app + "/ws/v1/mapreduce/jobs/" + jobId).aggregate()
+        .handle((response, failure) -> {
+          int[] unknown = {-1, -1};
+          if (failure != null || !response.status().equals(HttpStatus.OK)) {
+            return unknown;
+          }
+          try {
+            JsonNode job = json.readTree(response.contentUtf8()).path("job");
+            int maps = job.path("mapsTotal").asInt(-1);
+            int reduces = job.path("reducesTotal").asInt(-1);
+            return maps >= 0 && reduces >= 0 ? new int[] {maps, reduces} : unknown;
+          } catch (IOException e) {
+            return unknown;
+          }
+        });
+  }
+
   private <T> CompletableFuture<Optional<T>> ask(String jobId, AppReader<T> reader) {
     if (!jobId.matches("job_[0-9]+_[0-9]+")) {
       return CompletableFuture.completedFuture(Optional.empty());
     }
     String app = "application_" + jobId.substring("job_".length());
-    return client.get("/ws/v1/cluster/apps/" + app).aggregate()
-        .handle((response, failure) -> {
-          if (failure != null) {
-            outage(failure.toString());
-            return Optional.<T>empty();
-          }
-          return parse(app, response, reader);
-        });
+    return get("/ws/v1/cluster/apps/" + app, root -> reader.read(root.path("app")))
+        .thenApply(found -> found.flatMap(a -> a));
   }
 
-  private <T> Optional<T> parse(String app, AggregatedHttpResponse response,
+  /**
+   * GETs {@code path} and reads its JSON with {@code reader}: the reading; empty inside when
+   * YARN answers 404 (it does not know the application); empty outside when it did not answer
+   * or answered what cannot be read (an outage).
+   */
+  private <T> CompletableFuture<Optional<Optional<T>>> get(String path, AppReader<T> reader) {
+    return client.get(path).aggregate().handle((response, failure) -> {
+      if (failure != null) {
+        outage(failure.toString());
+        return Optional.empty();
+      }
+      return parse(path, response, reader);
+    });
+  }
+
+  private <T> Optional<Optional<T>> parse(String path, AggregatedHttpResponse response,
       AppReader<T> reader) {
     if (response.status().equals(HttpStatus.NOT_FOUND)) {
       recovered();
-      LOG.debug("ResourceManager does not know {}", app);
-      return Optional.empty();
+      LOG.debug("ResourceManager does not know {}", path);
+      return Optional.of(Optional.empty());
     }
     if (!response.status().equals(HttpStatus.OK)) {
       outage("HTTP " + response.status().code());
       return Optional.empty();
     }
     try {
-      Optional<T> read = reader.read(json.readTree(response.contentUtf8()).path("app"));
+      Optional<T> read = reader.read(json.readTree(response.contentUtf8()));
       recovered();
-      return read;
+      return Optional.of(read);
     } catch (IOException e) {
-      outage("unreadable answer for " + app + ": " + e.getMessage());
+      outage("unreadable answer for " + path + ": " + e.getMessage());
       return Optional.empty();
     }
   }
@@ -141,8 +265,10 @@ public final class YarnApps {
 
   private void outage(String why) {
     if (down.compareAndSet(false, true)) {
+      outages.incrementAndGet();
       LOG.warn("ResourceManager {} unreachable ({}): until it answers, new jobs get the default"
-          + " policy and job ends are not learned from it", address, why);
+          + " policy, job ends are not learned from it, and reports from hosts not yet verified"
+          + " get host checks only (cross-job claims unverified)", address, why);
     }
   }
 

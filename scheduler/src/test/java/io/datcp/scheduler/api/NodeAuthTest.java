@@ -4,10 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
-import com.linecorp.armeria.common.HttpResponse;
-import com.linecorp.armeria.common.HttpStatus;
-import com.linecorp.armeria.common.MediaType;
-import com.linecorp.armeria.server.Server;
 import io.datcp.proto.v1.FetchFinished;
 import io.datcp.proto.v1.FlowPolicyServiceGrpc;
 import io.datcp.proto.v1.JobFinished;
@@ -19,6 +15,7 @@ import io.datcp.proto.v1.ShuffleEvent;
 import io.datcp.proto.v1.ShuffleReport;
 import io.datcp.proto.v1.ShuffleReportServiceGrpc;
 import io.datcp.proto.v1.WatchRequest;
+import io.datcp.scheduler.FakeResourceManager;
 import io.datcp.scheduler.MutableClock;
 import io.datcp.scheduler.SchedulerServer;
 import io.datcp.scheduler.TestServices;
@@ -55,7 +52,7 @@ class NodeAuthTest {
   private final MutableClock clock = new MutableClock(Instant.parse("2026-01-01T00:00:00Z"));
   @RegisterExtension final TestServices.Servers servers = new TestServices.Servers();
   private SchedulerServer server;
-  private Server rm;
+  private FakeResourceManager rm;
 
   private void start(Map<String, String> conf) throws Exception {
     server = servers.start(dir, clock, SchedulerConf.fromMap(conf));
@@ -64,7 +61,7 @@ class NodeAuthTest {
   @AfterEach
   void stopRm() {
     if (rm != null) {
-      rm.stop().join();
+      rm.close();
     }
   }
 
@@ -184,14 +181,9 @@ class NodeAuthTest {
         .setReporterHost("node1").build()).getAccepted()).isEqualTo(1);
   }
 
+  /** YARN runs the job in {@code queue}, with a container on node1 (its reduce's host). */
   private void startRm(String queue) {
-    rm = Server.builder().http(0)
-        .service("/ws/v1/cluster/apps/application_1700000000000_0001", (ctx, req) ->
-            HttpResponse.of(HttpStatus.OK, MediaType.JSON, "{\"app\":{\"id\":"
-                + "\"application_1700000000000_0001\",\"user\":\"alice\",\"name\":\"etl\","
-                + "\"queue\":\"" + queue + "\",\"priority\":0,\"state\":\"RUNNING\"}}"))
-        .build();
-    rm.start().join();
+    rm = new FakeResourceManager().place(JOB, "node1").queue(JOB, queue);
   }
 
   private void goldRule() {
@@ -208,7 +200,7 @@ class NodeAuthTest {
   @Test
   void rulesMatchOnWhatYarnSaysNotOnWhatTheJobClaims() throws Exception {
     startRm("gold");
-    start(Map.of("yarn.rm.webappAddress", "http://127.0.0.1:" + rm.activeLocalPort()));
+    start(Map.of("yarn.rm.webappAddress", rm.address()));
     goldRule();
     List<Object> pushed = new CopyOnWriteArrayList<>();
     server.service().watch("m0", false, pushed::add);
@@ -223,7 +215,7 @@ class NodeAuthTest {
   @Test
   void aJobClaimingAQueueYarnDidNotGiveItGetsNoImportance() throws Exception {
     startRm("default");
-    start(Map.of("yarn.rm.webappAddress", "http://127.0.0.1:" + rm.activeLocalPort()));
+    start(Map.of("yarn.rm.webappAddress", rm.address()));
     goldRule();
 
     plugin("node1").report(batch(reduceStarted("node1", "gold")));

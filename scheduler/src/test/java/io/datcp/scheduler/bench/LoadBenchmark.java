@@ -1,7 +1,12 @@
 package io.datcp.scheduler.bench;
 
 import com.linecorp.armeria.client.ClientFactory;
+import com.linecorp.armeria.client.Clients;
+import com.linecorp.armeria.client.grpc.GrpcClientBuilder;
 import com.linecorp.armeria.client.grpc.GrpcClients;
+import com.linecorp.armeria.common.HttpHeaderNames;
+import com.linecorp.armeria.common.auth.AuthToken;
+import com.linecorp.armeria.common.util.SafeCloseable;
 import com.linecorp.armeria.common.util.EventLoopGroups;
 import io.datcp.proto.v1.FetchFinished;
 import io.datcp.proto.v1.FlowOutcome;
@@ -19,6 +24,7 @@ import io.datcp.proto.v1.ShuffleFinished;
 import io.datcp.proto.v1.ShuffleReport;
 import io.datcp.proto.v1.ShuffleReportServiceGrpc;
 import io.datcp.proto.v1.WatchRequest;
+import io.datcp.scheduler.FakeResourceManager;
 import io.grpc.stub.StreamObserver;
 import io.netty.channel.EventLoopGroup;
 import java.time.Duration;
@@ -99,6 +105,21 @@ public final class LoadBenchmark implements Callable<Integer> {
           + " Default: ${DEFAULT-VALUE}.")
   double jobsPerSecond;
 
+  @Option(names = "--node-tokens", description = "Every simulated host sends its own node token"
+      + " (as real plugins and agents do; the scheduler then checks each host's claims), one"
+      + " derived from its name: write the scheduler's file with --write-node-tokens first.")
+  boolean nodeTokens;
+
+  @Option(names = "--write-node-tokens", paramLabel = "DATA_DIR",
+      description = "Only write DATA_DIR/node-tokens for the --hosts simulated hosts and exit.")
+  java.nio.file.Path writeNodeTokens;
+
+  @Option(names = "--fake-rm-port", defaultValue = "0",
+      description = "Serve a fake YARN ResourceManager on this port that places each job's"
+          + " containers on the hosts the job's calls come from (give the scheduler"
+          + " yarn.rm.webappAddress=http://127.0.0.1:PORT); 0: none.")
+  int fakeRmPort;
+
   @Option(names = "--server-pid", defaultValue = "0",
       description = "Process id of the scheduler (same machine): prints its CPU time per request,"
           + " which depends far less on other load on the machine than latency does.")
@@ -149,8 +170,21 @@ public final class LoadBenchmark implements Callable<Integer> {
   /** Open-loop job starts wait on it; workers run on the client's event loops otherwise. */
   private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor();
 
+  private FakeResourceManager rm;
+
   @Override
   public Integer call() throws Exception {
+    if (writeNodeTokens != null) {
+      StringBuilder file = new StringBuilder();
+      for (int h = 0; h < hosts; h++) {
+        file.append(host(h)).append(' ').append(sha256(token(host(h)))).append('\n');
+      }
+      java.nio.file.Files.writeString(writeNodeTokens.resolve("node-tokens"), file);
+      return 0;
+    }
+    if (fakeRmPort > 0) {
+      rm = new FakeResourceManager(fakeRmPort);
+    }
     String uri = "http://" + target;
     int loopCount = eventLoops > 0 ? eventLoops : Runtime.getRuntime().availableProcessors();
     EventLoopGroup loops = EventLoopGroups.newEventLoopGroup(loopCount);
@@ -159,9 +193,13 @@ public final class LoadBenchmark implements Callable<Integer> {
       factories.add(ClientFactory.builder().workerGroup(loops, false).build());
     }
     for (int h = 0; h < hosts; h++) {
-      FlowPolicyServiceGrpc.FlowPolicyServiceStub watcher = GrpcClients.builder(uri)
-          .factory(factories.get(h % connections)).responseTimeout(Duration.ZERO)
-          .build(FlowPolicyServiceGrpc.FlowPolicyServiceStub.class);
+      GrpcClientBuilder watcherBuilder = GrpcClients.builder(uri)
+          .factory(factories.get(h % connections)).responseTimeout(Duration.ZERO);
+      if (nodeTokens) {
+        watcherBuilder.auth(AuthToken.ofOAuth2(token(host(h))));
+      }
+      FlowPolicyServiceGrpc.FlowPolicyServiceStub watcher =
+          watcherBuilder.build(FlowPolicyServiceGrpc.FlowPolicyServiceStub.class);
       watcher.watchPolicies(WatchRequest.newBuilder().setAgentHost(host(h)).build(),
           new StreamObserver<PolicyUpdate>() {
             @Override
@@ -236,6 +274,11 @@ public final class LoadBenchmark implements Callable<Integer> {
         java.nio.file.Path.of("/proc/loadavg")).trim());
     factories.forEach(ClientFactory::close);
     loops.shutdownGracefully(0, 0, TimeUnit.SECONDS);
+    if (rm != null) {
+      System.out.printf(Locale.ROOT, "fake RM          %d container lists served%n",
+          rm.containerRequests());
+      rm.close();
+    }
     return 0;
   }
 
@@ -342,17 +385,26 @@ public final class LoadBenchmark implements Callable<Integer> {
       return () -> {
         List<ShuffleEvent> b = batch.get();
         events.addAndGet(b.size());
-        return call(plugin::report, ShuffleReport.newBuilder().setReporterHost(host)
+        return call(host, plugin::report, ShuffleReport.newBuilder().setReporterHost(host)
             .addAllEvents(b).build(), reports);
       };
     }
   }
 
   /** Sends one unary call; the answer completes the future, its latency goes to {@code s}. */
-  private <Q, A> CompletableFuture<A> call(BiConsumer<Q, StreamObserver<A>> method, Q request,
-      Samples s) {
+  private <Q, A> CompletableFuture<A> call(String host, BiConsumer<Q, StreamObserver<A>> method,
+      Q request, Samples s) {
     CompletableFuture<A> answer = new CompletableFuture<>();
     long t = System.nanoTime();
+    try (SafeCloseable asHost = nodeTokens
+        ? Clients.withHeader(HttpHeaderNames.AUTHORIZATION, "Bearer " + token(host)) : null) {
+      send(method, request, s, answer, t);
+    }
+    return answer;
+  }
+
+  private <Q, A> void send(BiConsumer<Q, StreamObserver<A>> method, Q request, Samples s,
+      CompletableFuture<A> answer, long t) {
     method.accept(request, new StreamObserver<>() {
       @Override
       public void onNext(A a) {
@@ -368,7 +420,6 @@ public final class LoadBenchmark implements Callable<Integer> {
       @Override
       public void onCompleted() {}
     });
-    return answer;
   }
 
   /** The calls of one job, in order; each request is built when it is sent. */
@@ -386,12 +437,14 @@ public final class LoadBenchmark implements Callable<Integer> {
               .setPriority(JobPriority.JOB_PRIORITY_NORMAL)).build())));
     }
     int wave = Math.max(1, maps / 4);
+    List<String> allMapHosts = new ArrayList<>();
     for (int first = 0; first < maps; first += wave) {
       int from = first;
       int last = Math.min(maps, first + wave);
       String[] mapHosts = new String[last - first];
       for (int m = first; m < last; m++) {
         mapHosts[m - first] = host(rnd.nextInt(hosts));
+        allMapHosts.add(mapHosts[m - first]);
       }
       for (int r = 0; r < reduces; r++) {
         int reduce = r;
@@ -414,7 +467,7 @@ public final class LoadBenchmark implements Callable<Integer> {
           int reduce = r;
           steps.add(() -> {
             long now = System.currentTimeMillis() * 1_000_000L;
-            return call(w.agent::lookupPolicy, PolicyLookup.newBuilder().setAgentHost(mapHost)
+            return call(mapHost, w.agent::lookupPolicy, PolicyLookup.newBuilder().setAgentHost(mapHost)
                 .setJobId(job).setReduceId(reduce).setBytes(10 * MB).addMapIds(map).build(),
                 lookups).thenAccept(p -> outcomes.addOutcomes(FlowOutcome.newBuilder()
                     .setJobId(job).setReduceId(reduce).setSourceHost(mapHost)
@@ -432,8 +485,14 @@ public final class LoadBenchmark implements Callable<Integer> {
                   .setSourceHost(mapHost).addMapIds(map).setBytes(10 * MB)
                   .setDurationNanos(1_000_000_000L)).build())));
         }
-        steps.add(() -> call(w.agent::reportOutcomes, outcomes.build(), outcomeReports));
+        steps.add(() -> call(mapHost, w.agent::reportOutcomes, outcomes.build(),
+            outcomeReports));
       }
+    }
+    if (rm != null) {
+      // YARN placed the job's containers on the hosts its calls come from before they call
+      rm.counts(job, maps, reduces).place(job, reduceHosts)
+          .place(job, allMapHosts.toArray(String[]::new));
     }
     for (int r = 0; r < reduces; r++) {
       int reduce = r;
@@ -453,6 +512,20 @@ public final class LoadBenchmark implements Callable<Integer> {
 
   private static ShuffleEvent.Builder event() {
     return ShuffleEvent.newBuilder().setTimeUnixNanos(System.currentTimeMillis() * 1_000_000L);
+  }
+
+  /** The node token of a simulated host: derived from its name, so both sides agree. */
+  private static String token(String host) {
+    return sha256("datcp-load-benchmark/" + host);
+  }
+
+  private static String sha256(String s) {
+    try {
+      return java.util.HexFormat.of().formatHex(java.security.MessageDigest
+          .getInstance("SHA-256").digest(s.getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+    } catch (java.security.NoSuchAlgorithmException e) {
+      throw new IllegalStateException("every JVM has SHA-256", e);
+    }
   }
 
   private static String host(int i) {

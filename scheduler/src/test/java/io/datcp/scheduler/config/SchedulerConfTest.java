@@ -66,6 +66,23 @@ class SchedulerConfTest {
   }
 
   @Test
+  void thePlacementRefreshIntervalIsBoundedAndABadOneIsNamed() {
+    assertThat(SchedulerConf.defaults().get(SchedulerConf.YARN_RM_REFRESH_MIN_INTERVAL_MILLIS))
+        .isEqualTo(250L);
+    assertThat(SchedulerConf.fromMap(Map.of("yarn.rm.refreshMinIntervalMillis", "10"))
+        .get(SchedulerConf.YARN_RM_REFRESH_MIN_INTERVAL_MILLIS)).isEqualTo(10L);
+    assertThat(SchedulerConf.fromMap(Map.of("yarn.rm.refreshMinIntervalMillis", "60000"))
+        .get(SchedulerConf.YARN_RM_REFRESH_MIN_INTERVAL_MILLIS)).isEqualTo(60_000L);
+    for (String bad : new String[] {"9", "60001", "0", "-1", "250ms", ""}) {
+      assertThatThrownBy(() -> SchedulerConf.fromMap(
+          Map.of("yarn.rm.refreshMinIntervalMillis", bad))).as(bad)
+          .isInstanceOf(ConfigException.class)
+          .hasMessageContaining("yarn.rm.refreshMinIntervalMillis")
+          .hasMessageContaining("[10, 60000]");
+    }
+  }
+
+  @Test
   void theServersEventLoopsAreOnePerCpuByDefaultAndABadCountIsNamed() {
     assertThat(SchedulerConf.defaults().get(SchedulerConf.SERVER_EVENT_LOOPS)).isZero();
     assertThat(SchedulerConf.fromMap(Map.of("server.eventLoops", "2"))

@@ -11,7 +11,9 @@ import io.datcp.proto.v1.SwitchConfigRequest;
 import io.datcp.proto.v1.WatchRequest;
 import io.datcp.scheduler.common.InvalidFieldException;
 import io.datcp.scheduler.flows.FlowOutcome;
+import io.datcp.scheduler.flows.FlowKey;
 import io.datcp.scheduler.ingest.Ack;
+import io.datcp.scheduler.ingest.Caller;
 import io.datcp.scheduler.ingest.NotPermittedException;
 import io.datcp.scheduler.ingest.Reports;
 import io.datcp.scheduler.serve.Lookups;
@@ -44,11 +46,18 @@ public final class FlowPolicyGrpcService extends FlowPolicyServiceGrpc.FlowPolic
 
   @Override
   public void lookupPolicy(PolicyLookup request, StreamObserver<FlowPolicy> out) {
-    GrpcCalls.unary(out, () -> ProtoMapping.policy(lookups.lookup(
-        GrpcCalls.caller(request.getAgentHost(), "agentHost").host(), request.getJobId(),
-        request.getReduceId(), request.getBytes(), request.getMapIdsList(), request.hasFlow()
-            ? ProtoMapping.flow(request.getFlow(), request.getJobId(), request.getReduceId())
-            : null)));
+    GrpcCalls.unaryAsync(out, () -> {
+      Caller caller = GrpcCalls.caller(request.getAgentHost(), "agentHost");
+      FlowKey flow = request.hasFlow()
+          ? ProtoMapping.flow(request.getFlow(), request.getJobId(), request.getReduceId())
+          : null;
+      // the maps the lookup marks done, as Lookups reads them: a claim the ingest step judges
+      List<Integer> served = request.getMapIdsList().isEmpty() && flow != null
+          ? flow.mapIds() : request.getMapIdsList();
+      return reports.checkMapsServed(caller, request.getJobId(), served).thenApply(
+          v -> ProtoMapping.policy(lookups.lookup(caller.host(), request.getJobId(),
+              request.getReduceId(), request.getBytes(), request.getMapIdsList(), flow)));
+    });
   }
 
   @Override

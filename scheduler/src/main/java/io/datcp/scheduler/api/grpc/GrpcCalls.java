@@ -6,7 +6,10 @@ import io.datcp.scheduler.common.InvalidFieldException;
 import io.datcp.scheduler.ingest.NotPermittedException;
 import io.datcp.scheduler.ingest.RateLimitedException;
 import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
 import io.grpc.stub.StreamObserver;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.function.Supplier;
 
 /** Runs a unary call against the domain service and maps its failures onto gRPC statuses. */
@@ -33,17 +36,44 @@ final class GrpcCalls {
     T result;
     try {
       result = call.get();
-    } catch (InvalidFieldException e) {
-      out.onError(Status.INVALID_ARGUMENT.withDescription(e.getMessage()).asRuntimeException());
-      return;
-    } catch (NotPermittedException e) {
-      out.onError(Status.PERMISSION_DENIED.withDescription(e.getMessage()).asRuntimeException());
-      return;
-    } catch (RateLimitedException e) {
-      out.onError(Status.RESOURCE_EXHAUSTED.withDescription(e.getMessage()).asRuntimeException());
+    } catch (InvalidFieldException | NotPermittedException | RateLimitedException e) {
+      out.onError(status(e));
       return;
     }
     out.onNext(result);
     out.onCompleted();
+  }
+
+  /**
+   * A unary call whose answer may wait (for the ResourceManager): completed when the future
+   * completes, on whatever thread completes it, so no event loop blocks.
+   */
+  static <T> void unaryAsync(StreamObserver<T> out, Supplier<CompletableFuture<T>> call) {
+    CompletableFuture<T> answer;
+    try {
+      answer = call.get();
+    } catch (InvalidFieldException | NotPermittedException | RateLimitedException e) {
+      out.onError(status(e));
+      return;
+    }
+    answer.whenComplete((result, failure) -> {
+      if (failure == null) {
+        out.onNext(result);
+        out.onCompleted();
+        return;
+      }
+      Throwable cause = failure instanceof CompletionException && failure.getCause() != null
+          ? failure.getCause() : failure;
+      out.onError(cause instanceof InvalidFieldException || cause instanceof NotPermittedException
+          || cause instanceof RateLimitedException ? status((RuntimeException) cause)
+          : Status.fromThrowable(cause).asRuntimeException());
+    });
+  }
+
+  private static StatusRuntimeException status(RuntimeException e) {
+    Status s = e instanceof InvalidFieldException ? Status.INVALID_ARGUMENT
+        : e instanceof NotPermittedException ? Status.PERMISSION_DENIED
+        : Status.RESOURCE_EXHAUSTED;
+    return s.withDescription(e.getMessage()).asRuntimeException();
   }
 }

@@ -1,0 +1,197 @@
+package io.datcp.scheduler.ingest;
+
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.Iterator;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.function.LongSupplier;
+
+/**
+ * The verification cache: on which hosts YARN placed each job's containers, and the job's map
+ * and reduce counts, as {@link YarnApps#placement} read them. A report's claims are awaited
+ * ({@link #await}) before the ingest step takes its locks, then judged from the cache ({@link
+ * #placed}).
+ *
+ * <p>Cache: a (job, host) YARN listed stays placed for the job's life (containers end, but a
+ * host that ran one of the job's tasks may still report its map output or shuffle); a host not
+ * listed is refused only until the next refresh. Throttle: per application at most one request
+ * in flight and one refresh per {@code minIntervalNanos} (yarn.rm.refreshMinIntervalMillis). A
+ * claim that misses waits for a refresh that starts after it (containers appear in YARN just
+ * before their tasks report, possibly after the last refresh), so an honest host waits at most
+ * the interval plus one answer and is never refused for being new. An unanswered refresh
+ * (outage) leaves the application unverifiable until one is answered: claims then fail open to
+ * the host checks.
+ */
+final class Placements {
+  /** Applications kept; beyond it one not being refreshed is dropped (asked again if needed). */
+  static final int MAX_APPS = 10_000;
+
+  enum Verdict {
+    /** YARN placed a container of the job on the host. */
+    PLACED,
+    /** YARN answered, and placed none there (or does not know the job). */
+    NOT_PLACED,
+    /** The ResourceManager did not answer: host checks only. */
+    UNVERIFIED
+  }
+
+  /** One application's cache entry; the throttle's fields under its monitor. */
+  private static final class App {
+    final String jobId;
+    final Set<String> hosts = ConcurrentHashMap.newKeySet();
+    volatile int maps = -1;
+    volatile int reduces = -1;
+    volatile boolean unverifiable;
+    long lastStartNanos;
+    boolean started;
+    CompletableFuture<Void> inFlight;
+    CompletableFuture<Void> queued;
+
+    App(String jobId) {
+      this.jobId = jobId;
+    }
+  }
+
+  private final YarnApps yarn;
+  private final long minIntervalNanos;
+  private final LongSupplier nanoTime;
+  private final Map<String, App> apps = new ConcurrentHashMap<>();
+
+  /** @param minIntervalNanos yarn.rm.refreshMinIntervalMillis, in nanoseconds */
+  Placements(YarnApps yarn, long minIntervalNanos, LongSupplier nanoTime) {
+    this.yarn = yarn;
+    this.minIntervalNanos = minIntervalNanos;
+    this.nanoTime = nanoTime;
+  }
+
+  /**
+   * Completes once every claim of {@code host} on {@code jobIds} can be judged: at once when
+   * YARN placed all of them there already, else when a refresh started after this call was
+   * answered (or failed). Never completes exceptionally.
+   */
+  CompletableFuture<Void> await(Collection<String> jobIds, String host) {
+    CompletableFuture<?>[] waits = null;
+    int n = 0;
+    for (String jobId : jobIds) {
+      App a = apps.get(jobId);
+      if (a != null && a.hosts.contains(host)) {
+        continue;
+      }
+      if (waits == null) {
+        waits = new CompletableFuture<?>[jobIds.size()];
+      }
+      waits[n++] = refreshAfterNow(a != null ? a : app(jobId));
+    }
+    if (waits == null) {
+      return CompletableFuture.completedFuture(null);
+    }
+    return n == 1 ? waits[0].thenApply(v -> null)
+        : CompletableFuture.allOf(Arrays.copyOf(waits, n));
+  }
+
+  /** What YARN says of {@code host} running a container of {@code jobId}. */
+  Verdict placed(String jobId, String host) {
+    App a = apps.get(jobId);
+    if (a == null) {
+      // never awaited, or dropped since: nothing YARN said lets it in
+      return Verdict.NOT_PLACED;
+    }
+    if (a.hosts.contains(host)) {
+      return Verdict.PLACED;
+    }
+    return a.unverifiable ? Verdict.UNVERIFIED : Verdict.NOT_PLACED;
+  }
+
+  /** The job's maps as its AM told them; -1 when unknown. */
+  int maps(String jobId) {
+    App a = apps.get(jobId);
+    return a == null ? -1 : a.maps;
+  }
+
+  /** The job's reduces as its AM told them; -1 when unknown. */
+  int reduces(String jobId) {
+    App a = apps.get(jobId);
+    return a == null ? -1 : a.reduces;
+  }
+
+  private App app(String jobId) {
+    if (apps.size() >= MAX_APPS) {
+      Iterator<App> it = apps.values().iterator();
+      while (it.hasNext() && apps.size() >= MAX_APPS) {
+        App old = it.next();
+        synchronized (old) {
+          if (old.inFlight == null && old.queued == null) {
+            it.remove();
+          }
+        }
+      }
+    }
+    return apps.computeIfAbsent(jobId, App::new);
+  }
+
+  /** A refresh of {@code a} that starts now or later, within the throttle. */
+  private CompletableFuture<Void> refreshAfterNow(App a) {
+    synchronized (a) {
+      if (a.queued != null) {
+        return a.queued;
+      }
+      if (a.inFlight == null && (!a.started || nanoTime.getAsLong() - a.lastStartNanos
+          >= minIntervalNanos)) {
+        CompletableFuture<Void> f = new CompletableFuture<>();
+        startLocked(a, f);
+        return f;
+      }
+      // the one in flight was asked before this claim, or one was answered too recently
+      a.queued = new CompletableFuture<>();
+      runQueued(a);
+      return a.queued;
+    }
+  }
+
+  /** Starts {@code a}'s queued refresh once none is in flight and the interval has passed. */
+  private void runQueued(App a) {
+    synchronized (a) {
+      if (a.queued == null) {
+        return;
+      }
+      if (a.inFlight != null) {
+        a.inFlight.whenComplete((v, e) -> runQueued(a));
+        return;
+      }
+      long wait = a.lastStartNanos + minIntervalNanos - nanoTime.getAsLong();
+      if (wait > 0) {
+        CompletableFuture.delayedExecutor(wait, TimeUnit.NANOSECONDS).execute(() -> runQueued(a));
+        return;
+      }
+      CompletableFuture<Void> f = a.queued;
+      a.queued = null;
+      startLocked(a, f);
+    }
+  }
+
+  private void startLocked(App a, CompletableFuture<Void> done) {
+    a.started = true;
+    a.lastStartNanos = nanoTime.getAsLong();
+    a.inFlight = done;
+    yarn.placement(a.jobId, a.maps < 0).whenComplete((p, failure) -> {
+      if (failure != null || p.isEmpty()) {
+        a.unverifiable = true;
+      } else {
+        a.hosts.addAll(p.get().hosts());
+        if (p.get().maps() >= 0) {
+          a.maps = p.get().maps();
+          a.reduces = p.get().reduces();
+        }
+        a.unverifiable = false;
+      }
+      synchronized (a) {
+        a.inFlight = null;
+      }
+      done.complete(null);
+    });
+  }
+}
