@@ -7,13 +7,17 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
  * Flow outcomes per job for the dashboard: a bounded window of recent flows plus exact met/total
  * counts. Outcomes that name their {@link FlowKey} are kept by it: a second outcome of the same
  * flow replaces the first instead of counting twice. The scheduler adds outcomes of known jobs
- * only and forgets jobs that leave its history, so memory stays bounded. Thread-safe, with a
+ * only and forgets jobs that leave its history; at most {@code retainTotal} outcomes are kept
+ * over all jobs (flows.retainTotal): beyond it a new outcome replaces its own job's oldest, or
+ * is only counted when its job has none kept, so agents flooding outcomes of jobs of their own
+ * cannot grow it, and the newest flows of every job they did not flood stay. Thread-safe, with a
  * lock per job: agents' outcome reports run on the server's event loops, and one lock for the
  * whole log stalled them all whenever its holder was preempted.
  */
@@ -32,21 +36,34 @@ public final class FlowLog {
     private long sequence;
     private long met;
     private long total;
+    /** Set by {@link #forget}: a concurrent add keeps nothing, so retained stays exact. */
+    private boolean forgotten;
   }
 
   private final int retainPerJob;
+  private final int retainTotal;
+  /** Outcomes kept over all jobs. */
+  private final AtomicLong retained = new AtomicLong();
   private final Map<String, JobFlows> byJob = new ConcurrentHashMap<>();
   // Totals rise before met and met falls before totals, so a reader never sees met > total.
   private final LongAdder met = new LongAdder();
   private final LongAdder total = new LongAdder();
 
-  public FlowLog(int retainPerJob) {
+  /**
+   * @param retainPerJob flows.retainPerJob
+   * @param retainTotal flows.retainTotal
+   */
+  public FlowLog(int retainPerJob, int retainTotal) {
     this.retainPerJob = retainPerJob;
+    this.retainTotal = retainTotal;
   }
 
   public void add(FlowOutcome o) {
     JobFlows j = byJob.computeIfAbsent(o.jobId(), id -> new JobFlows());
     synchronized (j) {
+      if (j.forgotten) {
+        return;
+      }
       Object key = o.flow() != null ? o.flow() : (Object) (++j.sequence);
       FlowOutcome before = j.recent.remove(key);
       if (before != null) {
@@ -57,11 +74,16 @@ public final class FlowLog {
         j.total--;
         total.decrement();
       }
-      j.recent.put(key, o);
+      if (before != null || retained.incrementAndGet() <= retainTotal) {
+        j.recent.put(key, o);
+      } else if (!j.recent.isEmpty()) {
+        j.recent.put(key, o);
+        dropOldest(j);
+      } else {
+        retained.decrementAndGet();
+      }
       if (j.recent.size() > retainPerJob) {
-        Iterator<Object> oldest = j.recent.keySet().iterator();
-        oldest.next();
-        oldest.remove();
+        dropOldest(j);
       }
       j.total++;
       total.increment();
@@ -70,6 +92,19 @@ public final class FlowLog {
         met.increment();
       }
     }
+  }
+
+  /** Caller holds {@code j}'s monitor. */
+  private void dropOldest(JobFlows j) {
+    Iterator<Object> oldest = j.recent.keySet().iterator();
+    oldest.next();
+    oldest.remove();
+    retained.decrementAndGet();
+  }
+
+  /** Outcomes kept over all jobs (at most flows.retainTotal). */
+  public long retained() {
+    return retained.get();
   }
 
   /** The most recent {@code limit} flows of a job, oldest first. */
@@ -115,6 +150,12 @@ public final class FlowLog {
 
   /** Forgets a job that dropped out of the finished-jobs history. */
   public void forget(String jobId) {
-    byJob.remove(jobId);
+    JobFlows j = byJob.remove(jobId);
+    if (j != null) {
+      synchronized (j) {
+        j.forgotten = true;
+        retained.addAndGet(-j.recent.size());
+      }
+    }
   }
 }

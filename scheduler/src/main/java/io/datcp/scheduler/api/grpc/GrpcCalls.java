@@ -3,6 +3,7 @@ package io.datcp.scheduler.api.grpc;
 import io.datcp.scheduler.ingest.Caller;
 import io.datcp.scheduler.auth.NodeAuthInterceptor;
 import io.datcp.scheduler.common.InvalidFieldException;
+import io.datcp.scheduler.common.LimitReachedException;
 import io.datcp.scheduler.ingest.NotPermittedException;
 import io.datcp.scheduler.ingest.RateLimitedException;
 import io.grpc.Status;
@@ -39,7 +40,7 @@ final class GrpcCalls {
     } catch (NotPermittedException e) {
       out.onError(Status.PERMISSION_DENIED.withDescription(e.getMessage()).asRuntimeException());
       return;
-    } catch (RateLimitedException e) {
+    } catch (RateLimitedException | LimitReachedException e) {
       out.onError(Status.RESOURCE_EXHAUSTED.withDescription(e.getMessage()).asRuntimeException());
       return;
     }

@@ -78,8 +78,11 @@ final class ProtoMapping {
         .setDuplicate(ack.duplicate());
     for (Refused r : ack.refused()) {
       b.addRefused(RefusedEvent.newBuilder().setIndex(r.index()).setMessage(r.message())
-          .setCode((r.reason() == Refused.Reason.INVALID ? Status.INVALID_ARGUMENT
-              : Status.PERMISSION_DENIED).getCode().value()));
+          .setCode((switch (r.reason()) {
+            case INVALID -> Status.INVALID_ARGUMENT;
+            case NOT_PERMITTED -> Status.PERMISSION_DENIED;
+            case LIMIT -> Status.RESOURCE_EXHAUSTED;
+          }).getCode().value()));
     }
     return b.build();
   }
