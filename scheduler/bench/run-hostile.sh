@@ -55,8 +55,9 @@ heap() {
         if ($4 + 0 > committed) committed = $4 + 0
         n++
       }
-      END { printf "%5d MB peak used (before a collection), %5d MB most held after one,"
-            " %5d MB committed, %d collections\n", before, after, committed, n }'
+      END { f = "%5d MB peak used (before a collection), %5d MB most held after one, %5d MB"
+            f = f " committed, %d collections\n"
+            printf f, before, after, committed, n }'
 }
 window() {  # window LABEL: the uptimes the benchmark printed for that window
   sed -n "s/^-- $1 (scheduler uptime \([0-9.]*\) to \([0-9.]*\) s)$/\1 \2/p" "$out"
@@ -70,4 +71,4 @@ echo "scheduler heap, whole run                       : $(heap 0 1e9)"
 if grep -q OutOfMemoryError "$data/scheduler.log"; then
   echo "scheduler: OutOfMemoryError (see its log)"
 fi
-grep -c "Pause Full" "$data/gc.log" | sed 's/^/full collections: /'
+echo "full collections: $(grep -c "Pause Full" "$data/gc.log" || true)"

@@ -257,7 +257,7 @@ public final class SchedulerService {
     return lookups.interestOf(agentHost);
   }
 
-  /** Flow outcomes kept for the timeline, against flows.retainTotal. */
+  /** Units of flow outcomes kept for the timeline, against flows.retainTotal. */
   public long retainedFlows() {
     return flowLog.retained();
   }

@@ -250,9 +250,10 @@ public final class SchedulerConf {
           + " fetcher asks one host for at most 20 maps at once."));
 
   public static final Key<Integer> RETAIN_FLOWS_TOTAL = register(intIn("flows.retainTotal",
-      200_000, 1, 100_000_000, "flows",
-      "Flow outcomes kept for the timeline over all jobs; beyond it an outcome is counted but"
-          + " replaces its own job's oldest, or is not kept when its job has none."));
+      500_000, 1, 100_000_000, "units: 1 per outcome + 1 per map id of its key",
+      "Flow outcomes kept for the timeline over all jobs, each counting 1 plus its key's map"
+          + " ids; beyond it an outcome is counted but replaces its own job's oldest, or is not"
+          + " kept when its job has too few."));
 
   public static final Key<Integer> MAX_INTEREST_PER_HOST = register(intIn(
       "lookups.maxInterestPerHost", 20_000, 1, 100_000_000, "units: 1 per flow + 1 per map id",

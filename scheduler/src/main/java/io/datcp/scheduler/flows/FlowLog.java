@@ -14,10 +14,12 @@ import java.util.concurrent.atomic.LongAdder;
  * Flow outcomes per job for the dashboard: a bounded window of recent flows plus exact met/total
  * counts. Outcomes that name their {@link FlowKey} are kept by it: a second outcome of the same
  * flow replaces the first instead of counting twice. The scheduler adds outcomes of known jobs
- * only and forgets jobs that leave its history; at most {@code retainTotal} outcomes are kept
- * over all jobs (flows.retainTotal): beyond it a new outcome replaces its own job's oldest, or
- * is only counted when its job has none kept, so agents flooding outcomes of jobs of their own
- * cannot grow it, and the newest flows of every job they did not flood stay. Thread-safe, with a
+ * only and forgets jobs that leave its history. Over all jobs it keeps at most {@code
+ * retainTotal} units (flows.retainTotal), an outcome costing 1 plus the map ids its key names
+ * (a key may name flows.maxMapIds of them, so counting outcomes alone would not bound memory):
+ * beyond it a new outcome replaces its own job's oldest, or is only counted when its job has
+ * too few kept, so agents flooding outcomes of jobs of their own cannot grow it, and the newest
+ * flows of every job they did not flood stay. Thread-safe, with a
  * lock per job: agents' outcome reports run on the server's event loops, and one lock for the
  * whole log stalled them all whenever its holder was preempted.
  */
@@ -42,7 +44,7 @@ public final class FlowLog {
 
   private final int retainPerJob;
   private final int retainTotal;
-  /** Outcomes kept over all jobs. */
+  /** Units kept over all jobs. */
   private final AtomicLong retained = new AtomicLong();
   private final Map<String, JobFlows> byJob = new ConcurrentHashMap<>();
   // Totals rise before met and met falls before totals, so a reader never sees met > total.
@@ -74,13 +76,16 @@ public final class FlowLog {
         j.total--;
         total.decrement();
       }
-      if (before != null || retained.incrementAndGet() <= retainTotal) {
-        j.recent.put(key, o);
-      } else if (!j.recent.isEmpty()) {
-        j.recent.put(key, o);
-        dropOldest(j);
-      } else {
-        retained.decrementAndGet();
+      if (before != null) {
+        retained.addAndGet(-units(before));
+      }
+      long units = units(o);
+      j.recent.put(key, o);
+      if (retained.addAndGet(units) > retainTotal) {
+        // the job's own oldest make room, the new one last of all
+        while (retained.get() > retainTotal && !j.recent.isEmpty()) {
+          dropOldest(j);
+        }
       }
       if (j.recent.size() > retainPerJob) {
         dropOldest(j);
@@ -96,13 +101,16 @@ public final class FlowLog {
 
   /** Caller holds {@code j}'s monitor. */
   private void dropOldest(JobFlows j) {
-    Iterator<Object> oldest = j.recent.keySet().iterator();
-    oldest.next();
+    Iterator<FlowOutcome> oldest = j.recent.values().iterator();
+    retained.addAndGet(-units(oldest.next()));
     oldest.remove();
-    retained.decrementAndGet();
   }
 
-  /** Outcomes kept over all jobs (at most flows.retainTotal). */
+  private static long units(FlowOutcome o) {
+    return 1 + (o.flow() == null ? 0 : o.flow().mapIds().size());
+  }
+
+  /** Units kept over all jobs (at most flows.retainTotal): 1 per outcome + 1 per map id. */
   public long retained() {
     return retained.get();
   }
@@ -154,7 +162,7 @@ public final class FlowLog {
     if (j != null) {
       synchronized (j) {
         j.forgotten = true;
-        retained.addAndGet(-j.recent.size());
+        j.recent.values().forEach(o -> retained.addAndGet(-units(o)));
       }
     }
   }

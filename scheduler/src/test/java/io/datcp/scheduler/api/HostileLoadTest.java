@@ -234,7 +234,8 @@ class HostileLoadTest {
   void outcomesKeptForTheTimelineStopAtFlowsRetainTotal() throws Exception {
     start();
     var evil = agent("evil");
-    // 21 jobs x 10,000 flows each (flows.retainPerJob): 210,000 outcomes
+    // 21 jobs x 10,000 flows each (flows.retainPerJob): 210,000 outcomes whose keys name 4 maps,
+    // 5 units each, over the 500,000 units of flows.retainTotal
     for (int j = 0; j < 21; j++) {
       String job = "job_1_" + j;
       ownJob("evil", job);
@@ -245,7 +246,7 @@ class HostileLoadTest {
           batch.addOutcomes(FlowOutcome.newBuilder().setJobId(job).setReduceId(0)
               .setSourceHost("evil").setDestinationHost("evil").setBytes(MB)
               .setStartUnixNanos(t).setFinishUnixNanos(t + 1).setMet(true)
-              .setQuench(QuenchOutcome.QUENCH_OUTCOME_NONE).setFlow(key(job, b * 1000 + i, 1)));
+              .setQuench(QuenchOutcome.QUENCH_OUTCOME_NONE).setFlow(key(job, b * 1000 + i, 4)));
         }
         assertThat(evil.reportOutcomes(batch.build()).getRefusedCount()).isZero();
       }
@@ -253,7 +254,8 @@ class HostileLoadTest {
 
     int kept = IntStream.range(0, 21)
         .map(j -> server.service().flows("job_1_" + j, 10_000).size()).sum();
-    assertThat(kept).isEqualTo(200_000);
+    assertThat(kept).isEqualTo(100_000);
+    assertThat(server.service().retainedFlows()).isEqualTo(500_000);
     assertThat(server.service().overallTally().total()).isEqualTo(210_000);
     ReportAck tooMany = evil.reportOutcomes(FlowOutcomes.newBuilder().addOutcomes(
         FlowOutcome.newBuilder().setJobId("job_1_0").setReduceId(0).setSourceHost("evil")

@@ -47,6 +47,7 @@ final class HostileClient {
 
   private final ShuffleReportServiceGrpc.ShuffleReportServiceStub plugin;
   private final FlowPolicyServiceGrpc.FlowPolicyServiceStub agent;
+  private final FlowPolicyServiceGrpc.FlowPolicyServiceStub streams;
   private final int loops;
   private final AtomicBoolean running = new AtomicBoolean(true);
   private final AtomicLong sent = new AtomicLong();
@@ -57,16 +58,25 @@ final class HostileClient {
   private final AtomicLong reportSeq = new AtomicLong();
   private final AtomicLong lookupSeq = new AtomicLong();
   private final AtomicLong outcomeSeq = new AtomicLong();
-  private final List<ClientCallStreamObserver<?>> streams = new ArrayList<>();
+  private final List<ClientCallStreamObserver<?>> unread = new ArrayList<>();
   /** A map output of jobs.maxReduces sizes: built once, sent again and again. */
   private final List<Long> partitions = Collections.nCopies(MAX_REDUCES, 1_000_000L);
   private final List<Integer> mapIds = IntStream.range(0, MAX_MAP_IDS).boxed().toList();
 
-  HostileClient(String uri, String token, ClientFactory factory, int loops) {
+  /**
+   * @param factory for its calls
+   * @param streamFactory for its unread update streams: on the calls' connection they would
+   *     fill its HTTP/2 window and stall the attacker's own calls
+   */
+  HostileClient(String uri, String token, ClientFactory factory, ClientFactory streamFactory,
+      int loops) {
     plugin = GrpcClients.builder(uri).factory(factory).auth(AuthToken.ofOAuth2(token))
         .responseTimeout(Duration.ofSeconds(30))
         .build(ShuffleReportServiceGrpc.ShuffleReportServiceStub.class);
     agent = GrpcClients.builder(uri).factory(factory).auth(AuthToken.ofOAuth2(token))
+        .responseTimeout(Duration.ofSeconds(30))
+        .build(FlowPolicyServiceGrpc.FlowPolicyServiceStub.class);
+    streams = GrpcClients.builder(uri).factory(streamFactory).auth(AuthToken.ofOAuth2(token))
         .responseTimeout(Duration.ZERO)
         .build(FlowPolicyServiceGrpc.FlowPolicyServiceStub.class);
     this.loops = loops;
@@ -75,13 +85,13 @@ final class HostileClient {
   void start() {
     for (int i = 0; i < 8; i++) {
       // update streams it never reads: the scheduler queues up to watch.maxQueuedUpdates each
-      agent.watchPolicies(WatchRequest.newBuilder().setResync(true).build(),
+      streams.watchPolicies(WatchRequest.newBuilder().setResync(true).build(),
           new ClientResponseObserver<WatchRequest, PolicyUpdate>() {
             @Override
             public void beforeStart(ClientCallStreamObserver<WatchRequest> call) {
               call.disableAutoRequestWithInitial(0);
-              synchronized (streams) {
-                streams.add(call);
+              synchronized (unread) {
+                unread.add(call);
               }
             }
 
@@ -104,8 +114,8 @@ final class HostileClient {
 
   void stop() {
     running.set(false);
-    synchronized (streams) {
-      streams.forEach(s -> s.cancel("benchmark over", null));
+    synchronized (unread) {
+      unread.forEach(s -> s.cancel("benchmark over", null));
     }
   }
 

@@ -250,7 +250,9 @@ public final class LoadBenchmark implements Callable<Integer> {
     outcomeReports = new Samples();
     lookups = new Samples();
     ClientFactory own = ClientFactory.builder().build();
-    HostileClient attacker = new HostileClient(uri, hostileToken, own, hostileLoops);
+    ClientFactory ownStreams = ClientFactory.builder().build();
+    HostileClient attacker = new HostileClient(uri, hostileToken, own, ownStreams,
+        hostileLoops);
     long eventsBefore = events.get();
     long updatesBefore = updates.get();
     long cpuBefore = serverCpuTicks();
@@ -277,6 +279,7 @@ public final class LoadBenchmark implements Callable<Integer> {
     }
     ratioRow("all requests", concat(alone), concat(attacked));
     own.close();
+    ownStreams.close();
   }
 
   private static long[] concat(long[][] parts) {
@@ -560,6 +563,8 @@ public final class LoadBenchmark implements Callable<Integer> {
   }
 
   public static void main(String[] args) {
-    System.exit(new CommandLine(new LoadBenchmark()).execute(args));
+    // later options win, so run-hostile.sh's defaults can be overridden on its command line
+    System.exit(new CommandLine(new LoadBenchmark()).setOverwrittenOptionsAllowed(true)
+        .execute(args));
   }
 }
