@@ -19,6 +19,8 @@ import io.datcp.proto.v1.ReportAck;
 import io.datcp.proto.v1.ShuffleEvent;
 import io.datcp.proto.v1.ShuffleReport;
 import io.datcp.proto.v1.ShuffleReportServiceGrpc;
+import io.datcp.proto.v1.SwitchConfig;
+import io.datcp.proto.v1.SwitchConfigRequest;
 import io.datcp.proto.v1.WatchRequest;
 import io.datcp.scheduler.MutableClock;
 import io.datcp.scheduler.SchedulerServer;
@@ -291,6 +293,25 @@ class HostileLoadTest {
       assertThat(e.getStatus().getDescription()).contains("watch.maxStreamsPerHost");
     });
     assertThat(server.service().openWatches()).isEqualTo(8);
+    // switch-config streams count against the same bound
+    List<Throwable> switchErrors = new CopyOnWriteArrayList<>();
+    evil.watchSwitchConfig(SwitchConfigRequest.newBuilder().setSwitchName("tor1").build(),
+        new StreamObserver<SwitchConfig>() {
+          @Override
+          public void onNext(SwitchConfig c) {}
+
+          @Override
+          public void onError(Throwable t) {
+            switchErrors.add(t);
+          }
+
+          @Override
+          public void onCompleted() {}
+        });
+    await().until(() -> !switchErrors.isEmpty());
+    assertThat(switchErrors).singleElement().isInstanceOfSatisfying(
+        StatusRuntimeException.class, e -> assertThat(e.getStatus().getDescription())
+            .contains("watch.maxStreamsPerHost"));
   }
 
   @Test
