@@ -9,7 +9,8 @@
 # Build first: mvn -q package -pl proto,scheduler -am -DskipTests   (from the repository root)
 # Extra arguments go to the benchmark; defaults: --hosts 10000 --jobs-per-second 20 --seconds 30
 # --hostile-seconds 60. SCHEDULER_JAVA_OPTS / BENCH_JAVA_OPTS add JVM options; GRPC_PORT and
-# HTTP_PORT override the ports (19090, 18080). The honest hosts send no node tokens, so the
+# HTTP_PORT override the ports (19090, 18080); KEEP_LOGS=DIR keeps the scheduler's GC log and log
+# there. The honest hosts send no node tokens, so the
 # scheduler runs with auth.nodes.required=false and jobs.attributesFrom=reports; the attacker's
 # calls carry its token and are checked as in production.
 set -euo pipefail
@@ -23,6 +24,9 @@ pid=""
 data="$(mktemp -d)"
 cleanup() {
   if [[ -n "$pid" ]]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
+  if [[ -n "${KEEP_LOGS:-}" ]]; then
+    mkdir -p "$KEEP_LOGS" && cp "$data/gc.log" "$data/scheduler.log" "$KEEP_LOGS/" || true
+  fi
   rm -rf "$data"
 }
 trap cleanup EXIT
