@@ -59,9 +59,12 @@ final class HostileClient {
   private final AtomicLong lookupSeq = new AtomicLong();
   private final AtomicLong outcomeSeq = new AtomicLong();
   private final List<ClientCallStreamObserver<?>> unread = new ArrayList<>();
-  /** A map output of jobs.maxReduces sizes: built once, sent again and again. */
-  private final List<Long> partitions = Collections.nCopies(MAX_REDUCES, 1_000_000L);
-  private final List<Integer> mapIds = IntStream.range(0, MAX_MAP_IDS).boxed().toList();
+  // Built once and copied with a new id: the attacker shares the benchmark machine's cores,
+  // and its own message building is not what is measured. Copies share the repeated fields.
+  private final MapOutputIndexed mapOutput = MapOutputIndexed.newBuilder().setHost(HOST)
+      .addAllPartitionBytes(Collections.nCopies(MAX_REDUCES, 1_000_000L)).build();
+  private final FlowKey wideKey = key(MAX_MAP_IDS);
+  private final FlowKey outcomeKey = key(250);
 
   /**
    * @param factory for its calls
@@ -178,8 +181,8 @@ final class HostileClient {
         String job = "job_666_0_" + (n % 1000);
         for (int m = 0; m < 30; m++) {
           events.add(ShuffleEvent.newBuilder().setTimeUnixNanos(t).setMapOutputIndexed(
-              MapOutputIndexed.newBuilder().setJobId(job).setMapId((int) (n * 30 + m) % 100_000)
-                  .setHost(HOST).addAllPartitionBytes(partitions)).build());
+              mapOutput.toBuilder().setJobId(job).setMapId((int) (n * 30 + m) % 100_000))
+              .build());
         }
       }
       default -> {
@@ -196,11 +199,15 @@ final class HostileClient {
         .build();
   }
 
-  private FlowKey key(String job, long epoch, int maps) {
-    return FlowKey.newBuilder().setJobId(job).setReduceId(0).setSourceHost(HOST)
-        .addAllMapIds(mapIds.subList(0, maps)).setSourceAddress("10.66.0.1")
-        .setSourcePort((int) (epoch % 60_000)).setDestinationAddress("10.66.0.2")
-        .setDestinationPort(13562).setEpoch((int) epoch).build();
+  private static FlowKey key(int maps) {
+    return FlowKey.newBuilder().setReduceId(0).setSourceHost(HOST)
+        .addAllMapIds(IntStream.range(0, maps).boxed().toList()).setSourceAddress("10.66.0.1")
+        .setDestinationAddress("10.66.0.2").setDestinationPort(13562).build();
+  }
+
+  private static FlowKey key(FlowKey template, String job, long epoch) {
+    return template.toBuilder().setJobId(job).setSourcePort((int) (epoch % 60_000))
+        .setEpoch((int) epoch).build();
   }
 
   /** A lookup of a new flow of one of its jobs whose key names flows.maxMapIds maps. */
@@ -208,7 +215,7 @@ final class HostileClient {
     long n = lookupSeq.getAndIncrement();
     String job = "job_666_0_" + (n % 1000);
     return PolicyLookup.newBuilder().setJobId(job).setReduceId(0).setBytes(1_000_000L)
-        .setFlow(key(job, n, MAX_MAP_IDS)).build();
+        .setFlow(key(wideKey, job, n)).build();
   }
 
   /** Outcomes of new flows of its jobs: as many with 250 map ids each as fit 1 MB. */
@@ -221,7 +228,7 @@ final class HostileClient {
       b.addOutcomes(FlowOutcome.newBuilder().setJobId(job).setReduceId(0).setSourceHost(HOST)
           .setDestinationHost(HOST).setBytes(1_000_000L).setStartUnixNanos(t)
           .setFinishUnixNanos(t + 1_000).setQuench(QuenchOutcome.QUENCH_OUTCOME_NONE)
-          .setFlow(key(job, n * 1000 + i, 250)));
+          .setFlow(key(outcomeKey, job, n * 1000 + i)));
     }
     return b.build();
   }
