@@ -61,8 +61,10 @@ final class ProtoMapping {
       }
       case MAP_OUTPUT_INDEXED: {
         var m = e.getMapOutputIndexed();
+        // the parsed message's own list (immutable, backed by a long[]): a boxed copy of up to
+        // jobs.maxReduces sizes per event was most of what a flood of indexes allocated
         return new JobEvent.MapOutputIndexed(t, m.getJobId(), m.getMapId(), m.getHost(),
-            List.copyOf(m.getPartitionBytesList()));
+            m.getPartitionBytesList());
       }
       case CONTAINERS_RUNNING: {
         var c = e.getContainersRunning();
