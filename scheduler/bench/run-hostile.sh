@@ -10,7 +10,8 @@
 # Extra arguments go to the benchmark; defaults: --hosts 10000 --jobs-per-second 20 --seconds 30
 # --hostile-seconds 60. SCHEDULER_JAVA_OPTS / BENCH_JAVA_OPTS add JVM options; GRPC_PORT and
 # HTTP_PORT override the ports (19090, 18080); KEEP_LOGS=DIR keeps the scheduler's GC log and log
-# there. The honest hosts send no node tokens, so the
+# there; SCHEDULER_JAR=path runs that scheduler jar instead (an older one: the same attack
+# before the bounds), the clients still from this tree. The honest hosts send no node tokens, so the
 # scheduler runs with auth.nodes.required=false and jobs.attributesFrom=reports; the attacker's
 # calls carry its token and are checked as in production.
 set -euo pipefail
@@ -32,9 +33,10 @@ cleanup() {
 trap cleanup EXIT
 
 printf 'auth.nodes.required=false\njobs.attributesFrom=reports\n' > "$data/scheduler.properties"
-token="$(java -jar "$jar" --data-dir "$data" --mint-node-token evil)"
+server_jar="${SCHEDULER_JAR:-$jar}"
+token="$(java -jar "$server_jar" --data-dir "$data" --mint-node-token evil)"
 # shellcheck disable=SC2086
-java -Xmx1g -Xlog:gc:file="$data/gc.log":uptime ${SCHEDULER_JAVA_OPTS:-} -jar "$jar" \
+java -Xmx1g -Xlog:gc:file="$data/gc.log":uptime ${SCHEDULER_JAVA_OPTS:-} -jar "$server_jar" \
   --data-dir "$data" --grpc-port "$grpc_port" --http-port "$http_port" \
   --config "$data/scheduler.properties" > "$data/scheduler.log" 2>&1 &
 pid=$!
@@ -42,7 +44,7 @@ for _ in $(seq 1 60); do
   curl -fs "http://127.0.0.1:$http_port/healthz" >/dev/null 2>&1 && break
   sleep 1
 done
-echo "== scheduler ($jar), -Xmx1g, pid $pid"
+echo "== scheduler ($server_jar), -Xmx1g, pid $pid"
 out="$data/bench.out"
 # shellcheck disable=SC2086
 java -Xmx2g ${BENCH_JAVA_OPTS:-} -cp "$jar:$classes" io.datcp.scheduler.bench.LoadBenchmark \
