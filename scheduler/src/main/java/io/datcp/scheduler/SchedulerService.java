@@ -104,7 +104,7 @@ public final class SchedulerService {
     return new JobLimits(conf.get(SchedulerConf.MAX_RUNNING_JOBS),
         conf.get(SchedulerConf.MAX_MAPS), conf.get(SchedulerConf.MAX_REDUCES),
         conf.get(SchedulerConf.MAX_REDUCES_PER_HOST), conf.get(SchedulerConf.MAX_SHUFFLE_ENTRIES),
-        conf.get(SchedulerConf.MAX_MAP_IDS));
+        conf.get(SchedulerConf.MAX_SHUFFLE_ENTRIES_PER_HOST), conf.get(SchedulerConf.MAX_MAP_IDS));
   }
 
   // ---- the steps, for the adapters ------------------------------------------------------------

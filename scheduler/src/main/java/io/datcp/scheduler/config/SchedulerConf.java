@@ -244,6 +244,12 @@ public final class SchedulerConf {
           + " reported; an event that would add more is refused (RESOURCE_EXHAUSTED). About 8-100"
           + " bytes each: raise it with the heap for many large jobs at once."));
 
+  public static final Key<Integer> MAX_SHUFFLE_ENTRIES_PER_HOST = register(intIn(
+      "jobs.maxShuffleEntriesPerHost", 500_000, 1_000, 1_000_000_000, "entries",
+      "Of jobs.maxShuffleEntries, those one reporting host's events may add (a map output's"
+          + " sizes count for the map's host, a reduce's reports for the reduce's), so one host"
+          + " cannot fill the whole budget; an event beyond it is refused (RESOURCE_EXHAUSTED)."));
+
   public static final Key<Integer> MAX_MAP_IDS = register(intIn("flows.maxMapIds", 1_000, 1,
       100_000, "map ids",
       "Most map ids one fetch, lookup or flow key names (INVALID_ARGUMENT beyond); a Hadoop"

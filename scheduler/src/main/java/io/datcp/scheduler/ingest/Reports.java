@@ -140,7 +140,7 @@ public final class Reports {
         JobEvent e = events.get(i);
         Job job;
         try {
-          job = live.registry().apply(e, touched, now);
+          job = live.registry().apply(e, caller.host(), touched, now);
         } catch (LimitReachedException over) {
           why.add(new Refused(i, Refused.Reason.LIMIT, "events[" + i + "]: "
               + over.getMessage()));

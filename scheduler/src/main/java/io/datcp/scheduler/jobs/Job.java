@@ -105,6 +105,8 @@ public final class Job {
    * what this job counts against jobs.maxShuffleEntries until {@link #release}.
    */
   private int entries;
+  /** Of {@link #entries}, those each reporting host's events added. */
+  private final Map<String, Integer> entriesBy = new HashMap<>();
   private final Map<Integer, Reduce> reduces = new ConcurrentSkipListMap<>();
   /** Reduces by host, each list replaced whole on change, so readers need no lock. */
   private final Map<String, List<Reduce>> reducesByHost = new ConcurrentHashMap<>();
@@ -490,6 +492,15 @@ public final class Job {
     return entries;
   }
 
+  void addedBy(String host, int n) {
+    entriesBy.merge(host, n, Integer::sum);
+  }
+
+  /** Entries each reporting host added; cleared by {@link #release}. */
+  Map<String, Integer> entriesBy() {
+    return entriesBy;
+  }
+
   /** Whether map {@code mapId}'s map-side partition sizes are held. */
   boolean indexed(int mapId) {
     return partitions.containsKey(mapId);
@@ -518,6 +529,7 @@ public final class Job {
     }
     int held = entries;
     entries = 0;
+    entriesBy.clear();
     return held;
   }
 

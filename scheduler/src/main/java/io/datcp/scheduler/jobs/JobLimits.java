@@ -15,10 +15,12 @@ import java.util.List;
  * @param maxReducesPerHost jobs.maxReducesPerHost: reduces of running jobs on one host
  * @param maxShuffleEntries jobs.maxShuffleEntries: completed maps, partition sizes and reported
  *     output sizes over all running jobs and held map outputs
+ * @param maxShuffleEntriesPerHost jobs.maxShuffleEntriesPerHost: those one reporting host's
+ *     events added, so that one host cannot fill the whole budget
  * @param maxMapIds flows.maxMapIds: map ids one fetch, lookup or flow key names
  */
 public record JobLimits(int maxRunning, int maxMaps, int maxReduces, int maxReducesPerHost,
-    int maxShuffleEntries, int maxMapIds) {
+    int maxShuffleEntries, int maxShuffleEntriesPerHost, int maxMapIds) {
 
   /** Checks the sizes one event carries against the limits, naming field and key. */
   public void check(JobEvent event, String prefix) {

@@ -44,6 +44,8 @@ public final class JobRegistry {
   private long pendingEntries;
   /** Entries held against jobs.maxShuffleEntries: running jobs' and pending outputs'. */
   private final AtomicLong shuffleEntries = new AtomicLong();
+  /** Entries each reporting host's events added to running jobs, against its share. */
+  private final Map<String, Long> entriesByHost = new ConcurrentHashMap<>();
   /** Reduces of running jobs per host, against jobs.maxReducesPerHost. */
   private final Map<String, Integer> reducesPerHost = new ConcurrentHashMap<>();
   private final JobLimits limits;
@@ -86,6 +88,14 @@ public final class JobRegistry {
    * @throws LimitReachedException when the event would pass a bound; nothing changed
    */
   public Job apply(JobEvent event, Set<String> touched, long nowUnixNanos) {
+    return apply(event, "", touched, nowUnixNanos);
+  }
+
+  /**
+   * As {@link #apply(JobEvent, Set, long)}, from {@code reporter} (the caller's host): the
+   * per-map state its events add counts against its share, jobs.maxShuffleEntriesPerHost.
+   */
+  public Job apply(JobEvent event, String reporter, Set<String> touched, long nowUnixNanos) {
     if (event instanceof JobEvent.ReduceStarted e) {
       return reduceStarted(e, touched, nowUnixNanos);
     }
@@ -96,10 +106,10 @@ public final class JobRegistry {
       }
       return null;
     }
-    checkEntries(job, event);
+    checkEntries(job, event, reporter);
     int entriesBefore = job.entries();
     Job changed = applyTo(job, event, touched, nowUnixNanos);
-    shuffleEntries.addAndGet(job.entries() - entriesBefore);
+    added(job, reporter, job.entries() - entriesBefore);
     return changed;
   }
 
@@ -149,8 +159,25 @@ public final class JobRegistry {
     reducesPerHost.computeIfPresent(host, (h, n) -> n <= 1 ? null : n - 1);
   }
 
-  /** Refuses an event that would add per-map state beyond jobs.maxShuffleEntries. */
-  private void checkEntries(Job job, JobEvent event) {
+  /** Counts {@code n} entries {@code reporter}'s event added to {@code job}. */
+  private void added(Job job, String reporter, int n) {
+    shuffleEntries.addAndGet(n);
+    if (n > 0 && !reporter.isEmpty()) {
+      job.addedBy(reporter, n);
+      entriesByHost.merge(reporter, (long) n, Long::sum);
+    }
+  }
+
+  /** Entries {@code host}'s events added to running jobs. */
+  public long shuffleEntriesOf(String host) {
+    return entriesByHost.getOrDefault(host, 0L);
+  }
+
+  /**
+   * Refuses an event that would add per-map state beyond jobs.maxShuffleEntries, or beyond
+   * its reporter's share.
+   */
+  private void checkEntries(Job job, JobEvent event, String reporter) {
     long adds = 0;
     if (event instanceof JobEvent.MapOutputIndexed e && !job.indexed(e.mapId())) {
       adds = e.partitionBytes().size();
@@ -162,6 +189,13 @@ public final class JobRegistry {
       throw new LimitReachedException("jobs.maxShuffleEntries", limits.maxShuffleEntries(),
           "per-map state of running jobs is full; map " + mapId(event) + " of "
               + event.jobId() + " not recorded");
+    }
+    if (adds > 0 && !reporter.isEmpty()
+        && shuffleEntriesOf(reporter) + adds > limits.maxShuffleEntriesPerHost()) {
+      throw new LimitReachedException("jobs.maxShuffleEntriesPerHost",
+          limits.maxShuffleEntriesPerHost(), "per-map state added by " + reporter
+              + "'s reports is full; map " + mapId(event) + " of " + event.jobId()
+              + " not recorded");
     }
   }
 
@@ -242,6 +276,8 @@ public final class JobRegistry {
     for (Job.Reduce r : job.reduces()) {
       removeReduceOn(r.host());
     }
+    job.entriesBy().forEach((host, n) ->
+        entriesByHost.computeIfPresent(host, (h, held) -> held <= n ? null : held - n));
     shuffleEntries.addAndGet(-job.release());
   }
 
@@ -383,12 +419,14 @@ public final class JobRegistry {
    */
   public boolean mapsServed(Job job, int reduceId, String host, List<Integer> mapIds,
       long bytes, long now) {
-    if (shuffleEntries.get() + 2L * mapIds.size() > limits.maxShuffleEntries()) {
+    long adds = 2L * mapIds.size();
+    if (shuffleEntries.get() + adds > limits.maxShuffleEntries()
+        || shuffleEntriesOf(host) + adds > limits.maxShuffleEntriesPerHost()) {
       return false;
     }
     int before = job.entries();
     boolean learnt = job.mapsServed(reduceId, host, mapIds, bytes, now);
-    shuffleEntries.addAndGet(job.entries() - before);
+    added(job, host, job.entries() - before);
     return learnt;
   }
 

@@ -139,22 +139,45 @@ class HostileLoadTest {
     assertThat(server.service().runningJobCount()).isEqualTo(1);
   }
 
+  /** Sends map outputs of 10,000 sizes for maps [from, to) of {@code job}, 10 to a batch. */
+  private List<ReportAck> mapOutputs(String host, String job, int from, int to) {
+    List<ReportAck> acks = new ArrayList<>();
+    for (int first = from; first < to; first += 10) {
+      acks.add(plugin(host).report(batch(IntStream.range(first, Math.min(to, first + 10))
+          .mapToObj(m -> mapOutput(job, m, host, 10_000)).toList())));
+    }
+    return acks;
+  }
+
+  @Test
+  void mapOutputsOfOneHostStopAtJobsMaxShuffleEntriesPerHost() throws Exception {
+    start();
+    plugin("evil").report(batch(List.of(reduceStarted("job_1_1", 0, "evil", 100_000, 10_000))));
+    // 10,000 sizes per map output: its share of 500,000 is full after 50 of them
+    List<ReportAck> acks = mapOutputs("evil", "job_1_1", 0, 60);
+
+    assertThat(acks.stream().mapToInt(ReportAck::getAccepted).sum()).isEqualTo(50);
+    assertRefused(acks.get(5), 0, EXHAUSTED, "jobs.maxShuffleEntriesPerHost");
+    // an honest host's map outputs are still taken
+    plugin("node1").report(batch(List.of(reduceStarted("job_2_1", 0, "node1", 10, 10))));
+    assertThat(plugin("node1").report(batch(List.of(mapOutput("job_2_1", 0, "node1", 10))))
+        .getAccepted()).isEqualTo(1);
+  }
+
   @Test
   void mapOutputsStopAtJobsMaxShuffleEntries() throws Exception {
     start();
-    var evil = plugin("evil");
-    evil.report(batch(List.of(reduceStarted("job_1_1", 0, "evil", 100_000, 10_000))));
-    // 10,000 sizes per map output, as many map outputs as the attacker likes: the global
-    // budget of 2,000,000 entries fills after 200 of them
+    // five hosts, each within its share of 500,000: the global 2,000,000 fills after four
     List<ReportAck> acks = new ArrayList<>();
-    for (int first = 0; first < 220; first += 10) {
-      int from = first;
-      acks.add(evil.report(batch(IntStream.range(from, from + 10)
-          .mapToObj(m -> mapOutput("job_1_1", m, "evil", 10_000)).toList())));
+    for (int h = 0; h < 5; h++) {
+      String host = "evil" + h;
+      String job = "job_1_" + h;
+      plugin(host).report(batch(List.of(reduceStarted(job, 0, host, 100_000, 10_000))));
+      acks.addAll(mapOutputs(host, job, 0, 50));
     }
 
     assertThat(acks.stream().mapToInt(ReportAck::getAccepted).sum()).isEqualTo(200);
-    assertRefused(acks.get(21), 9, EXHAUSTED, "jobs.maxShuffleEntries");
+    assertRefused(acks.get(20), 0, EXHAUSTED, "jobs.maxShuffleEntries (2000000)");
     assertThat(server.service().shuffleEntries()).isLessThanOrEqualTo(2_000_000 + 1);
   }
 

@@ -101,6 +101,7 @@ class SchedulerConfTest {
         Map.entry("jobs.maxReduces", new String[] {"1", "100000"}),
         Map.entry("jobs.maxReducesPerHost", new String[] {"1", "1000000"}),
         Map.entry("jobs.maxShuffleEntries", new String[] {"1000", "1000000000"}),
+        Map.entry("jobs.maxShuffleEntriesPerHost", new String[] {"1000", "1000000000"}),
         Map.entry("flows.maxMapIds", new String[] {"1", "100000"}),
         Map.entry("flows.retainTotal", new String[] {"1", "100000000"}),
         Map.entry("lookups.maxInterestPerHost", new String[] {"1", "100000000"}),

@@ -13,7 +13,7 @@ import org.junit.jupiter.api.Test;
 class JobRegistryTest {
   /** The defaults of the jobs.* and flows.maxMapIds keys. */
   private static final JobLimits LIMITS = new JobLimits(10_000, 100_000, 10_000, 1_000,
-      2_000_000, 1_000);
+      2_000_000, 500_000, 1_000);
 
   private static final long T = 1_700_000_000_000_000_000L;
   private static final JobConf CONF = new JobConf("q", "u", "n", JobPriority.NORMAL);
