@@ -51,6 +51,12 @@ java -Xmx2g ${BENCH_JAVA_OPTS:-} -cp "$jar:$classes" io.datcp.scheduler.bench.Lo
   --target "127.0.0.1:$grpc_port" --server-pid "$pid" --hosts 10000 --jobs-per-second 20 \
   --seconds 30 --hostile-seconds 60 --hostile-token "$token" "$@" | grep -v ' INFO ' | tee "$out"
 
+# refusals over the whole run: the attacker's are counted by HostileClient above; any more
+# were the honest hosts' (the defaults must refuse none of theirs)
+echo
+curl -fs "http://127.0.0.1:$http_port/metrics" | grep -E '^datcp_report_(events_refused|rejected)_total' \
+  | sed 's/^/scheduler: /' || true
+
 # heap over a window of scheduler uptime [from, to]: max used before and after a pause, MB
 heap() {
   sed -n 's/^\[\([0-9.]*\)s\].* \([0-9]*\)M->\([0-9]*\)M(\([0-9]*\)M).*/\1 \2 \3 \4/p' "$data/gc.log" \
