@@ -13,6 +13,7 @@ import io.datcp.scheduler.ingest.JobEnds;
 import io.datcp.scheduler.ingest.Reports;
 import io.datcp.scheduler.ingest.YarnApps;
 import io.datcp.scheduler.jobs.JobEvent;
+import io.datcp.scheduler.jobs.JobLimits;
 import io.datcp.scheduler.jobs.JobRegistry;
 import io.datcp.scheduler.jobs.JobView;
 import io.datcp.scheduler.plan.LiveJobs;
@@ -60,6 +61,8 @@ public final class SchedulerService {
   private final JobViews views;
   private final PolicyPushes rules;
   private final SwitchBook switches;
+  private final JobRegistry registry;
+  private final FlowLog flowLog;
 
   /**
    * @param yarn the ResourceManager, asked how jobs ended and, unless they come from reports
@@ -71,9 +74,12 @@ public final class SchedulerService {
     this.clock = clock;
     Stripes jobLocks = new Stripes(Replanner.STRIPES);
     JobRegistry registry = new JobRegistry(conf.get(SchedulerConf.RETAIN_FINISHED_JOBS),
-        conf.get(SchedulerConf.JOB_ATTRIBUTES_FROM).equals("reports"));
-    FlowLog flowLog = new FlowLog(conf.get(SchedulerConf.RETAIN_FLOWS_PER_JOB));
-    PolicyUpdateHub hub = new PolicyUpdateHub();
+        conf.get(SchedulerConf.JOB_ATTRIBUTES_FROM).equals("reports"), limits(conf));
+    FlowLog flowLog = new FlowLog(conf.get(SchedulerConf.RETAIN_FLOWS_PER_JOB),
+        conf.get(SchedulerConf.RETAIN_FLOWS_TOTAL));
+    this.flowLog = flowLog;
+    PolicyUpdateHub hub = new PolicyUpdateHub(conf.get(SchedulerConf.MAX_INTEREST_PER_HOST),
+        conf.get(SchedulerConf.MAX_INTEREST), conf.get(SchedulerConf.MAX_STREAMS_PER_HOST));
     boolean orderOnly = conf.get(SchedulerConf.PLANNER_POLICY) == PlannerPolicy.ORDER;
     Replanner plan = new Replanner(registry, conf.get(SchedulerConf.DOWNLINK_BITS_PER_SECOND),
         conf.get(SchedulerConf.TARGET_UTILISATION), orderOnly);
@@ -84,14 +90,24 @@ public final class SchedulerService {
     this.rules = new PolicyPushes(live, policies, flowPolicies, hub, meters);
     this.reports = new Reports(live, limiter,
         TimeUnit.SECONDS.toNanos(conf.get(SchedulerConf.DEDUP_IDLE_SECONDS)),
-        conf.get(SchedulerConf.REPORT_MAX_EVENTS), yarn,
-        TimeUnit.MILLISECONDS.toNanos(conf.get(SchedulerConf.YARN_RM_REFRESH_MIN_INTERVAL_MILLIS)),
+        conf.get(SchedulerConf.MAX_REPORTERS_PER_HOST), conf.get(SchedulerConf.REPORT_MAX_EVENTS),
+        yarn, TimeUnit.MILLISECONDS.toNanos(
+            conf.get(SchedulerConf.YARN_RM_REFRESH_MIN_INTERVAL_MILLIS)),
         rules, hub, flowLog, meters);
     this.jobEnds = new JobEnds(live, yarn, rules, hub, flowLog,
         TimeUnit.SECONDS.toNanos(conf.get(SchedulerConf.JOB_IDLE_TIMEOUT_SECONDS)),
         TimeUnit.MILLISECONDS.toNanos(conf.get(SchedulerConf.JOB_END_POLL_MILLIS)), meters);
     this.lookups = new Lookups(live, policies, flowPolicies, rules, hub, meters);
     this.views = new JobViews(live, policies, flowLog);
+    this.registry = registry;
+  }
+
+  /** The bounds on the job model, from their config keys. */
+  public static JobLimits limits(SchedulerConf conf) {
+    return new JobLimits(conf.get(SchedulerConf.MAX_RUNNING_JOBS),
+        conf.get(SchedulerConf.MAX_MAPS), conf.get(SchedulerConf.MAX_REDUCES),
+        conf.get(SchedulerConf.MAX_REDUCES_PER_HOST), conf.get(SchedulerConf.MAX_SHUFFLE_ENTRIES),
+        conf.get(SchedulerConf.MAX_SHUFFLE_ENTRIES_PER_HOST), conf.get(SchedulerConf.MAX_MAP_IDS));
   }
 
   // ---- the steps, for the adapters ------------------------------------------------------------
@@ -233,6 +249,21 @@ public final class SchedulerService {
 
   public int runningJobCount() {
     return views.runningJobCount();
+  }
+
+  /** Per-map state held against jobs.maxShuffleEntries. */
+  public long shuffleEntries() {
+    return registry.shuffleEntries();
+  }
+
+  /** Interest units {@code agentHost} holds against lookups.maxInterestPerHost. */
+  public long interestOf(String agentHost) {
+    return lookups.interestOf(agentHost);
+  }
+
+  /** Units of flow outcomes kept for the timeline, against flows.retainTotal. */
+  public long retainedFlows() {
+    return flowLog.retained();
   }
 
   public long nowUnixNanos() {

@@ -14,6 +14,7 @@ import java.util.Arrays;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Properties;
 import java.util.TreeSet;
@@ -223,6 +224,73 @@ public final class SchedulerConf {
           + " CPU: more loops than CPUs each wake for fewer requests and cost more CPU per call"
           + " (Armeria's own default is two per CPU)."));
 
+  // ---- bounds on what peers may make the scheduler hold (README "Limits") ----
+
+  public static final Key<Integer> MAX_RUNNING_JOBS = register(intIn("jobs.maxRunning", 10_000,
+      1, 1_000_000, "jobs",
+      "Most running jobs; a ReduceStarted that would start one more is refused"
+          + " (RESOURCE_EXHAUSTED)."));
+
+  public static final Key<Integer> MAX_MAPS = register(intIn("jobs.maxMaps", 100_000, 1,
+      10_000_000, "maps",
+      "Most maps of one job: a ReduceStarted's totalMaps, and every map id an event names, must"
+          + " be below it (INVALID_ARGUMENT)."));
+
+  public static final Key<Integer> MAX_REDUCES = register(intIn("jobs.maxReduces", 10_000, 1,
+      100_000, "reduces",
+      "Most reduces of one job: a ReduceStarted's totalReduces and a MapOutputIndexed's partition"
+          + " sizes may not exceed it (INVALID_ARGUMENT)."));
+
+  public static final Key<Integer> MAX_REDUCES_PER_HOST = register(intIn("jobs.maxReducesPerHost",
+      1_000, 1, 1_000_000, "reduces",
+      "Most reduces of running jobs on one host; a ReduceStarted beyond it is refused"
+          + " (RESOURCE_EXHAUSTED)."));
+
+  public static final Key<Integer> MAX_SHUFFLE_ENTRIES = register(intIn("jobs.maxShuffleEntries",
+      2_000_000, 1_000, 1_000_000_000, "entries",
+      "Per-map state held over all running jobs (and map outputs held for jobs not started):"
+          + " one entry per completed map, per map-side partition size and per size a reduce"
+          + " reported; an event that would add more is refused (RESOURCE_EXHAUSTED). About 8-100"
+          + " bytes each: raise it with the heap for many large jobs at once."));
+
+  public static final Key<Integer> MAX_SHUFFLE_ENTRIES_PER_HOST = register(intIn(
+      "jobs.maxShuffleEntriesPerHost", 500_000, 1_000, 1_000_000_000, "entries",
+      "Of jobs.maxShuffleEntries, those one reporting host's events may add (a map output's"
+          + " sizes count for the map's host, a reduce's reports for the reduce's), so one host"
+          + " cannot fill the whole budget; an event beyond it is refused (RESOURCE_EXHAUSTED)."));
+
+  public static final Key<Integer> MAX_MAP_IDS = register(intIn("flows.maxMapIds", 1_000, 1,
+      100_000, "map ids",
+      "Most map ids one fetch, lookup or flow key names (INVALID_ARGUMENT beyond); a Hadoop"
+          + " fetcher asks one host for at most 20 maps at once."));
+
+  public static final Key<Integer> RETAIN_FLOWS_TOTAL = register(intIn("flows.retainTotal",
+      500_000, 1, 100_000_000, "units: 1 per outcome + 1 per map id of its key",
+      "Flow outcomes kept for the timeline over all jobs, each counting 1 plus its key's map"
+          + " ids; beyond it an outcome is counted but replaces its own job's oldest, or is not"
+          + " kept when its job has too few."));
+
+  public static final Key<Integer> MAX_INTEREST_PER_HOST = register(intIn(
+      "lookups.maxInterestPerHost", 20_000, 1, 100_000_000, "units: 1 per flow + 1 per map id",
+      "Flows one agent host may follow for updates, each counting 1 plus its key's map ids;"
+          + " a lookup beyond it is refused (RESOURCE_EXHAUSTED). A flow stops counting when its"
+          + " outcome or fetch end is reported or its job ends."));
+
+  public static final Key<Integer> MAX_INTEREST = register(intIn("lookups.maxInterest",
+      1_000_000, 1, 1_000_000_000, "units: 1 per flow + 1 per map id",
+      "The same over all agent hosts."));
+
+  public static final Key<Integer> MAX_STREAMS_PER_HOST = register(intIn(
+      "watch.maxStreamsPerHost", 8, 1, 1_000, "streams",
+      "Open WatchPolicies and WatchSwitchConfig streams of one host; one more is refused"
+          + " (RESOURCE_EXHAUSTED). An agent keeps one of each."));
+
+  public static final Key<Integer> MAX_REPORTERS_PER_HOST = register(intIn(
+      "reports.maxReportersPerHost", 1_024, 1, 100_000, "reporter ids",
+      "reporter_ids one host may have remembered by batch deduplication (an agent uses two per"
+          + " start); a batch with one more is refused whole (RESOURCE_EXHAUSTED) until one is"
+          + " idle for reports.dedupIdleSeconds."));
+
   private final Map<Key<?>, Object> values;
   private final SwitchSettings switches;
 
@@ -287,6 +355,14 @@ public final class SchedulerConf {
   private static <T> Key<T> register(Key<T> key) {
     KEYS.put(key.name(), key);
     return key;
+  }
+
+  /** An integer key with an inclusive range, named in the error. */
+  private static Key<Integer> intIn(String name, int defaultValue, int min, int max, String unit,
+      String description) {
+    return new Key<>(name, defaultValue, Integer::parseInt, v -> v >= min && v <= max,
+        String.format(Locale.ROOT, "an integer in [%d, %d] (%s)", min, max, unit),
+        description);
   }
 
   private static boolean bool(String raw) {

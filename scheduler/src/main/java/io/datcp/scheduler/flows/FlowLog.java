@@ -7,13 +7,19 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
  * Flow outcomes per job for the dashboard: a bounded window of recent flows plus exact met/total
  * counts. Outcomes that name their {@link FlowKey} are kept by it: a second outcome of the same
  * flow replaces the first instead of counting twice. The scheduler adds outcomes of known jobs
- * only and forgets jobs that leave its history, so memory stays bounded. Thread-safe, with a
+ * only and forgets jobs that leave its history. Over all jobs it keeps at most {@code
+ * retainTotal} units (flows.retainTotal), an outcome costing 1 plus the map ids its key names
+ * (a key may name flows.maxMapIds of them, so counting outcomes alone would not bound memory):
+ * beyond it a new outcome replaces its own job's oldest, or is only counted when its job has
+ * too few kept, so agents flooding outcomes of jobs of their own cannot grow it, and the newest
+ * flows of every job they did not flood stay. Thread-safe, with a
  * lock per job: agents' outcome reports run on the server's event loops, and one lock for the
  * whole log stalled them all whenever its holder was preempted.
  */
@@ -32,21 +38,34 @@ public final class FlowLog {
     private long sequence;
     private long met;
     private long total;
+    /** Set by {@link #forget}: a concurrent add keeps nothing, so retained stays exact. */
+    private boolean forgotten;
   }
 
   private final int retainPerJob;
+  private final int retainTotal;
+  /** Units kept over all jobs. */
+  private final AtomicLong retained = new AtomicLong();
   private final Map<String, JobFlows> byJob = new ConcurrentHashMap<>();
   // Totals rise before met and met falls before totals, so a reader never sees met > total.
   private final LongAdder met = new LongAdder();
   private final LongAdder total = new LongAdder();
 
-  public FlowLog(int retainPerJob) {
+  /**
+   * @param retainPerJob flows.retainPerJob
+   * @param retainTotal flows.retainTotal
+   */
+  public FlowLog(int retainPerJob, int retainTotal) {
     this.retainPerJob = retainPerJob;
+    this.retainTotal = retainTotal;
   }
 
   public void add(FlowOutcome o) {
     JobFlows j = byJob.computeIfAbsent(o.jobId(), id -> new JobFlows());
     synchronized (j) {
+      if (j.forgotten) {
+        return;
+      }
       Object key = o.flow() != null ? o.flow() : (Object) (++j.sequence);
       FlowOutcome before = j.recent.remove(key);
       if (before != null) {
@@ -57,11 +76,19 @@ public final class FlowLog {
         j.total--;
         total.decrement();
       }
+      if (before != null) {
+        retained.addAndGet(-units(before));
+      }
+      long units = units(o);
       j.recent.put(key, o);
+      if (retained.addAndGet(units) > retainTotal) {
+        // the job's own oldest make room, the new one last of all
+        while (retained.get() > retainTotal && !j.recent.isEmpty()) {
+          dropOldest(j);
+        }
+      }
       if (j.recent.size() > retainPerJob) {
-        Iterator<Object> oldest = j.recent.keySet().iterator();
-        oldest.next();
-        oldest.remove();
+        dropOldest(j);
       }
       j.total++;
       total.increment();
@@ -70,6 +97,22 @@ public final class FlowLog {
         met.increment();
       }
     }
+  }
+
+  /** Caller holds {@code j}'s monitor. */
+  private void dropOldest(JobFlows j) {
+    Iterator<FlowOutcome> oldest = j.recent.values().iterator();
+    retained.addAndGet(-units(oldest.next()));
+    oldest.remove();
+  }
+
+  private static long units(FlowOutcome o) {
+    return 1 + (o.flow() == null ? 0 : o.flow().mapIds().size());
+  }
+
+  /** Units kept over all jobs (at most flows.retainTotal): 1 per outcome + 1 per map id. */
+  public long retained() {
+    return retained.get();
   }
 
   /** The most recent {@code limit} flows of a job, oldest first. */
@@ -115,6 +158,12 @@ public final class FlowLog {
 
   /** Forgets a job that dropped out of the finished-jobs history. */
   public void forget(String jobId) {
-    byJob.remove(jobId);
+    JobFlows j = byJob.remove(jobId);
+    if (j != null) {
+      synchronized (j) {
+        j.forgotten = true;
+        j.recent.values().forEach(o -> retained.addAndGet(-units(o)));
+      }
+    }
   }
 }

@@ -1,6 +1,8 @@
 package io.datcp.scheduler.ingest;
 
+import io.datcp.scheduler.common.LimitReachedException;
 import java.util.BitSet;
+import java.util.HashMap;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -10,7 +12,10 @@ import java.util.Map;
  * without being applied twice. Memory is bounded: per reporter the highest batch id up to which
  * every batch was seen plus a window of {@link #WINDOW} ids above it; a batch id beyond the
  * window slides it (ids left behind count as seen); reporters idle for longer than the idle
- * time, or beyond {@link #MAX_REPORTERS}, are forgotten. Thread-safe.
+ * time, or beyond {@link #MAX_REPORTERS}, are forgotten. A reporter is remembered per host
+ * (host and reporter id): one host may have at most reports.maxReportersPerHost remembered, so
+ * a host cycling through made-up reporter ids cannot push other hosts' reporters out (their
+ * retried batches would be applied twice). Thread-safe.
  */
 public final class BatchDedup {
   /** Batch ids tracked above the contiguous prefix, per reporter. */
@@ -19,26 +24,51 @@ public final class BatchDedup {
   public static final int MAX_REPORTERS = 100_000;
 
   private static final class Seen {
+    final String host;
     long contiguous;
     /** Bit i: batch contiguous + 1 + i was seen. */
     BitSet above = new BitSet();
     long lastNanos;
+
+    Seen(String host) {
+      this.host = host;
+    }
   }
 
   private final long idleNanos;
+  private final int maxPerHost;
   private final Map<String, Seen> reporters = new LinkedHashMap<>(16, 0.75f, true);
+  private final Map<String, Integer> perHost = new HashMap<>();
 
-  public BatchDedup(long idleNanos) {
+  /**
+   * @param idleNanos reports.dedupIdleSeconds
+   * @param maxPerHost reports.maxReportersPerHost
+   */
+  public BatchDedup(long idleNanos, int maxPerHost) {
     this.idleNanos = idleNanos;
+    this.maxPerHost = maxPerHost;
   }
 
   /**
    * True when batch {@code batchId} of {@code reporter} is new, and records it as applied; false
    * for a duplicate. Callers check everything else first: a recorded batch is never re-applied.
    */
-  public synchronized boolean firstTime(String reporter, long batchId, long nowNanos) {
+  public synchronized boolean firstTime(String host, String reporterId, long batchId,
+      long nowNanos) {
     forgetIdle(nowNanos);
-    Seen s = reporters.computeIfAbsent(reporter, r -> new Seen());
+    String reporter = host + "\n" + reporterId;
+    Seen s = reporters.get(reporter);
+    if (s == null) {
+      int known = perHost.getOrDefault(host, 0);
+      if (known >= maxPerHost) {
+        throw new LimitReachedException("reports.maxReportersPerHost", maxPerHost,
+            "reporter ids of " + host + " are remembered; reporter_id '" + reporterId
+                + "' refused until one is idle for reports.dedupIdleSeconds");
+      }
+      perHost.put(host, known + 1);
+      s = new Seen(host);
+      reporters.put(reporter, s);
+    }
     s.lastNanos = nowNanos;
     if (batchId <= s.contiguous) {
       return false;
@@ -76,6 +106,7 @@ public final class BatchDedup {
         break;
       }
       eldest.remove();
+      perHost.computeIfPresent(s.host, (h, n) -> n <= 1 ? null : n - 1);
     }
   }
 }

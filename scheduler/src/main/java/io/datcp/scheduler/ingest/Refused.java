@@ -11,6 +11,8 @@ public record Refused(int index, Reason reason, String message) {
     /** A field out of range (a call would be INVALID_ARGUMENT). */
     INVALID,
     /** The reporting host may not report it (a call would be PERMISSION_DENIED). */
-    NOT_PERMITTED
+    NOT_PERMITTED,
+    /** A bound on what peers may make the scheduler hold is reached (RESOURCE_EXHAUSTED). */
+    LIMIT
   }
 }

@@ -3,6 +3,7 @@ package io.datcp.scheduler.ingest;
 import static io.datcp.scheduler.common.InvalidFieldException.require;
 
 import io.datcp.scheduler.common.InvalidFieldException;
+import io.datcp.scheduler.common.LimitReachedException;
 import io.datcp.scheduler.common.Stripes;
 import io.datcp.scheduler.flows.FlowLog;
 import io.datcp.scheduler.flows.FlowOutcome;
@@ -49,6 +50,7 @@ public final class Reports {
   private final Counter eventsInvalid;
   private final Counter eventsNotPermitted;
   private final Counter eventsUnverified;
+  private final Counter eventsOverLimit;
   private final Counter duplicates;
   private final Counter outcomesMet;
   private final Counter outcomesMissed;
@@ -56,18 +58,20 @@ public final class Reports {
 
   /**
    * @param dedupIdleNanos reports.dedupIdleSeconds
+   * @param maxReportersPerHost reports.maxReportersPerHost
    * @param maxEventsPerBatch reports.maxEventsPerBatch
    * @param yarn the ResourceManager asked for job attributes and against which reports are
    *     verified; null: none (attributes come from reports or stay unknown; host checks only)
    * @param refreshMinIntervalNanos yarn.rm.refreshMinIntervalMillis
    */
   public Reports(LiveJobs live, HostRateLimiter limiter, long dedupIdleNanos,
-      int maxEventsPerBatch, YarnApps yarn, long refreshMinIntervalNanos, PolicyPushes pushes,
-      PolicyUpdateHub hub, FlowLog flowLog, MeterRegistry meters) {
+      int maxReportersPerHost, int maxEventsPerBatch, YarnApps yarn,
+      long refreshMinIntervalNanos, PolicyPushes pushes, PolicyUpdateHub hub, FlowLog flowLog,
+      MeterRegistry meters) {
     this.live = live;
     this.authorization = new Authorization(live.registry(), yarn == null ? null
         : new Placements(yarn, refreshMinIntervalNanos, System::nanoTime));
-    this.dedup = new BatchDedup(dedupIdleNanos);
+    this.dedup = new BatchDedup(dedupIdleNanos, maxReportersPerHost);
     this.limiter = limiter;
     this.maxEventsPerBatch = maxEventsPerBatch;
     this.attributes = new JobAttributes(live.locks(), live.registry(), yarn, pushes, hub,
@@ -100,6 +104,8 @@ public final class Reports {
       FunctionCounter.builder("datcp.yarn.outages", yarn, YarnApps::outages)
           .description("Times the ResourceManager stopped answering").register(meters);
     }
+    eventsOverLimit = Counter.builder("datcp.report.events.refused").tag("reason", "limit")
+        .description("Events and outcomes refused on their own").register(meters);
     outcomesIgnored = Counter.builder("datcp.flows.ignored")
         .description("Flow outcomes of jobs the scheduler does not know").register(meters);
     Gauge.builder("datcp.jobs.running", live.registry(), JobRegistry::runningCount)
@@ -122,7 +128,9 @@ public final class Reports {
     Set<String> claimed = new HashSet<>();
     for (int i = 0; i < events.size(); i++) {
       try {
-        events.get(i).validate("events[" + i + "].");
+        String prefix = "events[" + i + "].";
+        events.get(i).validate(prefix);
+        live.registry().limits().check(events.get(i), prefix);
         claimed.add(events.get(i).jobId());
       } catch (InvalidFieldException e) {
         refused[i] = true;
@@ -170,9 +178,16 @@ public final class Reports {
         if (refused[i]) {
           continue;
         }
-        applied++;
         JobEvent e = events.get(i);
-        Job job = live.registry().apply(e, touched, now);
+        Job job;
+        try {
+          job = live.registry().apply(e, caller.host(), touched, now);
+        } catch (LimitReachedException over) {
+          why.add(new Refused(i, Refused.Reason.LIMIT, "events[" + i + "]: "
+              + over.getMessage()));
+          continue;
+        }
+        applied++;
         if (job == null) {
           continue;
         }
@@ -209,7 +224,11 @@ public final class Reports {
     List<Refused> why = new ArrayList<>();
     for (int i = 0; i < outcomes.size(); i++) {
       try {
-        outcomes.get(i).validate("outcomes[" + i + "].");
+        FlowOutcome o = outcomes.get(i);
+        o.validate("outcomes[" + i + "].");
+        if (o.flow() != null) {
+          live.registry().limits().mapIds(o.flow().mapIds(), "outcomes[" + i + "].flow.mapIds");
+        }
       } catch (InvalidFieldException e) {
         refused[i] = true;
         why.add(new Refused(i, Refused.Reason.INVALID, e.getMessage()));
@@ -252,7 +271,11 @@ public final class Reports {
   private List<Refused> counted(List<Refused> why) {
     why.sort(Comparator.comparingInt(Refused::index));
     for (Refused r : why) {
-      (r.reason() == Refused.Reason.INVALID ? eventsInvalid : eventsNotPermitted).increment();
+      (switch (r.reason()) {
+        case INVALID -> eventsInvalid;
+        case NOT_PERMITTED -> eventsNotPermitted;
+        case LIMIT -> eventsOverLimit;
+      }).increment();
     }
     return why;
   }
@@ -281,7 +304,7 @@ public final class Reports {
       return true;
     }
     // Keyed by host too, so one node cannot burn another node's batch ids.
-    if (dedup.firstTime(caller.host() + "\n" + reporterId, batchId, System.nanoTime())) {
+    if (dedup.firstTime(caller.host(), reporterId, batchId, System.nanoTime())) {
       return true;
     }
     duplicates.increment();

@@ -3,14 +3,13 @@ package io.datcp.scheduler.jobs;
 import io.datcp.scheduler.policy.JobConf;
 import io.datcp.scheduler.policy.PolicyDecision;
 import java.util.ArrayList;
+import java.util.BitSet;
 import java.util.Collection;
 import java.util.Comparator;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.PriorityQueue;
-import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentSkipListMap;
 
@@ -38,7 +37,8 @@ public final class Job {
     final long shuffleStartUnixNanos;
     long shuffleFinishUnixNanos;
     final Map<Integer, Long> outputBytes = new HashMap<>();
-    final Set<Integer> fetchedMaps = new HashSet<>();
+    /** Map ids below jobs.maxMaps (checked at ingest): at most that many bits. */
+    final BitSet fetchedMaps = new BitSet();
     long fetchedBytes;
     /** When the first flow to this reduce looked up its policy; 0 before. */
     long firstFlowUnixNanos;
@@ -100,6 +100,13 @@ public final class Job {
   private final PriorityQueue<Long> upperRunTimes = new PriorityQueue<>();
   /** Maps in {@link #maps} or {@link #partitions}. */
   private int mapsDone;
+  /**
+   * Entries of per-map state held (completed maps, partition sizes, reduces' output sizes):
+   * what this job counts against jobs.maxShuffleEntries until {@link #release}.
+   */
+  private int entries;
+  /** Of {@link #entries}, those each reporting host's events added. */
+  private final Map<String, Integer> entriesBy = new HashMap<>();
   private final Map<Integer, Reduce> reduces = new ConcurrentSkipListMap<>();
   /** Reduces by host, each list replaced whole on change, so readers need no lock. */
   private final Map<String, List<Reduce>> reducesByHost = new ConcurrentHashMap<>();
@@ -312,7 +319,7 @@ public final class Job {
   private void account(Reduce reduce, int mapId, int sign) {
     // A map whose index was read is done even if no reduce reported its completion yet.
     if (!(maps.containsKey(mapId) || partitions.containsKey(mapId))
-        || reduce.fetchedMaps.contains(mapId)) {
+        || reduce.fetchedMaps.get(mapId)) {
       return;
     }
     long[] parts = partitions.get(mapId);
@@ -408,6 +415,7 @@ public final class Job {
       }
       reduces.values().forEach(r -> account(r, mapId, -1));
       maps.put(mapId, new CompletedMap(host, runTimeNanos, time));
+      entries++;
       reduces.values().forEach(r -> account(r, mapId, 1));
       if (runTimeNanos > 0) {
         addRunTime(runTimeNanos);
@@ -425,6 +433,7 @@ public final class Job {
       Long earlier = r.outputBytes.put(mapId, outputBytes);
       account(r, mapId, 1);
       if (earlier == null) {
+        entries++;
         long before = outputEstimate();
         knownOutputBytes += outputBytes;
         knownOutputs++;
@@ -470,11 +479,58 @@ public final class Job {
     }
     reduces.values().forEach(r -> account(r, mapId, -1));
     partitions.put(mapId, partitionBytes);
+    entries += partitionBytes.length;
     reduces.values().forEach(r -> account(r, mapId, 1));
     for (long b : partitionBytes) {
       knownOutputBytes += b;
     }
     knownOutputs += partitionBytes.length;
+  }
+
+  /** Entries this job holds against jobs.maxShuffleEntries. */
+  public int entries() {
+    return entries;
+  }
+
+  void addedBy(String host, int n) {
+    entriesBy.merge(host, n, Integer::sum);
+  }
+
+  /** Entries each reporting host added; cleared by {@link #release}. */
+  Map<String, Integer> entriesBy() {
+    return entriesBy;
+  }
+
+  /** Whether map {@code mapId}'s map-side partition sizes are held. */
+  boolean indexed(int mapId) {
+    return partitions.containsKey(mapId);
+  }
+
+  /** Whether a MapCompleted of {@code mapId} from {@code reduceId} would add an entry. */
+  boolean wouldAdd(int reduceId, int mapId, long outputBytes) {
+    Reduce r = reduces.get(reduceId);
+    return !maps.containsKey(mapId)
+        || (outputBytes >= 0 && r != null && !r.outputBytes.containsKey(mapId));
+  }
+
+  /**
+   * Drops the per-map state of a job that ended (the views read only its counts, and nothing
+   * plans it again) and returns the entries it held: a finished job in the history costs no
+   * more than a few objects per reduce.
+   */
+  int release() {
+    maps.clear();
+    partitions.clear();
+    lowerRunTimes.clear();
+    upperRunTimes.clear();
+    for (Reduce r : reduces.values()) {
+      r.outputBytes.clear();
+      r.fetchedMaps.clear();
+    }
+    int held = entries;
+    entries = 0;
+    entriesBy.clear();
+    return held;
   }
 
   void containersRunning(String host, int running) {
@@ -497,7 +553,7 @@ public final class Job {
     }
     for (Integer m : mapIds) {
       account(r, m, -1);
-      r.fetchedMaps.add(m);
+      r.fetchedMaps.set(m);
     }
     r.fetchedBytes += bytes;
   }

@@ -1,5 +1,6 @@
 package io.datcp.scheduler.jobs;
 
+import io.datcp.scheduler.common.LimitReachedException;
 import io.datcp.scheduler.policy.JobConf;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -13,6 +14,7 @@ import java.util.Queue;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The live job model: running jobs by id plus a bounded history of finished ones.
@@ -21,6 +23,12 @@ import java.util.concurrent.ConcurrentLinkedQueue;
  * ingest and serve steps stripe them by job id): everything about one job is
  * then serialised, and what several jobs share (the running map, the per-host index, the
  * finished history and held map outputs) is concurrent or guarded here.
+ *
+ * <p>Bounded ({@link JobLimits}): running jobs, reduces per host and the per-map state of all
+ * running jobs together; an event beyond a bound is refused with a {@link
+ * LimitReachedException} before it changes anything. Concurrent reports of different jobs
+ * check and add apart, so a bound may be passed by the events in flight at once (one per
+ * event loop), never more.
  */
 public final class JobRegistry {
   private final Map<String, Job> running = new ConcurrentHashMap<>();
@@ -32,7 +40,15 @@ public final class JobRegistry {
   /** Map-side partition sizes of jobs no reduce has reported yet, oldest job first. */
   private final LinkedHashMap<String, Map<Integer, long[]>> pendingOutputs =
       new LinkedHashMap<>();
-  private int pendingOutputCount;
+  /** Partition sizes in {@link #pendingOutputs}; guarded by {@code shared}. */
+  private long pendingEntries;
+  /** Entries held against jobs.maxShuffleEntries: running jobs' and pending outputs'. */
+  private final AtomicLong shuffleEntries = new AtomicLong();
+  /** Entries each reporting host's events added to running jobs, against its share. */
+  private final Map<String, Long> entriesByHost = new ConcurrentHashMap<>();
+  /** Reduces of running jobs per host, against jobs.maxReducesPerHost. */
+  private final Map<String, Integer> reducesPerHost = new ConcurrentHashMap<>();
+  private final JobLimits limits;
   private final int retainFinished;
   private final boolean trustReportedAttributes;
   /**
@@ -42,16 +58,21 @@ public final class JobRegistry {
    */
   private final Queue<String> evicted = new ConcurrentLinkedQueue<>();
 
-  /** Most map outputs held for jobs not yet known; the oldest job's are dropped beyond it. */
-  static final int MAX_PENDING_OUTPUTS = 100_000;
+  /**
+   * Share of jobs.maxShuffleEntries that map outputs held for jobs not yet known may take; the
+   * oldest job's are dropped beyond it, so outputs of jobs that never start (a lost
+   * ReduceStarted, or made up) cannot keep the budget from running jobs.
+   */
+  static final int PENDING_SHARE_DIVISOR = 10;
 
   /**
    * @param trustReportedAttributes take queue, user, name and priority from ReduceStarted
    *     (development); otherwise they stay unknown until set from the ResourceManager
    */
-  public JobRegistry(int retainFinished, boolean trustReportedAttributes) {
+  public JobRegistry(int retainFinished, boolean trustReportedAttributes, JobLimits limits) {
     this.retainFinished = retainFinished;
     this.trustReportedAttributes = trustReportedAttributes;
+    this.limits = limits;
   }
 
   /** Queue, user, name and priority while the ResourceManager has not answered. */
@@ -63,29 +84,20 @@ public final class JobRegistry {
    * flows then run without deadlines, which is the fail-open default. So are events for a job
    * in the history that ended (not one that timed out: it may still be running). Returns the
    * job, or null.
+   *
+   * @throws LimitReachedException when the event would pass a bound; nothing changed
    */
   public Job apply(JobEvent event, Set<String> touched, long nowUnixNanos) {
+    return apply(event, "", touched, nowUnixNanos);
+  }
+
+  /**
+   * As {@link #apply(JobEvent, Set, long)}, from {@code reporter} (the caller's host): the
+   * per-map state its events add counts against its share, jobs.maxShuffleEntriesPerHost.
+   */
+  public Job apply(JobEvent event, String reporter, Set<String> touched, long nowUnixNanos) {
     if (event instanceof JobEvent.ReduceStarted e) {
-      // No computeIfAbsent: newJob takes the registry's lock, which must never nest in a bin
-      // lock of the map; the caller's job lock keeps creators of this id apart.
-      Job job = running.get(e.jobId());
-      if (job == null) {
-        if (ended(e.jobId())) {
-          // sent before the job ended and overtaken by its end (another host's JobFinished,
-          // or YARN's): a job started again would know only this reduce, never end, and
-          // refuse its other reduces' reports still on their way
-          return null;
-        }
-        job = newJob(e);
-        running.put(job.id(), job);
-      }
-      if (job.reduce(e.reduceId()) == null) {
-        job.reduceStarted(e.reduceId(), e.host(), e.timeUnixNanos());
-        index(job, e.host());
-      }
-      job.reported(nowUnixNanos);
-      touched.add(e.host());
-      return job;
+      return reduceStarted(e, touched, nowUnixNanos);
     }
     Job job = running.get(event.jobId());
     if (job == null) {
@@ -94,6 +106,105 @@ public final class JobRegistry {
       }
       return null;
     }
+    checkEntries(job, event, reporter);
+    int entriesBefore = job.entries();
+    Job changed = applyTo(job, event, touched, nowUnixNanos);
+    added(job, reporter, job.entries() - entriesBefore);
+    return changed;
+  }
+
+  private Job reduceStarted(JobEvent.ReduceStarted e, Set<String> touched, long nowUnixNanos) {
+    // No computeIfAbsent: newJob takes the registry's lock, which must never nest in a bin
+    // lock of the map; the caller's job lock keeps creators of this id apart.
+    Job job = running.get(e.jobId());
+    if (job == null) {
+      if (ended(e.jobId())) {
+        // sent before the job ended and overtaken by its end (another host's JobFinished,
+        // or YARN's): a job started again would know only this reduce, never end, and
+        // refuse its other reduces' reports still on their way
+        return null;
+      }
+      if (running.size() >= limits.maxRunning()) {
+        throw new LimitReachedException("jobs.maxRunning", limits.maxRunning(),
+            "jobs are running; job " + e.jobId() + " not started");
+      }
+      addReduceOn(e.host());
+      job = newJob(e);
+      running.put(job.id(), job);
+    } else if (job.reduce(e.reduceId()) == null) {
+      addReduceOn(e.host());
+    }
+    if (job.reduce(e.reduceId()) == null) {
+      job.reduceStarted(e.reduceId(), e.host(), e.timeUnixNanos());
+      index(job, e.host());
+    }
+    job.reported(nowUnixNanos);
+    touched.add(e.host());
+    return job;
+  }
+
+  /** Counts one more reduce on {@code host}, or refuses it at jobs.maxReducesPerHost. */
+  private void addReduceOn(String host) {
+    reducesPerHost.compute(host, (h, n) -> {
+      int on = n == null ? 0 : n;
+      if (on >= limits.maxReducesPerHost()) {
+        throw new LimitReachedException("jobs.maxReducesPerHost", limits.maxReducesPerHost(),
+            "reduces of running jobs on " + host + "; reduce not started");
+      }
+      return on + 1;
+    });
+  }
+
+  private void removeReduceOn(String host) {
+    reducesPerHost.computeIfPresent(host, (h, n) -> n <= 1 ? null : n - 1);
+  }
+
+  /** Counts {@code n} entries {@code reporter}'s event added to {@code job}. */
+  private void added(Job job, String reporter, int n) {
+    shuffleEntries.addAndGet(n);
+    if (n > 0 && !reporter.isEmpty()) {
+      job.addedBy(reporter, n);
+      entriesByHost.merge(reporter, (long) n, Long::sum);
+    }
+  }
+
+  /** Entries {@code host}'s events added to running jobs. */
+  public long shuffleEntriesOf(String host) {
+    return entriesByHost.getOrDefault(host, 0L);
+  }
+
+  /**
+   * Refuses an event that would add per-map state beyond jobs.maxShuffleEntries, or beyond
+   * its reporter's share.
+   */
+  private void checkEntries(Job job, JobEvent event, String reporter) {
+    long adds = 0;
+    if (event instanceof JobEvent.MapOutputIndexed e && !job.indexed(e.mapId())) {
+      adds = e.partitionBytes().size();
+    } else if (event instanceof JobEvent.MapCompleted e
+        && job.wouldAdd(e.reduceId(), e.mapId(), e.outputBytes())) {
+      adds = 2;
+    }
+    if (adds > 0 && shuffleEntries.get() + adds > limits.maxShuffleEntries()) {
+      throw new LimitReachedException("jobs.maxShuffleEntries", limits.maxShuffleEntries(),
+          "per-map state of running jobs is full; map " + mapId(event) + " of "
+              + event.jobId() + " not recorded");
+    }
+    if (adds > 0 && !reporter.isEmpty()
+        && shuffleEntriesOf(reporter) + adds > limits.maxShuffleEntriesPerHost()) {
+      throw new LimitReachedException("jobs.maxShuffleEntriesPerHost",
+          limits.maxShuffleEntriesPerHost(), "per-map state added by " + reporter
+              + "'s reports is full; map " + mapId(event) + " of " + event.jobId()
+              + " not recorded");
+    }
+  }
+
+  private static int mapId(JobEvent event) {
+    return event instanceof JobEvent.MapOutputIndexed e ? e.mapId()
+        : ((JobEvent.MapCompleted) event).mapId();
+  }
+
+  private Job applyTo(Job job, JobEvent event, Set<String> touched, long nowUnixNanos) {
     job.reported(nowUnixNanos);
     if (event instanceof JobEvent.MapOutputIndexed e) {
       job.mapOutputIndexed(e.mapId(), toArray(e.partitionBytes()));
@@ -162,6 +273,12 @@ public final class JobRegistry {
       trimFinished();
     }
     running.remove(job.id());
+    for (Job.Reduce r : job.reduces()) {
+      removeReduceOn(r.host());
+    }
+    job.entriesBy().forEach((host, n) ->
+        entriesByHost.computeIfPresent(host, (h, held) -> held <= n ? null : held - n));
+    shuffleEntries.addAndGet(-job.release());
   }
 
   /** True for a job in the history that finished (reported or from YARN), not timed out. */
@@ -180,11 +297,14 @@ public final class JobRegistry {
     synchronized (shared) {
       held = pendingOutputs.remove(e.jobId());
       if (held != null) {
-        pendingOutputCount -= held.size();
+        long n = entries(held);
+        pendingEntries -= n;
+        shuffleEntries.addAndGet(-n);
       }
     }
     if (held != null) {
       held.forEach(job::mapOutputIndexed);
+      shuffleEntries.addAndGet(job.entries());
     }
     return job;
   }
@@ -197,16 +317,46 @@ public final class JobRegistry {
   }
 
   private void holdPendingLocked(JobEvent.MapOutputIndexed e) {
-    Map<Integer, long[]> maps = pendingOutputs.computeIfAbsent(e.jobId(), j -> new HashMap<>());
-    if (maps.putIfAbsent(e.mapId(), toArray(e.partitionBytes())) == null) {
-      pendingOutputCount++;
+    Map<Integer, long[]> held = pendingOutputs.get(e.jobId());
+    if (held != null && held.containsKey(e.mapId())) {
+      return;
     }
+    int size = e.partitionBytes().size();
+    if (shuffleEntries.get() + size > limits.maxShuffleEntries()) {
+      throw new LimitReachedException("jobs.maxShuffleEntries", limits.maxShuffleEntries(),
+          "per-map state of running jobs is full; map " + e.mapId() + " of " + e.jobId()
+              + " not held");
+    }
+    pendingOutputs.computeIfAbsent(e.jobId(), j -> new HashMap<>())
+        .put(e.mapId(), toArray(e.partitionBytes()));
+    pendingEntries += size;
+    shuffleEntries.addAndGet(size);
     Iterator<Map.Entry<String, Map<Integer, long[]>>> oldest =
         pendingOutputs.entrySet().iterator();
-    while (pendingOutputCount > MAX_PENDING_OUTPUTS && oldest.hasNext()) {
-      pendingOutputCount -= oldest.next().getValue().size();
+    long share = limits.maxShuffleEntries() / PENDING_SHARE_DIVISOR;
+    while (pendingEntries > share && oldest.hasNext()) {
+      long n = entries(oldest.next().getValue());
+      pendingEntries -= n;
+      shuffleEntries.addAndGet(-n);
       oldest.remove();
     }
+  }
+
+  private static long entries(Map<Integer, long[]> held) {
+    long n = 0;
+    for (long[] sizes : held.values()) {
+      n += sizes.length;
+    }
+    return n;
+  }
+
+  public JobLimits limits() {
+    return limits;
+  }
+
+  /** Entries held against jobs.maxShuffleEntries now. */
+  public long shuffleEntries() {
+    return shuffleEntries.get();
   }
 
   private static long[] toArray(List<Long> values) {
@@ -262,9 +412,22 @@ public final class JobRegistry {
     return job.flowStarted(reduce, now);
   }
 
-  public static boolean mapsServed(Job job, int reduceId, String host, List<Integer> mapIds,
+  /**
+   * Maps a lookup's flow carries are done (see {@link Job#mapsServed}); not learnt while
+   * jobs.maxShuffleEntries is full: the lookup is still answered, and the maps' own reports
+   * say the same later.
+   */
+  public boolean mapsServed(Job job, int reduceId, String host, List<Integer> mapIds,
       long bytes, long now) {
-    return job.mapsServed(reduceId, host, mapIds, bytes, now);
+    long adds = 2L * mapIds.size();
+    if (shuffleEntries.get() + adds > limits.maxShuffleEntries()
+        || shuffleEntriesOf(host) + adds > limits.maxShuffleEntriesPerHost()) {
+      return false;
+    }
+    int before = job.entries();
+    boolean learnt = job.mapsServed(reduceId, host, mapIds, bytes, now);
+    added(job, host, job.entries() - before);
+    return learnt;
   }
 
   public static boolean sawLookup(Job job, long bytes) {

@@ -39,6 +39,8 @@ public final class AchievedShare {
   /** Open episodes kept per host; the oldest is dropped beyond (their jobs never ended). */
   static final int MAX_OPEN_PER_HOST = 256;
   private static final double NANOS_PER_SECOND = 1e9;
+  /** Flow intervals kept per episode (see {@link #compact}). */
+  static final int MAX_INTERVALS = 1_024;
 
   /** Where a rate came from, for the planner's reasons. */
   public enum Source { HOST, ALL_HOSTS, PRIOR }
@@ -97,7 +99,52 @@ public final class AchievedShare {
       Episode e = episode(h, jobId);
       e.bytes += bytes;
       e.intervals.add(new long[] {startUnixNanos, finishUnixNanos});
+      if (e.intervals.size() > MAX_INTERVALS) {
+        compact(e.intervals);
+      }
     }
+  }
+
+  /**
+   * Keeps an episode's intervals bounded however many outcomes agents report: merges them into
+   * their union and, while that has over half of {@link #MAX_INTERVALS} pieces, bridges the
+   * shortest gaps. A bridged gap counts as busy, so the measured rate can only come out lower
+   * (planning for less than the link gave is the safe side); halving makes this O(log n) per
+   * flow, amortised.
+   */
+  static void compact(List<long[]> intervals) {
+    intervals.sort((a, b) -> Long.compare(a[0], b[0]));
+    List<long[]> union = new ArrayList<>();
+    for (long[] iv : intervals) {
+      long[] last = union.isEmpty() ? null : union.get(union.size() - 1);
+      if (last != null && iv[0] <= last[1]) {
+        last[1] = Math.max(last[1], iv[1]);
+      } else {
+        union.add(new long[] {iv[0], iv[1]});
+      }
+    }
+    int bridge = union.size() - MAX_INTERVALS / 2;
+    if (bridge > 0) {
+      long[] gaps = new long[union.size() - 1];
+      for (int i = 1; i < union.size(); i++) {
+        gaps[i - 1] = union.get(i)[0] - union.get(i - 1)[1];
+      }
+      long[] sorted = gaps.clone();
+      Arrays.sort(sorted);
+      long widest = sorted[bridge - 1];
+      List<long[]> bridged = new ArrayList<>();
+      for (int i = 0; i < union.size(); i++) {
+        if (i > 0 && bridge > 0 && gaps[i - 1] <= widest) {
+          bridged.get(bridged.size() - 1)[1] = union.get(i)[1];
+          bridge--;
+        } else {
+          bridged.add(union.get(i));
+        }
+      }
+      union = bridged;
+    }
+    intervals.clear();
+    intervals.addAll(union);
   }
 
   /**
@@ -182,6 +229,18 @@ public final class AchievedShare {
     samples.addLast(rate);
     if (samples.size() > SAMPLES_KEPT) {
       samples.removeFirst();
+    }
+  }
+
+  /** Flow intervals held for {@code jobId}'s open episode on {@code host}. */
+  int intervalsHeld(String host, String jobId) {
+    Host h = hosts.get(host);
+    if (h == null) {
+      return 0;
+    }
+    synchronized (h) {
+      Episode e = h.open.get(jobId);
+      return e == null ? 0 : e.intervals.size();
     }
   }
 

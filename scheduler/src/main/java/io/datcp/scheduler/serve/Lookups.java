@@ -18,6 +18,7 @@ import io.micrometer.core.instrument.Timer;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * Agents' side of serving: a flow's policy with its explanation ({@link #lookup}), and the
@@ -64,10 +65,11 @@ public final class Lookups {
         "must be a job id of 1-128 characters");
     require(reduceId >= 0, "reduceId", "must be >= 0");
     require(bytes >= 0, "bytes", "must be >= 0 (bytes)");
-    require(mapIds.size() <= 100_000 && mapIds.stream().allMatch(m -> m >= 0), "mapIds",
-        "must be at most 100000 map indexes >= 0");
+    require(mapIds.stream().allMatch(m -> m >= 0), "mapIds", "must be map indexes >= 0");
+    live.registry().limits().mapIds(mapIds, "mapIds");
     if (flow != null) {
       flow.validate("flow.");
+      live.registry().limits().mapIds(flow.mapIds(), "flow.mapIds");
       require(flow.jobId().equals(jobId) && flow.reduceId() == reduceId, "flow",
           "names job " + flow.jobId() + " reduce " + flow.reduceId() + ", not the lookup's");
     }
@@ -111,6 +113,25 @@ public final class Lookups {
     return gate::stop;
   }
 
+  /**
+   * Counts a switch-config stream of {@code host} against watch.maxStreamsPerHost (update
+   * streams count in {@link #watch}); run the handle when it ends.
+   */
+  public Runnable switchStream(String host) {
+    hub.openStream(host);
+    AtomicBoolean closed = new AtomicBoolean();
+    return () -> {
+      if (closed.compareAndSet(false, true)) {
+        hub.closeStream(host);
+      }
+    };
+  }
+
+  /** Interest units {@code agentHost} holds against lookups.maxInterestPerHost. */
+  public long interestOf(String agentHost) {
+    return hub.unitsOf(agentHost);
+  }
+
   /** Counts an update stream closed because its agent read too slowly. */
   public void slowWatcherClosed() {
     slowWatchersClosed.increment();
@@ -136,8 +157,8 @@ public final class Lookups {
         if (reduce != null && reduce.shuffling()) {
           hub.interested(agentHost, jobId, flow, bytes);
           boolean first = JobRegistry.flowStarted(job, reduce, now);
-          boolean learnt = JobRegistry.mapsServed(job, flow.reduceId(), agentHost, mapIds, bytes,
-              now);
+          boolean learnt = live.registry().mapsServed(job, flow.reduceId(), agentHost, mapIds,
+              bytes, now);
           if (JobRegistry.sawLookup(job, bytes) || first || learnt) {
             live.plan().publishDemands(job, null);
           }

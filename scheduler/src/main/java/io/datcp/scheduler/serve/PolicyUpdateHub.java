@@ -1,11 +1,14 @@
 package io.datcp.scheduler.serve;
 
+import io.datcp.scheduler.common.LimitReachedException;
 import io.datcp.scheduler.flows.FlowKey;
 import java.util.ArrayList;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Predicate;
 
 /**
@@ -19,6 +22,11 @@ import java.util.function.Predicate;
  * id) and may be read from any thread: re-plans of a host push updates of every job on it.
  * Updates are queued into the caller's {@link Outbox} under locks and delivered after they are
  * released. Subscriptions may come and go from any thread.
+ *
+ * <p>Bounded: the flows an agent host follows cost 1 each plus the map ids their keys name, at
+ * most lookups.maxInterestPerHost per host and lookups.maxInterest over all; a host keeps at
+ * most watch.maxStreamsPerHost streams. Beyond either a lookup or stream is refused with a
+ * {@link LimitReachedException}.
  */
 public final class PolicyUpdateHub {
   /** One flow an agent looked up: its reduce and, when named, its full identity. */
@@ -43,6 +51,25 @@ public final class PolicyUpdateHub {
   private final Map<String, Map<Integer, Map<String, Map<FlowRef, Long>>>> interest =
       new ConcurrentHashMap<>();
   private final Map<String, List<Sink>> watchers = new ConcurrentHashMap<>();
+  /** Interest units (1 per flow + 1 per map id of its key) per agent host, and over all. */
+  private final Map<String, Long> unitsByHost = new ConcurrentHashMap<>();
+  private final AtomicLong units = new AtomicLong();
+  private final long maxUnitsPerHost;
+  private final long maxUnits;
+  private final int maxStreamsPerHost;
+  /** Open update and switch-config streams per host. */
+  private final Map<String, Integer> streamsByHost = new ConcurrentHashMap<>();
+
+  /**
+   * @param maxUnitsPerHost lookups.maxInterestPerHost
+   * @param maxUnits lookups.maxInterest
+   * @param maxStreamsPerHost watch.maxStreamsPerHost
+   */
+  public PolicyUpdateHub(long maxUnitsPerHost, long maxUnits, int maxStreamsPerHost) {
+    this.maxUnitsPerHost = maxUnitsPerHost;
+    this.maxUnits = maxUnits;
+    this.maxStreamsPerHost = maxStreamsPerHost;
+  }
 
   /** An update waiting for delivery to one agent host. */
   public record Outbound(String agentHost, PolicyUpdate update) {}
@@ -94,21 +121,63 @@ public final class PolicyUpdateHub {
       }
     }
 
-    /** Stops the stream's updates. */
+    /** Stops the stream's updates; idempotent. */
     public void stop() {
       watchers.computeIfPresent(agentHost, (h, ws) -> {
-        ws.remove(this);
+        if (ws.remove(this)) {
+          closeStream(agentHost);
+        }
         return ws.isEmpty() ? null : ws;
       });
     }
   }
 
-  /** Remembers that {@code agentHost} asked about a flow of {@code bytes}. */
+  /**
+   * Remembers that {@code agentHost} asked about a flow of {@code bytes}; a flow it follows
+   * already only gets the new size. Caller holds the job's lock.
+   *
+   * @throws LimitReachedException beyond the host's or the overall bound; nothing changed
+   */
   public void interested(String agentHost, String jobId, FlowRef flow, long bytes) {
+    if (interestIn(agentHost, jobId, flow) == null) {
+      take(agentHost, units(flow));
+    }
     interest.computeIfAbsent(jobId, j -> new ConcurrentHashMap<>())
         .computeIfAbsent(flow.reduceId(), r -> new ConcurrentHashMap<>())
         .computeIfAbsent(agentHost, h -> new ConcurrentHashMap<>())
         .put(flow, bytes);
+  }
+
+  private static long units(FlowRef flow) {
+    return 1 + (flow.key() == null ? 0 : flow.key().mapIds().size());
+  }
+
+  private void take(String agentHost, long n) {
+    if (units.get() + n > maxUnits) {
+      throw new LimitReachedException("lookups.maxInterest", maxUnits,
+          "agents follow that many flows and map ids; no updates for this flow");
+    }
+    unitsByHost.compute(agentHost, (h, held) -> {
+      long now = held == null ? 0 : held;
+      if (now + n > maxUnitsPerHost) {
+        throw new LimitReachedException("lookups.maxInterestPerHost", maxUnitsPerHost,
+            agentHost + " follows that many flows and map ids; no updates for this flow");
+      }
+      return now + n;
+    });
+    units.addAndGet(n);
+  }
+
+  private void give(String agentHost, long n) {
+    if (n > 0) {
+      unitsByHost.computeIfPresent(agentHost, (h, held) -> held <= n ? null : held - n);
+      units.addAndGet(-n);
+    }
+  }
+
+  /** Interest units {@code agentHost} holds (1 per flow it follows + 1 per map id). */
+  public long unitsOf(String agentHost) {
+    return unitsByHost.getOrDefault(agentHost, 0L);
   }
 
   /** The size {@code agentHost} last asked about for a flow it still follows, else null. */
@@ -126,7 +195,19 @@ public final class PolicyUpdateHub {
     Map<Integer, Map<String, Map<FlowRef, Long>>> reduces = interest.get(jobId);
     Map<String, Map<FlowRef, Long>> hosts = reduces == null ? null : reduces.get(reduceId);
     Map<FlowRef, Long> flows = hosts == null ? null : hosts.get(agentHost);
-    if (flows != null && flows.keySet().removeIf(ended) && flows.isEmpty()) {
+    if (flows == null) {
+      return;
+    }
+    long freed = 0;
+    for (Iterator<FlowRef> i = flows.keySet().iterator(); i.hasNext(); ) {
+      FlowRef f = i.next();
+      if (ended.test(f)) {
+        i.remove();
+        freed += units(f);
+      }
+    }
+    give(agentHost, freed);
+    if (freed > 0 && flows.isEmpty()) {
       hosts.remove(agentHost);
       if (hosts.isEmpty()) {
         reduces.remove(reduceId);
@@ -179,9 +260,15 @@ public final class PolicyUpdateHub {
     if (reduces == null) {
       return;
     }
-    reduces.values().forEach(hosts -> hosts.forEach((host, flows) -> flows.keySet().forEach(
-        f -> queue(out, host, new PolicyUpdate(nowUnixNanos, new FlowPolicy(jobId, f.reduceId(),
-            0, 0, 0, 0, 0, null, null, "job finished", "", f.key()), true, false)))));
+    reduces.values().forEach(hosts -> hosts.forEach((host, flows) -> {
+      long freed = 0;
+      for (FlowRef f : flows.keySet()) {
+        freed += units(f);
+        queue(out, host, new PolicyUpdate(nowUnixNanos, new FlowPolicy(jobId, f.reduceId(),
+            0, 0, 0, 0, 0, null, null, "job finished", "", f.key()), true, false));
+      }
+      give(host, freed);
+    }));
   }
 
   /**
@@ -190,8 +277,30 @@ public final class PolicyUpdateHub {
    */
   public Gate watch(String agentHost, Sink sink, boolean closed) {
     Gate gate = new Gate(agentHost, sink, closed);
+    openStream(agentHost);
     watchers.computeIfAbsent(agentHost, h -> new CopyOnWriteArrayList<>()).add(gate);
     return gate;
+  }
+
+  /**
+   * Counts a stream {@code host} opens (policy updates or switch configs); {@link
+   * #closeStream} when it ends.
+   *
+   * @throws LimitReachedException at watch.maxStreamsPerHost
+   */
+  public void openStream(String host) {
+    streamsByHost.compute(host, (h, n) -> {
+      int open = n == null ? 0 : n;
+      if (open >= maxStreamsPerHost) {
+        throw new LimitReachedException("watch.maxStreamsPerHost", maxStreamsPerHost,
+            host + " has that many streams open");
+      }
+      return open + 1;
+    });
+  }
+
+  public void closeStream(String host) {
+    streamsByHost.computeIfPresent(host, (h, n) -> n <= 1 ? null : n - 1);
   }
 
   /** Number of open watch streams. */

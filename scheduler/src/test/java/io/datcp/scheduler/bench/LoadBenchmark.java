@@ -125,6 +125,20 @@ public final class LoadBenchmark implements Callable<Integer> {
           + " which depends far less on other load on the machine than latency does.")
   long serverPid;
 
+  @Option(names = "--hostile-seconds", defaultValue = "0",
+      description = "After the measured window, a second one of this many seconds while a"
+          + " hostile node (HostileClient, host evil, --hostile-token) sends the worst valid"
+          + " messages as fast as it can; prints both windows' p99 and their ratio. 0: none.")
+  int hostileSeconds;
+
+  @Option(names = "--hostile-token", defaultValue = "",
+      description = "Node token of host evil for the hostile node (--mint-node-token evil).")
+  String hostileToken;
+
+  @Option(names = "--hostile-loops", defaultValue = "2",
+      description = "Closed loops per kind of hostile call (reports, lookups, outcomes).")
+  int hostileLoops;
+
   /** Latency samples of one operation kind, nanoseconds; a fixed array so recording is cheap. */
   private static final class Samples {
     private final long[] nanos = new long[4_000_000];
@@ -160,9 +174,10 @@ public final class LoadBenchmark implements Callable<Integer> {
 
   private final AtomicBoolean measuring = new AtomicBoolean();
   private final AtomicBoolean running = new AtomicBoolean(true);
-  private final Samples reports = new Samples();
-  private final Samples outcomeReports = new Samples();
-  private final Samples lookups = new Samples();
+  // replaced for the hostile window; a call records where it was sent
+  private volatile Samples reports = new Samples();
+  private volatile Samples outcomeReports = new Samples();
+  private volatile Samples lookups = new Samples();
   private final AtomicLong events = new AtomicLong();
   private final AtomicLong updates = new AtomicLong();
   private final AtomicLong errors = new AtomicLong();
@@ -245,9 +260,105 @@ public final class LoadBenchmark implements Callable<Integer> {
     double secs = (System.nanoTime() - start) / 1e9;
     long cpuTicks = serverCpuTicks() - cpuBefore;
     long clientCpuTicks = cpuTicks("self") - clientCpuBefore;
+    if (hostileSeconds > 0) {
+      hostileWindow(uri, secs, eventsBefore, updatesBefore, cpuTicks, clientCpuTicks);
+    }
     running.set(false);
     stopped.await(60, TimeUnit.SECONDS);
     timer.shutdownNow();
+    if (hostileSeconds == 0) {
+      printWindow(secs, eventsBefore, updatesBefore, cpuTicks, clientCpuTicks);
+    }
+    factories.forEach(ClientFactory::close);
+    loops.shutdownGracefully(0, 0, TimeUnit.SECONDS);
+    if (rm != null) {
+      System.out.printf(Locale.ROOT, "fake RM          %d container lists served%n",
+          rm.containerRequests());
+      rm.close();
+    }
+    return 0;
+  }
+
+  /**
+   * The honest window just measured, then one as long while a hostile node attacks on a
+   * connection of its own; prints each window and the p99 ratio of the two.
+   */
+  private void hostileWindow(String uri, double honestSecs, long honestEvents,
+      long honestUpdates, long honestCpu, long honestClientCpu) throws Exception {
+    System.out.println("-- honest load alone (scheduler uptime " + serverUptime(-honestSecs)
+        + " to " + serverUptime(0) + " s)");
+    printWindow(honestSecs, honestEvents, honestUpdates, honestCpu, honestClientCpu);
+    long[][] alone = {reports.recorded(), outcomeReports.recorded(), lookups.recorded()};
+    reports = new Samples();
+    outcomeReports = new Samples();
+    lookups = new Samples();
+    ClientFactory own = ClientFactory.builder().build();
+    ClientFactory ownStreams = ClientFactory.builder().build();
+    HostileClient attacker = new HostileClient(uri, hostileToken, own, ownStreams,
+        hostileLoops);
+    long eventsBefore = events.get();
+    long updatesBefore = updates.get();
+    long cpuBefore = serverCpuTicks();
+    long clientCpuBefore = cpuTicks("self");
+    String from = serverUptime(0);
+    attacker.start();
+    measuring.set(true);
+    long start = System.nanoTime();
+    TimeUnit.SECONDS.sleep(hostileSeconds);
+    measuring.set(false);
+    double secs = (System.nanoTime() - start) / 1e9;
+    attacker.stop();
+    System.out.println("-- honest load with the attacker (scheduler uptime " + from + " to "
+        + serverUptime(0) + " s)");
+    System.out.println(attacker.summary(secs));
+    printWindow(secs, eventsBefore, updatesBefore, serverCpuTicks() - cpuBefore,
+        cpuTicks("self") - clientCpuBefore);
+    long[][] attacked = {reports.recorded(), outcomeReports.recorded(), lookups.recorded()};
+    System.out.printf(Locale.ROOT, "%n%-18s %14s %14s %8s%n", "honest p99", "alone ms",
+        "attacked ms", "ratio");
+    String[] kinds = {"shuffle reports", "outcome reports", "policy lookups"};
+    for (int k = 0; k < 3; k++) {
+      ratioRow(kinds[k], alone[k], attacked[k]);
+    }
+    ratioRow("all requests", concat(alone), concat(attacked));
+    own.close();
+    ownStreams.close();
+  }
+
+  private static long[] concat(long[][] parts) {
+    return java.util.stream.Stream.of(parts).flatMapToLong(Arrays::stream).toArray();
+  }
+
+  private static void ratioRow(String kind, long[] alone, long[] attacked) {
+    double a = p99(alone);
+    double b = p99(attacked);
+    System.out.printf(Locale.ROOT, "%-18s %14.2f %14.2f %7.2fx%n", kind, a, b,
+        a > 0 ? b / a : 0);
+  }
+
+  private static double p99(long[] samples) {
+    long[] sorted = samples.clone();
+    Arrays.sort(sorted);
+    return Samples.pct(sorted, 0.99);
+  }
+
+  /** The scheduler JVM's uptime {@code offsetSecs} from now, seconds (its GC log's clock). */
+  private String serverUptime(double offsetSecs) throws java.io.IOException {
+    if (serverPid <= 0) {
+      return "?";
+    }
+    String stat = java.nio.file.Files.readString(java.nio.file.Path.of("/proc/" + serverPid
+        + "/stat"));
+    String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+    // field 22 (starttime, clock ticks after boot) is f[19] after the command name
+    double started = Long.parseLong(f[19]) / 100.0;
+    double boot = Double.parseDouble(java.nio.file.Files.readString(
+        java.nio.file.Path.of("/proc/uptime")).split(" ")[0]);
+    return String.format(Locale.ROOT, "%.1f", boot - started + offsetSecs);
+  }
+
+  private void printWindow(double secs, long eventsBefore, long updatesBefore, long cpuTicks,
+      long clientCpuTicks) throws java.io.IOException {
     System.out.println("shuffle reports  " + reports.summary(secs));
     System.out.println("outcome reports  " + outcomeReports.summary(secs));
     System.out.println("policy lookups   " + lookups.summary(secs));
@@ -272,14 +383,6 @@ public final class LoadBenchmark implements Callable<Integer> {
     printCpu("benchmark CPU", clientCpuTicks, requests, secs);
     System.out.printf(Locale.ROOT, "load average     %s%n", java.nio.file.Files.readString(
         java.nio.file.Path.of("/proc/loadavg")).trim());
-    factories.forEach(ClientFactory::close);
-    loops.shutdownGracefully(0, 0, TimeUnit.SECONDS);
-    if (rm != null) {
-      System.out.printf(Locale.ROOT, "fake RM          %d container lists served%n",
-          rm.containerRequests());
-      rm.close();
-    }
-    return 0;
   }
 
   private static void printCpu(String what, long ticks, long requests, double secs) {
@@ -533,6 +636,8 @@ public final class LoadBenchmark implements Callable<Integer> {
   }
 
   public static void main(String[] args) {
-    System.exit(new CommandLine(new LoadBenchmark()).execute(args));
+    // later options win, so run-hostile.sh's defaults can be overridden on its command line
+    System.exit(new CommandLine(new LoadBenchmark()).setOverwrittenOptionsAllowed(true)
+        .execute(args));
   }
 }

@@ -111,6 +111,39 @@ class SchedulerConfTest {
   }
 
   @Test
+  void theBoundsOnWhatPeersMayMakeTheSchedulerHoldAreCheckedAtStartUp() {
+    Map<String, String[]> ranges = Map.ofEntries(
+        Map.entry("jobs.maxRunning", new String[] {"1", "1000000"}),
+        Map.entry("jobs.maxMaps", new String[] {"1", "10000000"}),
+        Map.entry("jobs.maxReduces", new String[] {"1", "100000"}),
+        Map.entry("jobs.maxReducesPerHost", new String[] {"1", "1000000"}),
+        Map.entry("jobs.maxShuffleEntries", new String[] {"1000", "1000000000"}),
+        Map.entry("jobs.maxShuffleEntriesPerHost", new String[] {"1000", "1000000000"}),
+        Map.entry("flows.maxMapIds", new String[] {"1", "100000"}),
+        Map.entry("flows.retainTotal", new String[] {"1", "100000000"}),
+        Map.entry("lookups.maxInterestPerHost", new String[] {"1", "100000000"}),
+        Map.entry("lookups.maxInterest", new String[] {"1", "1000000000"}),
+        Map.entry("watch.maxStreamsPerHost", new String[] {"1", "1000"}),
+        Map.entry("reports.maxReportersPerHost", new String[] {"1", "100000"}));
+    ranges.forEach((key, range) -> {
+      long min = Long.parseLong(range[0]);
+      long max = Long.parseLong(range[1]);
+      SchedulerConf.Key<?> k = SchedulerConf.keys().stream()
+          .filter(x -> x.name().equals(key)).findFirst().orElseThrow();
+      assertThat((Object) SchedulerConf.fromMap(Map.of(key, range[0])).get(k))
+          .isEqualTo((int) min);
+      assertThat((Object) SchedulerConf.fromMap(Map.of(key, range[1])).get(k))
+          .isEqualTo((int) max);
+      for (String bad : new String[] {Long.toString(min - 1), Long.toString(max + 1), "many"}) {
+        assertThatThrownBy(() -> SchedulerConf.fromMap(Map.of(key, bad)))
+            .as(key + "=" + bad).isInstanceOf(ConfigException.class)
+            .hasMessageContaining("'" + key + "'")
+            .hasMessageContaining("[" + min + ", " + max + "]");
+      }
+    });
+  }
+
+  @Test
   void theExampleFileListsEveryKeyWithItsDefault() throws Exception {
     Path example = Path.of("scheduler.properties.example");
     Properties props = new Properties();

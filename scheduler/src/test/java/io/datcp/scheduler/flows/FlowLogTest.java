@@ -19,7 +19,7 @@ class FlowLogTest {
 
   @Test
   void concurrentAddsForManyJobsKeepExactCounts() throws Exception {
-    FlowLog log = new FlowLog(100);
+    FlowLog log = new FlowLog(100, 200_000);
     ExecutorService pool = Executors.newFixedThreadPool(4);
     try {
       List<Future<?>> done = new ArrayList<>();
@@ -47,7 +47,7 @@ class FlowLogTest {
 
   @Test
   void aSecondOutcomeOfOneFlowReplacesTheFirstAndForgetKeepsTheOverallCounts() {
-    FlowLog log = new FlowLog(10);
+    FlowLog log = new FlowLog(10, 200_000);
     FlowKey key = new FlowKey("j", 0, "m1", List.of(3), "10.0.0.1", 1, "10.0.0.2", 2, 0);
     log.add(outcome("j", 1, false, key));
     log.add(outcome("j", 2, true, key));

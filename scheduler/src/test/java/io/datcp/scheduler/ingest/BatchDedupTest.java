@@ -9,36 +9,36 @@ class BatchDedupTest {
 
   @Test
   void aBatchIsNewOnceInAnyOrder() {
-    BatchDedup d = new BatchDedup(IDLE);
-    assertThat(d.firstTime("r", 2, 0)).isTrue();
-    assertThat(d.firstTime("r", 1, 0)).isTrue();
-    assertThat(d.firstTime("r", 2, 0)).isFalse();
-    assertThat(d.firstTime("r", 1, 0)).isFalse();
-    assertThat(d.firstTime("r", 5, 0)).isTrue();
-    assertThat(d.firstTime("r", 5, 0)).isFalse();
-    assertThat(d.firstTime("r", 3, 0)).isTrue();
-    assertThat(d.firstTime("other", 1, 0)).isTrue();
+    BatchDedup d = new BatchDedup(IDLE, 1024);
+    assertThat(d.firstTime("h", "r", 2, 0)).isTrue();
+    assertThat(d.firstTime("h", "r", 1, 0)).isTrue();
+    assertThat(d.firstTime("h", "r", 2, 0)).isFalse();
+    assertThat(d.firstTime("h", "r", 1, 0)).isFalse();
+    assertThat(d.firstTime("h", "r", 5, 0)).isTrue();
+    assertThat(d.firstTime("h", "r", 5, 0)).isFalse();
+    assertThat(d.firstTime("h", "r", 3, 0)).isTrue();
+    assertThat(d.firstTime("h", "other", 1, 0)).isTrue();
   }
 
   @Test
   void farAheadIdsSlideTheWindowAndOlderIdsCountAsSeen() {
-    BatchDedup d = new BatchDedup(IDLE);
-    assertThat(d.firstTime("r", 1, 0)).isTrue();
+    BatchDedup d = new BatchDedup(IDLE, 1024);
+    assertThat(d.firstTime("h", "r", 1, 0)).isTrue();
     long far = 10 * BatchDedup.WINDOW;
-    assertThat(d.firstTime("r", far, 0)).isTrue();
-    assertThat(d.firstTime("r", far, 0)).isFalse();
-    assertThat(d.firstTime("r", far - 1, 0)).isTrue();
-    assertThat(d.firstTime("r", 2, 0)).isFalse();
+    assertThat(d.firstTime("h", "r", far, 0)).isTrue();
+    assertThat(d.firstTime("h", "r", far, 0)).isFalse();
+    assertThat(d.firstTime("h", "r", far - 1, 0)).isTrue();
+    assertThat(d.firstTime("h", "r", 2, 0)).isFalse();
   }
 
   @Test
   void idleReportersAreForgotten() {
-    BatchDedup d = new BatchDedup(IDLE);
-    d.firstTime("old", 1, 0);
-    d.firstTime("new", 1, IDLE);
+    BatchDedup d = new BatchDedup(IDLE, 1024);
+    d.firstTime("h", "old", 1, 0);
+    d.firstTime("h", "new", 1, IDLE);
     assertThat(d.size()).isEqualTo(2);
-    d.firstTime("new", 2, IDLE + 1);
+    d.firstTime("h", "new", 2, IDLE + 1);
     assertThat(d.size()).isEqualTo(1);
-    assertThat(d.firstTime("old", 1, IDLE + 2)).isTrue();
+    assertThat(d.firstTime("h", "old", 1, IDLE + 2)).isTrue();
   }
 }

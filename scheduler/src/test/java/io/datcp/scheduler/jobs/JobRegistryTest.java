@@ -11,12 +11,16 @@ import org.junit.jupiter.api.Test;
 
 /** The per-host index of shuffling jobs (issue 9 item 7) and which hosts events re-plan. */
 class JobRegistryTest {
+  /** The defaults of the jobs.* and flows.maxMapIds keys. */
+  private static final JobLimits LIMITS = new JobLimits(10_000, 100_000, 10_000, 1_000,
+      2_000_000, 500_000, 1_000);
+
   private static final long T = 1_700_000_000_000_000_000L;
   private static final JobConf CONF = new JobConf("q", "u", "n", JobPriority.NORMAL);
 
   @Test
   void aJobWithTwoReducesOnOneHostIsIndexedOnceAndLeavesWhenItFinishes() {
-    JobRegistry r = new JobRegistry(10, true);
+    JobRegistry r = new JobRegistry(10, true, LIMITS);
     r.apply(new JobEvent.ReduceStarted(T, "j", 0, "node1", 2, 2, CONF, 0), new HashSet<>(), T);
     r.apply(new JobEvent.ReduceStarted(T, "j", 1, "node1", 2, 2, CONF, 0), new HashSet<>(), T);
 
@@ -28,7 +32,7 @@ class JobRegistryTest {
 
   @Test
   void theJobStaysIndexedUntilItsLastReduceOnTheHostFinishesItsShuffle() {
-    JobRegistry r = new JobRegistry(10, true);
+    JobRegistry r = new JobRegistry(10, true, LIMITS);
     r.apply(new JobEvent.ReduceStarted(T, "j", 0, "node1", 2, 2, CONF, 0), new HashSet<>(), T);
     r.apply(new JobEvent.ReduceStarted(T, "j", 1, "node1", 2, 2, CONF, 0), new HashSet<>(), T);
 
@@ -40,7 +44,7 @@ class JobRegistryTest {
 
   @Test
   void mapOutputsIndexedBeforeAnyReduceStartedAreKeptForTheJob() {
-    JobRegistry r = new JobRegistry(10, true);
+    JobRegistry r = new JobRegistry(10, true, LIMITS);
     r.apply(new JobEvent.MapOutputIndexed(T, "j", 0, "m0", List.of(7L, 9L)), new HashSet<>(), T);
     Job job = r.apply(new JobEvent.ReduceStarted(T, "j", 1, "node1", 2, 2, CONF, 0),
         new HashSet<>(), T);
@@ -50,7 +54,7 @@ class JobRegistryTest {
 
   @Test
   void aReduceStartedAfterTheJobEndedStartsNoNewJobButOneAfterAnIdleTimeoutDoes() {
-    JobRegistry r = new JobRegistry(10, true);
+    JobRegistry r = new JobRegistry(10, true, LIMITS);
     r.apply(new JobEvent.ReduceStarted(T, "ended", 0, "node1", 1, 2, CONF, 0), new HashSet<>(),
         T);
     r.apply(new JobEvent.JobFinished(T + 1, "ended", true), new HashSet<>(), T + 1);
@@ -74,7 +78,7 @@ class JobRegistryTest {
 
   @Test
   void onlyTheFirstReportOfAMapReplansEveryHostOfTheJob() {
-    JobRegistry r = new JobRegistry(10, true);
+    JobRegistry r = new JobRegistry(10, true, LIMITS);
     for (int reduce = 0; reduce < 3; reduce++) {
       r.apply(new JobEvent.ReduceStarted(T, "j", reduce, "node" + reduce, 2, 3, CONF, 0),
           new HashSet<>(), T);
@@ -97,7 +101,7 @@ class JobRegistryTest {
 
   @Test
   void jobsDroppedFromTheHistoryAreDrainedOnce() {
-    JobRegistry r = new JobRegistry(1, true);
+    JobRegistry r = new JobRegistry(1, true, LIMITS);
     for (String job : List.of("j1", "j2", "j3")) {
       r.apply(new JobEvent.ReduceStarted(T, job, 0, "node1", 1, 1, CONF, 0), new HashSet<>(), T);
       r.apply(new JobEvent.JobFinished(T + 1, job, true), new HashSet<>(), T + 1);

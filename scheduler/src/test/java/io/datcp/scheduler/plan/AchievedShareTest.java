@@ -146,4 +146,22 @@ class AchievedShareTest {
         new long[] {8, 12}, new long[] {9, 11}))).isEqualTo(3 + 7);
     assertThat(AchievedShare.lowestTenth(new ArrayDeque<>(List.of(3.0, 1.0, 2.0)))).isEqualTo(1.0);
   }
+
+  @Test
+  void aFloodOfOutcomesKeepsAnEpisodeBoundedAndStillMeasuresIt() {
+    // 5,000 flows of 5 KB, 1 ms each, 1 ms apart: 25 MB in 5 s busy over 10 s; any agent may
+    // report outcomes of a running job's reduce, as many as it likes
+    for (int i = 0; i < 5_000; i++) {
+      long start = T0 + 2L * i * S / 1000;
+      share.flowEnded("r1", "jobB", 5_000, start, start + S / 1000);
+      assertThat(share.intervalsHeld("r1", "jobB")).isLessThanOrEqualTo(
+          AchievedShare.MAX_INTERVALS);
+    }
+    share.jobEnded("r1", "jobB");
+
+    // gaps bridged to stay bounded count as busy: the rate is between 25 MB over 10 s and 5 s
+    double rate = share.usable("r1").bitsPerSecond();
+    assertThat(rate).isBetween(20_000_000.0, 40_000_000.0);
+    assertThat(share.usable("r1").source()).isEqualTo(Source.HOST);
+  }
 }

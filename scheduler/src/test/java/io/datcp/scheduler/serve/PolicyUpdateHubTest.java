@@ -17,7 +17,7 @@ class PolicyUpdateHubTest {
 
   @Test
   void liveUpdatesWaitBehindTheSnapshotThenFollowInOrder() {
-    PolicyUpdateHub hub = new PolicyUpdateHub();
+    PolicyUpdateHub hub = new PolicyUpdateHub(20_000, 1_000_000, 8);
     List<PolicyUpdate> got = new ArrayList<>();
     PolicyUpdateHub.Gate gate = hub.watch("m1", got::add, true);
     PolicyUpdateHub.Outbox live = new PolicyUpdateHub.Outbox();
@@ -37,7 +37,7 @@ class PolicyUpdateHubTest {
 
   @Test
   void aStoppedStreamGetsNothingMore() {
-    PolicyUpdateHub hub = new PolicyUpdateHub();
+    PolicyUpdateHub hub = new PolicyUpdateHub(20_000, 1_000_000, 8);
     List<PolicyUpdate> got = new ArrayList<>();
     PolicyUpdateHub.Gate gate = hub.watch("m1", got::add, false);
     PolicyUpdateHub.Outbox out = new PolicyUpdateHub.Outbox();
@@ -56,7 +56,7 @@ class PolicyUpdateHubTest {
 
   @Test
   void interestIsKeptPerReduceSoARePlanOfOneHostReadsOnlyItsFlows() {
-    PolicyUpdateHub hub = new PolicyUpdateHub();
+    PolicyUpdateHub hub = new PolicyUpdateHub(20_000, 1_000_000, 8);
     PolicyUpdateHub.FlowRef toReduce0 = new PolicyUpdateHub.FlowRef(0, null);
     PolicyUpdateHub.FlowRef toReduce1 = new PolicyUpdateHub.FlowRef(1, null);
     hub.interested("m1", "j", toReduce0, 10);

@@ -9,7 +9,9 @@ import io.datcp.proto.v1.ReportAck;
 import io.datcp.proto.v1.SwitchConfig;
 import io.datcp.proto.v1.SwitchConfigRequest;
 import io.datcp.proto.v1.WatchRequest;
+import io.datcp.scheduler.auth.NodeAuthInterceptor;
 import io.datcp.scheduler.common.InvalidFieldException;
+import io.datcp.scheduler.common.LimitReachedException;
 import io.datcp.scheduler.flows.FlowOutcome;
 import io.datcp.scheduler.flows.FlowKey;
 import io.datcp.scheduler.ingest.Ack;
@@ -92,6 +94,9 @@ public final class FlowPolicyGrpcService extends FlowPolicyServiceGrpc.FlowPolic
     } catch (NotPermittedException e) {
       out.onError(Status.PERMISSION_DENIED.withDescription(e.getMessage()).asRuntimeException());
       return;
+    } catch (LimitReachedException e) {
+      out.onError(Status.RESOURCE_EXHAUSTED.withDescription(e.getMessage()).asRuntimeException());
+      return;
     }
     call.setOnCancelHandler(() -> stop.get().run());
   }
@@ -113,14 +118,28 @@ public final class FlowPolicyGrpcService extends FlowPolicyServiceGrpc.FlowPolic
     ServerCallStreamObserver<SwitchConfig> call = (ServerCallStreamObserver<SwitchConfig>) out;
     // Each message is the whole configuration, so a slow reader only needs the newest.
     BoundedStream<SwitchConfig> stream = new BoundedStream<>(call, 1, true, () -> {});
+    // Counted per node credential; without one (development) there is no host to count by.
+    String host = NodeAuthInterceptor.HOST.get();
+    Runnable counted = () -> {};
     Runnable stop;
     try {
+      if (host != null) {
+        counted = lookups.switchStream(host);
+      }
       stop = switches.watch(request.getSwitchName(),
           c -> stream.send(ProtoMapping.switchConfig(c)));
     } catch (InvalidFieldException e) {
+      counted.run();
       out.onError(Status.INVALID_ARGUMENT.withDescription(e.getMessage()).asRuntimeException());
       return;
+    } catch (LimitReachedException e) {
+      out.onError(Status.RESOURCE_EXHAUSTED.withDescription(e.getMessage()).asRuntimeException());
+      return;
     }
-    call.setOnCancelHandler(stop);
+    Runnable uncount = counted;
+    call.setOnCancelHandler(() -> {
+      stop.run();
+      uncount.run();
+    });
   }
 }

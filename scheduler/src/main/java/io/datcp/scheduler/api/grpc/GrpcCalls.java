@@ -3,6 +3,7 @@ package io.datcp.scheduler.api.grpc;
 import io.datcp.scheduler.ingest.Caller;
 import io.datcp.scheduler.auth.NodeAuthInterceptor;
 import io.datcp.scheduler.common.InvalidFieldException;
+import io.datcp.scheduler.common.LimitReachedException;
 import io.datcp.scheduler.ingest.NotPermittedException;
 import io.datcp.scheduler.ingest.RateLimitedException;
 import io.grpc.Status;
@@ -36,7 +37,8 @@ final class GrpcCalls {
     T result;
     try {
       result = call.get();
-    } catch (InvalidFieldException | NotPermittedException | RateLimitedException e) {
+    } catch (InvalidFieldException | NotPermittedException | RateLimitedException
+        | LimitReachedException e) {
       out.onError(status(e));
       return;
     }
@@ -52,7 +54,8 @@ final class GrpcCalls {
     CompletableFuture<T> answer;
     try {
       answer = call.get();
-    } catch (InvalidFieldException | NotPermittedException | RateLimitedException e) {
+    } catch (InvalidFieldException | NotPermittedException | RateLimitedException
+        | LimitReachedException e) {
       out.onError(status(e));
       return;
     }
@@ -65,8 +68,8 @@ final class GrpcCalls {
       Throwable cause = failure instanceof CompletionException && failure.getCause() != null
           ? failure.getCause() : failure;
       out.onError(cause instanceof InvalidFieldException || cause instanceof NotPermittedException
-          || cause instanceof RateLimitedException ? status((RuntimeException) cause)
-          : Status.fromThrowable(cause).asRuntimeException());
+          || cause instanceof RateLimitedException || cause instanceof LimitReachedException
+          ? status((RuntimeException) cause) : Status.fromThrowable(cause).asRuntimeException());
     });
   }
 

@@ -61,8 +61,10 @@ final class ProtoMapping {
       }
       case MAP_OUTPUT_INDEXED: {
         var m = e.getMapOutputIndexed();
+        // the parsed message's own list (immutable, backed by a long[]): a boxed copy of up to
+        // jobs.maxReduces sizes per event was most of what a flood of indexes allocated
         return new JobEvent.MapOutputIndexed(t, m.getJobId(), m.getMapId(), m.getHost(),
-            List.copyOf(m.getPartitionBytesList()));
+            m.getPartitionBytesList());
       }
       case CONTAINERS_RUNNING: {
         var c = e.getContainersRunning();
@@ -78,8 +80,11 @@ final class ProtoMapping {
         .setDuplicate(ack.duplicate());
     for (Refused r : ack.refused()) {
       b.addRefused(RefusedEvent.newBuilder().setIndex(r.index()).setMessage(r.message())
-          .setCode((r.reason() == Refused.Reason.INVALID ? Status.INVALID_ARGUMENT
-              : Status.PERMISSION_DENIED).getCode().value()));
+          .setCode((switch (r.reason()) {
+            case INVALID -> Status.INVALID_ARGUMENT;
+            case NOT_PERMITTED -> Status.PERMISSION_DENIED;
+            case LIMIT -> Status.RESOURCE_EXHAUSTED;
+          }).getCode().value()));
     }
     return b.build();
   }

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Hostile-load benchmark (issue 18 item 5): the load benchmark's honest traffic of 10,000 hosts
+# (LoadBenchmark, at a set job rate) against the packaged scheduler, run with -Xmx1g; after its
+# measured window a second one of --hostile-seconds (60 by default) while HostileClient, a node
+# with a valid token of its own (host evil), sends the worst valid messages as fast as it can.
+# Prints both windows, the honest p99 of each call kind with/without the attacker and the ratio,
+# and the scheduler's heap from its GC log: the most used before a collection (what the heap
+# peaked at) and the most left after one (what it held), over each window.
+# Build first: mvn -q package -pl proto,scheduler -am -DskipTests   (from the repository root)
+# Extra arguments go to the benchmark; defaults: --hosts 10000 --jobs-per-second 20 --seconds 30
+# --hostile-seconds 60. SCHEDULER_JAVA_OPTS / BENCH_JAVA_OPTS add JVM options; GRPC_PORT and
+# HTTP_PORT override the ports (19090, 18080); KEEP_LOGS=DIR keeps the scheduler's GC log and log
+# there; SCHEDULER_JAR=path runs that scheduler jar instead (an older one: the same attack
+# before the bounds), the clients still from this tree. The honest hosts send no node tokens, so the
+# scheduler runs with auth.nodes.required=false and jobs.attributesFrom=reports; the attacker's
+# calls carry its token and are checked as in production.
+set -euo pipefail
+here="$(cd "$(dirname "$0")/.." && pwd)"
+jar="$here/target/scheduler.jar"
+classes="$here/target/test-classes"
+[[ -f "$jar" && -d "$classes" ]] || { echo "build first: mvn package -pl proto,scheduler -am" >&2; exit 1; }
+grpc_port="${GRPC_PORT:-19090}"
+http_port="${HTTP_PORT:-18080}"
+pid=""
+data="$(mktemp -d)"
+cleanup() {
+  if [[ -n "$pid" ]]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
+  if [[ -n "${KEEP_LOGS:-}" ]]; then
+    mkdir -p "$KEEP_LOGS" && cp "$data/gc.log" "$data/scheduler.log" "$KEEP_LOGS/" || true
+  fi
+  rm -rf "$data"
+}
+trap cleanup EXIT
+
+printf 'auth.nodes.required=false\njobs.attributesFrom=reports\n' > "$data/scheduler.properties"
+server_jar="${SCHEDULER_JAR:-$jar}"
+token="$(java -jar "$server_jar" --data-dir "$data" --mint-node-token evil)"
+# shellcheck disable=SC2086
+java -Xmx1g -Xlog:gc:file="$data/gc.log":uptime ${SCHEDULER_JAVA_OPTS:-} -jar "$server_jar" \
+  --data-dir "$data" --grpc-port "$grpc_port" --http-port "$http_port" \
+  --config "$data/scheduler.properties" > "$data/scheduler.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 60); do
+  curl -fs "http://127.0.0.1:$http_port/healthz" >/dev/null 2>&1 && break
+  sleep 1
+done
+echo "== scheduler ($server_jar), -Xmx1g, pid $pid"
+out="$data/bench.out"
+# shellcheck disable=SC2086
+java -Xmx2g ${BENCH_JAVA_OPTS:-} -cp "$jar:$classes" io.datcp.scheduler.bench.LoadBenchmark \
+  --target "127.0.0.1:$grpc_port" --server-pid "$pid" --hosts 10000 --jobs-per-second 20 \
+  --seconds 30 --hostile-seconds 60 --hostile-token "$token" "$@" | grep -v ' INFO ' | tee "$out"
+
+# refusals over the whole run: the attacker's are counted by HostileClient above; any more
+# were the honest hosts' (the defaults must refuse none of theirs)
+echo
+curl -fs "http://127.0.0.1:$http_port/metrics" | grep -E '^datcp_report_(events_refused|rejected)_total' \
+  | sed 's/^/scheduler: /' || true
+
+# heap over a window of scheduler uptime [from, to]: max used before and after a pause, MB
+heap() {
+  sed -n 's/^\[\([0-9.]*\)s\].* \([0-9]*\)M->\([0-9]*\)M(\([0-9]*\)M).*/\1 \2 \3 \4/p' "$data/gc.log" \
+    | awk -v from="$1" -v to="$2" '
+      $1 + 0 >= from && $1 + 0 <= to {
+        if ($2 + 0 > before) before = $2 + 0
+        if ($3 + 0 > after) after = $3 + 0
+        if ($4 + 0 > committed) committed = $4 + 0
+        n++
+      }
+      END { f = "%5d MB peak used (before a collection), %5d MB most held after one, %5d MB"
+            f = f " committed, %d collections\n"
+            printf f, before, after, committed, n }'
+}
+window() {  # window LABEL: the uptimes the benchmark printed for that window
+  sed -n "s/^-- $1 (scheduler uptime \([0-9.]*\) to \([0-9.]*\) s)$/\1 \2/p" "$out"
+}
+echo
+read -r a0 a1 < <(window "honest load alone")
+read -r b0 b1 < <(window "honest load with the attacker")
+echo "scheduler heap, honest load alone     ($a0-$a1 s): $(heap "$a0" "$a1")"
+echo "scheduler heap, with the attacker     ($b0-$b1 s): $(heap "$b0" "$b1")"
+echo "scheduler heap, whole run                       : $(heap 0 1e9)"
+if grep -q OutOfMemoryError "$data/scheduler.log"; then
+  echo "scheduler: OutOfMemoryError (see its log)"
+fi
+echo "full collections: $(grep -c "Pause Full" "$data/gc.log" || true)"
