@@ -1,17 +1,29 @@
 package io.datcp.agent;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
+import io.datcp.agent.kernel.FlowMeta;
+import io.datcp.agent.kernel.KernelEvent;
 import io.datcp.agent.testing.AgentClient;
 import io.datcp.agent.testing.OtherUser;
 import io.datcp.agent.testing.TestAgents;
 import io.datcp.proto.v1.FlowEnd;
 import io.datcp.proto.v1.FlowEndReason;
+import io.datcp.proto.v1.FlowOrder;
 import io.datcp.proto.v1.FlowRegistered;
+import io.datcp.proto.v1.FlowRegistration;
+import io.datcp.proto.v1.OrdersRequest;
+import io.grpc.stub.StreamObserver;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
 import java.util.Map;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -114,6 +126,78 @@ class PeerCheckTest {
     // its own flow it may end
     assertThat(users.run(OtherUser.NOBODY, "register-end", sock(), JOB, "1", "41004"))
         .isEqualTo("ok true");
+  }
+
+  @Test
+  void aFlowKeepsItsOwnerAcrossAnAgentRestart() throws Exception {
+    Map<String, String> s = Map.of("local.socketMode", "0666", "local.nodeManagerUser",
+        "nobody");
+    start(s);
+    String owner = users.run(OtherUser.NOBODY, "register", sock(), JOB, "1", "41010");
+    assertThat(owner).startsWith("ok ");
+    agent.close(); // hands the flow table to the next start
+    agent = null;
+    start(s);
+    assertThat(agent.registry().liveFlows()).isEqualTo(1);
+
+    assertThat(users.run(OtherUser.NOBODY, "end", sock(), owner.substring(3)))
+        .startsWith("PERMISSION_DENIED");
+    assertThat(agent.registry().liveFlows()).isEqualTo(1);
+  }
+
+  @Test
+  void anotherProcessOfTheSameUserCannotTakeTheShuffleServicesOrders() throws Exception {
+    start(Map.of("local.socketMode", "0666", "local.nodeManagerUser", "nobody"));
+    try (AgentClient nm = new AgentClient(dir.resolve("agent.sock"))) {
+      FlowRegistration reg = TestAgents.registration(JOB, 3, 41009).setSubscriberId("nm/1")
+          .build();
+      FlowRegistered r = nm.blocking().registerFlow(reg);
+      BlockingQueue<Object> nmGot = new LinkedBlockingQueue<>();
+      nm.async().orders(OrdersRequest.newBuilder().setSubscriberId("nm/1").build(),
+          new StreamObserver<FlowOrder>() {
+            @Override
+            public void onNext(FlowOrder o) {
+              nmGot.add(o);
+            }
+
+            @Override
+            public void onError(Throwable t) {
+              nmGot.add(t);
+            }
+
+            @Override
+            public void onCompleted() {
+              nmGot.add("completed");
+            }
+          });
+      await().atMost(Duration.ofSeconds(10)).until(() -> subscribers() == 1);
+
+      // a task of the NodeManager's user subscribes with the service's subscriber id
+      CompletableFuture<String> thief = CompletableFuture.supplyAsync(() -> run(
+          OtherUser.NOBODY, "subscribe", sock(), "nm/1", "5000"));
+      // it is subscribed: beside the service, or in its place (the service's stream ended)
+      await().atMost(Duration.ofSeconds(60)).until(() -> subscribers() == 2
+          || !nmGot.isEmpty());
+      agent.registry().onKernelEvent(new KernelEvent(TestAgents.tuple(reg),
+          KernelEvent.Type.QUENCH, r.getEpoch(), 0, false, 2.0, FlowMeta.Quench.SUSPEND));
+
+      Object got = nmGot.poll(10, TimeUnit.SECONDS);
+      assertThat(got).isInstanceOf(FlowOrder.class);
+      assertThat(((FlowOrder) got).getFlowId()).isEqualTo(r.getFlowId());
+      assertThat(thief.get(120, TimeUnit.SECONDS)).isEqualTo("ok open");
+    }
+  }
+
+  private double subscribers() {
+    return agent.meters().find("datcp.agent.orders.subscribers").gauge().value();
+  }
+
+  private static String run(int uid, String... command) {
+    try {
+      return users.run(uid, command);
+    } catch (Exception e) {
+      throw new IllegalStateException(e);
+    }
   }
 
   @Test

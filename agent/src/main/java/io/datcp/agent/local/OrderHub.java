@@ -4,6 +4,7 @@ import io.datcp.proto.v1.FlowAction;
 import io.datcp.proto.v1.FlowOrder;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -25,6 +26,8 @@ final class OrderHub {
     this.meters = meters;
     undelivered = Counter.builder("datcp.agent.orders.undelivered")
         .description("orders whose flow's subscriber was not subscribed").register(meters);
+    Gauge.builder("datcp.agent.orders.subscribers", subscribers, Map::size)
+        .description("Orders streams open").register(meters);
   }
 
   /** A new subscriber replaces the previous one of the same id. */
