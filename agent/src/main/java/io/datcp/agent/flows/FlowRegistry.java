@@ -387,7 +387,7 @@ public final class FlowRegistry {
     String why = e.resumeReason() == KernelEvent.ResumeReason.QUIET
         ? "resumed by the kernel: no congestion towards the destination"
         : "resumed by the kernel: quench timeout";
-    listener.order(f.id, f.registration.getSubscriberId(), FlowAction.FLOW_ACTION_RESUME, why);
+    listener.order(f.id, f.owner, f.registration.getSubscriberId(), FlowAction.FLOW_ACTION_RESUME, why);
   }
 
   /** DATCP Algorithm 2: the kernel found the flow cannot meet its deadline. */
@@ -396,7 +396,7 @@ public final class FlowRegistry {
         e.precedence());
     if (e.quenched() == FlowMeta.Quench.KILL && !f.killed) {
       f.killed = true;
-      listener.order(f.id, f.registration.getSubscriberId(), FlowAction.FLOW_ACTION_KILL, why);
+      listener.order(f.id, f.owner, f.registration.getSubscriberId(), FlowAction.FLOW_ACTION_KILL, why);
       resumeYielded(f); // a killed flow leaves the link: nobody waits for it
     } else if (e.quenched() == FlowMeta.Quench.SUSPEND && !f.suspended && !f.killed) {
       f.suspended = true;
@@ -408,7 +408,7 @@ public final class FlowRegistry {
           f.yieldedTo.add(o);
         }
       }
-      listener.order(f.id, f.registration.getSubscriberId(), FlowAction.FLOW_ACTION_SUSPEND,
+      listener.order(f.id, f.owner, f.registration.getSubscriberId(), FlowAction.FLOW_ACTION_SUSPEND,
           why);
     }
   }
@@ -451,7 +451,7 @@ public final class FlowRegistry {
           kernelOutage.down(e.getMessage());
         }
       }
-      listener.order(s.id, s.registration.getSubscriberId(), FlowAction.FLOW_ACTION_RESUME,
+      listener.order(s.id, s.owner, s.registration.getSubscriberId(), FlowAction.FLOW_ACTION_RESUME,
           "resumed: " + why);
     }
   }

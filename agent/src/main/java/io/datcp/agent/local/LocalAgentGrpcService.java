@@ -204,7 +204,8 @@ final class LocalAgentGrpcService extends LocalAgentServiceGrpc.LocalAgentServic
           .withDescription("subscriber_id: must be 1 to 256 characters").asRuntimeException());
       return;
     }
-    orders.subscribe(req.getSubscriberId(), (ServerCallStreamObserver<FlowOrder>) out);
+    orders.subscribe(PeerCheck.CALLER.get(), req.getSubscriberId(),
+        (ServerCallStreamObserver<FlowOrder>) out);
   }
 
   @Override

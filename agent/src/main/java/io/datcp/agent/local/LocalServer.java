@@ -2,6 +2,7 @@ package io.datcp.agent.local;
 
 import io.datcp.agent.flows.FlowListener;
 import io.datcp.agent.flows.FlowRegistry;
+import io.datcp.agent.flows.Owner;
 import io.datcp.proto.v1.FlowAction;
 import io.datcp.proto.v1.FlowOutcome;
 import io.datcp.proto.v1.ShuffleEvent;
@@ -66,9 +67,13 @@ public final class LocalServer implements AutoCloseable {
       this.hub = hub;
     }
 
-    /** To subscriber, or to every subscriber when it is empty (owner unknown). */
-    public void send(long flowId, String subscriber, FlowAction action, String reason) {
-      hub.send(flowId, subscriber, action, reason);
+    /**
+     * To owner's subscription subscriber, or to every subscription of owner when subscriber is
+     * empty (registered without one).
+     */
+    public void send(long flowId, Owner owner, String subscriber, FlowAction action,
+        String reason) {
+      hub.send(flowId, owner, subscriber, action, reason);
     }
 
     public int subscribers() {
@@ -172,8 +177,9 @@ public final class LocalServer implements AutoCloseable {
   public static FlowListener listener(OrderSink orders, Consumer<FlowOutcome> outcomeSink) {
     return new FlowListener() {
       @Override
-      public void order(long flowId, String subscriber, FlowAction action, String reason) {
-        orders.send(flowId, subscriber, action, reason);
+      public void order(long flowId, Owner owner, String subscriber, FlowAction action,
+          String reason) {
+        orders.send(flowId, owner, subscriber, action, reason);
       }
 
       @Override
