@@ -31,7 +31,9 @@ import java.util.function.Function;
  * LocalAgentService on a Unix domain socket (Netty epoll), and beside it the events socket
  * ({@link EventsServer}: ShuffleReports without gRPC, for reduce tasks). Calls run on the
  * sockets' event loop: every handler only touches memory and one bpf() map update, so a thread
- * hand-off would cost more than it saves.
+ * hand-off would cost more than it saves. Both sockets check the connecting process
+ * (SO_PEERCRED) against a {@link PeerRule}; the file's group and mode are the first fence, not
+ * the only one.
  */
 public final class LocalServer implements AutoCloseable {
   /** Largest request: a registration is small; a Forward batch holds up to 1000 events. */
