@@ -8,12 +8,14 @@
 # The host's cgroup v2 root, bind-mounted at /run/datcp/cgroup2, is where it attaches sockops
 # (Docker's own cgroup namespace hides it). Its log goes to /tmp/datcp-agent.log; it listens
 # on /run/datcp/agent.sock (gRPC: the NodeManager's shuffle service) and /run/datcp/events.sock
-# (the reduce tasks' reports). Reduce tasks are the NodeManager's children in this container, so
-# both sockets are theirs to reach (same group and mode).
+# (the reduce tasks' reports), mode 0660, group hadoop. The NodeManager and its tasks run as
+# root in this container, and root is always allowed (local.nodeManagerUser stays empty: root
+# only); any other user here is refused by the file mode and by the agent's SO_PEERCRED check.
 set -euo pipefail
 jar=/opt/datcp/agent/datcp-agent.jar
 [ -f "$jar" ] || { echo "node: DATCP_SHUFFLE=datcp needs the agent ($jar) in the image" >&2; exit 2; }
 mkdir -p /etc/datcp /run/datcp /var/lib/datcp-agent
+getent group hadoop >/dev/null || groupadd --system hadoop
 token=${DATCP_TOKEN_DIR:-/data/node-tokens}/$(hostname)
 if [ -n "${DATCP_SCHEDULER:-}" ]; then
 	for _ in $(seq 60); do [ -s "$token" ] && break; sleep 1; done
@@ -24,7 +26,8 @@ agent.role=host
 agent.host=$(hostname)
 local.socketPath=/run/datcp/agent.sock
 local.eventsSocketPath=/run/datcp/events.sock
-local.socketMode=0666
+local.socketGroup=hadoop
+local.socketMode=0660
 kernel.library=/opt/datcp/kmod/libdatcp.so
 scheduler.target=${DATCP_SCHEDULER:-}
 scheduler.tokenFile=$([ -s "$token" ] && echo "$token")

@@ -8,6 +8,7 @@ import io.datcp.agent.kernel.DatcpKernel;
 import io.datcp.agent.kernel.Kernel;
 import io.datcp.agent.kernel.KernelException;
 import io.datcp.agent.local.LocalServer;
+import io.datcp.agent.local.PeerRule;
 import io.datcp.agent.metrics.MetricsServer;
 import io.datcp.agent.scheduler.SchedulerClient;
 import io.datcp.agent.switches.DatcpSwitchDriver;
@@ -102,6 +103,7 @@ public final class AgentServer implements AutoCloseable {
   }
 
   private void startHost() throws IOException {
+    PeerRule peers = PeerRule.nodeManager(conf.nodeManagerUid()); // an unknown user stops here
     kernel = loadKernel();
     orders = LocalServer.orderSink(meters);
     Consumer<FlowOutcome> outcomes = scheduler != null ? scheduler::report : o -> {};
@@ -156,7 +158,10 @@ public final class AgentServer implements AutoCloseable {
     });
     sweeper.scheduleWithFixedDelay(this::sweep, SWEEP_MS, SWEEP_MS, TimeUnit.MILLISECONDS);
     local = LocalServer.start(Path.of(conf.get(AgentConf.SOCKET_PATH)),
-        Path.of(conf.eventsSocketPath()), conf.get(AgentConf.SOCKET_GROUP), conf.get(AgentConf.SOCKET_MODE), registry, orders,
+        Path.of(conf.eventsSocketPath()), conf.get(AgentConf.SOCKET_GROUP),
+        conf.get(AgentConf.SOCKET_MODE), peers,
+        conf.get(AgentConf.EVENTS_SOCKET_PEERS) == AgentConf.EventsPeers.ANY ? PeerRule.ANYONE
+            : peers, registry, orders,
         scheduler != null ? scheduler::forward : events -> 0);
     if (scheduler != null) {
       scheduler.watch(registry::applyPolicy);

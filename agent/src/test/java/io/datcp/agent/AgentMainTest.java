@@ -33,6 +33,29 @@ class AgentMainTest {
   }
 
   @Test
+  void aNodeManagerUserTheHostDoesNotKnowStopsStartUpWithExitCode2(@TempDir Path dir)
+      throws Exception {
+    Path conf = dir.resolve("agent.properties");
+    Files.writeString(conf, "local.nodeManagerUser=datcp-no-such-user\nkernel.enabled=false\n"
+        + "scheduler.target=\nmetrics.port=-1\nlocal.socketPath=" + dir.resolve("a.sock")
+        + "\nstate.dir=" + dir.resolve("state") + "\n");
+    ByteArrayOutputStream err = new ByteArrayOutputStream();
+    PrintStream old = System.err;
+    System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+    int code;
+    try {
+      code = new CommandLine(new AgentMain()).execute("--config", conf.toString());
+    } finally {
+      System.setErr(old);
+    }
+    assertThat(code).isEqualTo(AgentMain.EXIT_CONFIG);
+    assertThat(err.toString(StandardCharsets.UTF_8)).contains(
+        "bad value 'datcp-no-such-user' for configuration key 'local.nodeManagerUser';"
+            + " accepted: empty (root only), a user name or a numeric uid known to this host");
+    assertThat(Files.exists(dir.resolve("a.sock"))).isFalse();
+  }
+
+  @Test
   void aMissingConfigFileIsAConfigError(@TempDir Path dir) {
     assertThat(new CommandLine(new AgentMain()).execute("--config",
         dir.resolve("absent.properties").toString())).isEqualTo(AgentMain.EXIT_CONFIG);

@@ -13,6 +13,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.OptionalInt;
 import java.util.Properties;
 import java.util.TreeSet;
 import java.util.function.Function;
@@ -113,6 +114,38 @@ public final class AgentConf {
   public static final Key<String> SOCKET_MODE = register(new Key<>("local.socketMode", "0660",
       Function.identity(), v -> v.matches("0?[0-7]{3}"), "an octal mode such as 0660",
       "Permissions of the socket file; the NodeManager's user needs write access."));
+
+  public static final Key<String> NODE_MANAGER_USER = register(new Key<>(
+      "local.nodeManagerUser", "", Function.identity(),
+      v -> v.isEmpty() || v.matches("[0-9]{1,10}") && Long.parseLong(v) < 0xFFFFFFFFL
+          || v.matches("[A-Za-z_][A-Za-z0-9_.-]{0,31}"),
+      "empty (root only), a user name or a numeric uid",
+      "The NodeManager's user: besides root, the only user whose processes may call on"
+          + " local.socketPath (register and end flows, follow orders, forward reports),"
+          + " checked per connection with SO_PEERCRED; a name is looked up at start."));
+
+  /** Who may report on the events socket. */
+  public enum EventsPeers {
+    /** Root and local.nodeManagerUser: reduce tasks run as the NodeManager's user. */
+    NODEMANAGER,
+    /** Every process the socket file's group and mode let connect. */
+    ANY
+  }
+
+  public static final Key<EventsPeers> EVENTS_SOCKET_PEERS = register(new Key<>(
+      "local.eventsSocketPeers", EventsPeers.NODEMANAGER,
+      s -> EventsPeers.valueOf(s.toUpperCase(Locale.ROOT)),
+      v -> true, "nodemanager|any",
+      "Who may report on the events socket: nodemanager (root and local.nodeManagerUser; reduce"
+          + " tasks run as the NodeManager's user, DefaultContainerExecutor) or any (whoever"
+          + " the socket's group and mode let in; LinuxContainerExecutor runs tasks as the"
+          + " job's user)."));
+
+  public static final Key<Integer> MAX_FLOWS_PER_PEER = register(new Key<>(
+      "local.maxFlowsPerPeer", 30_000, Integer::parseInt, v -> v > 0 && v <= 65_536,
+      "an integer in 1..65536 (flows)",
+      "Most live flows of one local process (SO_PEERCRED pid); beyond it RESOURCE_EXHAUSTED,"
+          + " so that one process cannot fill the flow table (local.maxLiveFlows)."));
 
   public static final Key<Double> REGISTER_RATE = register(new Key<>(
       "local.registerRatePerSecond", 200_000.0, Double::parseDouble, v -> v > 0,
@@ -357,6 +390,28 @@ public final class AgentConf {
     String set = get(EVENTS_SOCKET_PATH);
     return set.isEmpty() ? Path.of(get(SOCKET_PATH)).resolveSibling("events.sock").toString()
         : set;
+  }
+
+  /**
+   * The uid of local.nodeManagerUser, a name looked up in the host's user database; empty when
+   * unset (root only).
+   *
+   * @throws ConfigException for a user the host does not know
+   */
+  public OptionalInt nodeManagerUid() {
+    String user = get(NODE_MANAGER_USER);
+    if (user.isEmpty()) {
+      return OptionalInt.empty();
+    }
+    if (user.matches("[0-9]+")) {
+      return OptionalInt.of(Integer.parseUnsignedInt(user));
+    }
+    OptionalInt uid = PosixUsers.uid(user);
+    if (uid.isEmpty()) {
+      throw new ConfigException(NODE_MANAGER_USER.name(), user, NODE_MANAGER_USER.accepted()
+          + " known to this host (no user '" + user + "')");
+    }
+    return uid;
   }
 
   /** sun_path holds 108 bytes with the terminating NUL. */

@@ -17,6 +17,8 @@ final class Flow {
   final FlowTuple tuple;
   final int epoch;
   final FlowRegistration registration;
+  /** The process that registered it: the only one that may end it. */
+  final Owner owner;
   final long startUnixNanos;
   final long startMonoNanos;
 
@@ -37,12 +39,13 @@ final class Flow {
   /** Flows this one yielded to when it was suspended (DATCP Algorithm 2). */
   final Set<Flow> yieldedTo = ConcurrentHashMap.newKeySet();
 
-  Flow(long id, FlowTuple tuple, int epoch, FlowRegistration registration, long startUnixNanos,
-      long startMonoNanos, FlowPolicy policy) {
+  Flow(long id, FlowTuple tuple, int epoch, FlowRegistration registration, Owner owner,
+      long startUnixNanos, long startMonoNanos, FlowPolicy policy) {
     this.id = id;
     this.tuple = tuple;
     this.epoch = epoch;
     this.registration = registration;
+    this.owner = owner;
     this.startUnixNanos = startUnixNanos;
     this.startMonoNanos = startMonoNanos;
     this.policy = policy;

@@ -41,21 +41,21 @@ import java.util.logging.Logger;
  * (flow ids stay unique across a crash even when compaction dropped the highest), records from
  * byte {@link #FIRST}. Record: int length
  * (of what follows), long flow id, int epoch, long start (wall clock, ns), long start
- * (CLOCK_MONOTONIC, ns), the registration (protobuf). The length is written last, after a 0
+ * (CLOCK_MONOTONIC, ns), the owner's uid and pid (ints), the registration (protobuf). The length is written last, after a 0
  * (end mark) behind the record, so a record torn by the crash reads as the end.
  */
 final class FlowJournal implements AutoCloseable {
   private static final Logger LOG = Logger.getLogger(FlowJournal.class.getName());
-  private static final int MAGIC = 0x44414a31; // "DAJ1"
+  private static final int MAGIC = 0x44414a32; // "DAJ2": records carry the owner
   private static final int FIRST = 24;
-  private static final int FIXED = 8 + 4 + 8 + 8;
+  private static final int FIXED = 8 + 4 + 8 + 8 + 4 + 4;
   private static final String NAME = "flows.journal.";
 
   /** What a journal holds: its registrations, oldest first, and the highest flow id used. */
   record Contents(List<Entry> entries, long maxId) {}
 
   /** One journaled registration. */
-  record Entry(long id, int epoch, long startUnixNanos, long startMonoNanos,
+  record Entry(long id, int epoch, long startUnixNanos, long startMonoNanos, Owner owner,
       FlowRegistration registration) {
     FlowTuple tuple() {
       return FlowTuple.of(registration.getSourceAddress(), registration.getSourcePort(),
@@ -124,7 +124,7 @@ final class FlowJournal implements AutoCloseable {
             break;
           }
           entries.add(new Entry(b.getLong(p + 4), b.getInt(p + 12), b.getLong(p + 16),
-              b.getLong(p + 24), r));
+              b.getLong(p + 24), new Owner(b.getInt(p + 32), b.getInt(p + 36)), r));
           maxId = Math.max(maxId, b.getLong(p + 4));
           p += 4 + len;
         }
@@ -214,6 +214,8 @@ final class FlowJournal implements AutoCloseable {
     b.putInt(p + 12, f.epoch);
     b.putLong(p + 16, f.startUnixNanos);
     b.putLong(p + 24, f.startMonoNanos);
+    b.putInt(p + 32, f.owner.uid());
+    b.putInt(p + 36, f.owner.pid());
     b.put(p + 4 + FIXED, reg);
     b.putInt(p + 4 + len, 0); // end mark, then the length: a torn record reads as the end
     b.putInt(p, len);

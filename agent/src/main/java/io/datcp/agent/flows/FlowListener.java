@@ -8,9 +8,10 @@ public interface FlowListener {
   /**
    * An order for the shuffle service about one of its flows.
    *
+   * @param owner the process that registered the flow: only its subscriptions get the order
    * @param subscriber the registering service's subscriber id; empty = unknown
    */
-  void order(long flowId, String subscriber, FlowAction action, String reason);
+  void order(long flowId, Owner owner, String subscriber, FlowAction action, String reason);
 
   /** How a flow ended. */
   void outcome(FlowOutcome outcome);

@@ -62,6 +62,7 @@ public final class FlowRegistry {
   private final String hostName;
   private final TokenBucket registerRate;
   private final int maxLiveFlows;
+  private final int maxFlowsPerOwner;
   private final long maxFlowBytes;
   private final int maxMaps;
   private final long finishTimeoutNanos;
@@ -72,6 +73,8 @@ public final class FlowRegistry {
   private final ConcurrentHashMap<FlowTuple, Connection> connections = new ConcurrentHashMap<>();
   private final ConcurrentHashMap<Long, Flow> flows = new ConcurrentHashMap<>();
   private final AtomicInteger liveCount = new AtomicInteger();
+  /** Live flows per owner (local.maxFlowsPerPeer); an owner without flows has no entry. */
+  private final ConcurrentHashMap<Owner, Integer> liveByOwner = new ConcurrentHashMap<>();
   /** Flows suspended and neither resumed nor forgotten. */
   private final AtomicInteger suspendedCount = new AtomicInteger();
   private final AtomicLong nextId = new AtomicLong(1);
@@ -100,6 +103,7 @@ public final class FlowRegistry {
     registerRate = new TokenBucket(conf.get(AgentConf.REGISTER_RATE),
         conf.get(AgentConf.REGISTER_BURST), System::nanoTime);
     maxLiveFlows = conf.get(AgentConf.MAX_LIVE_FLOWS);
+    maxFlowsPerOwner = conf.get(AgentConf.MAX_FLOWS_PER_PEER);
     maxFlowBytes = conf.get(AgentConf.MAX_FLOW_BYTES);
     maxMaps = conf.get(AgentConf.MAX_MAPS_PER_FLOW);
     finishTimeoutNanos = conf.get(AgentConf.FINISH_TIMEOUT_MS) * 1_000_000L;
@@ -130,12 +134,17 @@ public final class FlowRegistry {
 
   // ---- RegisterFlow ----
 
+  /** Registers a flow of the agent's own process (tests, benches): see the owner's overload. */
+  public FlowRegistered register(FlowRegistration r) throws Rejected {
+    return register(r, Owner.IN_PROCESS);
+  }
+
   /**
-   * Registers one flow and writes it into the kernel. Never waits for the scheduler.
+   * Registers one flow of owner and writes it into the kernel. Never waits for the scheduler.
    *
    * @throws Rejected with nothing changed
    */
-  public FlowRegistered register(FlowRegistration r) throws Rejected {
+  public FlowRegistered register(FlowRegistration r, Owner owner) throws Rejected {
     if (!registerRate.tryAcquire()) {
       rateLimited.increment();
       throw new Rejected(Rejected.Reason.RESOURCE_EXHAUSTED,
@@ -146,6 +155,12 @@ public final class FlowRegistry {
       full.increment();
       throw new Rejected(Rejected.Reason.RESOURCE_EXHAUSTED, "agent tracks " + maxLiveFlows
           + " flows already (local.maxLiveFlows); end flows first");
+    }
+    if (liveByOwner.getOrDefault(owner, 0) >= maxFlowsPerOwner) {
+      full.increment();
+      throw new Rejected(Rejected.Reason.RESOURCE_EXHAUSTED, "the registering process (" + owner
+          + ") has " + maxFlowsPerOwner + " live flows already (local.maxFlowsPerPeer); end"
+          + " flows first");
     }
     long nowUnix = unixNanos(Instant.now());
     long nowMono = kernel.nowNs();
@@ -167,15 +182,15 @@ public final class FlowRegistry {
               + " is owned by live flow " + cur.id + " of " + cur.registration.getJobId());
         }
         int epoch = c.nextEpoch();
-        flow = new Flow(nextId.getAndIncrement(), tuple, epoch, r, nowUnix, nowMono, policy);
+        flow = new Flow(nextId.getAndIncrement(), tuple, epoch, r, owner, nowUnix, nowMono,
+            policy);
         flow.meta = write(tuple, translator.meta(policy, r.getBytes(), epoch, nowMono, nowMono,
             nowUnix));
         superseded = cur != null && flows.containsKey(cur.id) ? cur : null;
         c.lastEpoch = epoch;
         c.current = flow;
         c.lastUsedMonoNanos = nowMono;
-        flows.put(flow.id, flow);
-        liveCount.incrementAndGet();
+        track(flow);
         FlowJournal j = journal;
         if (j != null) {
           j.append(flow); // after the put: a compaction that misses the flow sees it live
@@ -264,8 +279,24 @@ public final class FlowRegistry {
   // ---- EndFlow ----
 
   /**
-   * The plugin finished (or abandoned) the response. Returns false for a flow the agent does
-   * not track.
+   * EndFlow of a local process: as {@link #end(long, FlowEndReason)}, for a flow that caller
+   * registered.
+   *
+   * @throws Rejected PERMISSION_DENIED when caller is not the process that registered it
+   */
+  public boolean end(long flowId, FlowEndReason reason, Owner caller) throws Rejected {
+    Flow f = flows.get(flowId);
+    if (f != null && !f.owner.equals(caller)) {
+      throw new Rejected(Rejected.Reason.PERMISSION_DENIED, "flow " + flowId + " was"
+          + " registered by another process (" + f.owner + "); the caller (" + caller
+          + ") may end only the flows it registered");
+    }
+    return end(flowId, reason);
+  }
+
+  /**
+   * The response was finished (or abandoned), whoever registered it (the agent's own call;
+   * tests, benches). Returns false for a flow the agent does not track.
    */
   public boolean end(long flowId, FlowEndReason reason) {
     Flow f = flows.get(flowId);
@@ -356,7 +387,7 @@ public final class FlowRegistry {
     String why = e.resumeReason() == KernelEvent.ResumeReason.QUIET
         ? "resumed by the kernel: no congestion towards the destination"
         : "resumed by the kernel: quench timeout";
-    listener.order(f.id, f.registration.getSubscriberId(), FlowAction.FLOW_ACTION_RESUME, why);
+    listener.order(f.id, f.owner, f.registration.getSubscriberId(), FlowAction.FLOW_ACTION_RESUME, why);
   }
 
   /** DATCP Algorithm 2: the kernel found the flow cannot meet its deadline. */
@@ -365,7 +396,7 @@ public final class FlowRegistry {
         e.precedence());
     if (e.quenched() == FlowMeta.Quench.KILL && !f.killed) {
       f.killed = true;
-      listener.order(f.id, f.registration.getSubscriberId(), FlowAction.FLOW_ACTION_KILL, why);
+      listener.order(f.id, f.owner, f.registration.getSubscriberId(), FlowAction.FLOW_ACTION_KILL, why);
       resumeYielded(f); // a killed flow leaves the link: nobody waits for it
     } else if (e.quenched() == FlowMeta.Quench.SUSPEND && !f.suspended && !f.killed) {
       f.suspended = true;
@@ -377,7 +408,7 @@ public final class FlowRegistry {
           f.yieldedTo.add(o);
         }
       }
-      listener.order(f.id, f.registration.getSubscriberId(), FlowAction.FLOW_ACTION_SUSPEND,
+      listener.order(f.id, f.owner, f.registration.getSubscriberId(), FlowAction.FLOW_ACTION_SUSPEND,
           why);
     }
   }
@@ -420,7 +451,7 @@ public final class FlowRegistry {
           kernelOutage.down(e.getMessage());
         }
       }
-      listener.order(s.id, s.registration.getSubscriberId(), FlowAction.FLOW_ACTION_RESUME,
+      listener.order(s.id, s.owner, s.registration.getSubscriberId(), FlowAction.FLOW_ACTION_RESUME,
           "resumed: " + why);
     }
   }
@@ -512,9 +543,17 @@ public final class FlowRegistry {
     }
   }
 
+  /** Counts f as live (its owner's count too); caller holds f's connection. */
+  private void track(Flow f) {
+    flows.put(f.id, f);
+    liveCount.incrementAndGet();
+    liveByOwner.merge(f.owner, 1, Integer::sum);
+  }
+
   private void forget(Flow f) {
     if (flows.remove(f.id) != null) {
       liveCount.decrementAndGet();
+      liveByOwner.computeIfPresent(f.owner, (o, n) -> n == 1 ? null : n - 1);
     }
     f.ended = true;
     if (f.suspended) {
@@ -595,7 +634,7 @@ public final class FlowRegistry {
         cs.add(new Snapshot.ConnState(c.tuple, c.lastEpoch));
         Flow f = c.current;
         if (f != null && flows.containsKey(f.id)) {
-          fs.add(new Snapshot.FlowState(f.id, f.epoch, f.registration, f.policy,
+          fs.add(new Snapshot.FlowState(f.id, f.epoch, f.registration, f.owner, f.policy,
               f.startUnixNanos, f.startMonoNanos, f.ended, f.finished, f.meta != null));
         }
       }
@@ -624,8 +663,8 @@ public final class FlowRegistry {
       if (fs.inKernel() && (m == null || m.epoch() != fs.epoch())) {
         continue;
       }
-      Flow f = new Flow(fs.id(), t, fs.epoch(), r, fs.startUnixNanos(), fs.startMonoNanos(),
-          fs.policy());
+      Flow f = new Flow(fs.id(), t, fs.epoch(), r, fs.owner(), fs.startUnixNanos(),
+          fs.startMonoNanos(), fs.policy());
       f.meta = fs.inKernel() ? m : null;
       f.ended = fs.ended();
       f.endedMonoNanos = now;
@@ -634,8 +673,7 @@ public final class FlowRegistry {
       synchronized (c) {
         c.current = f;
         c.lastEpoch = Math.max(c.lastEpoch, fs.epoch());
-        flows.put(f.id, f);
-        liveCount.incrementAndGet();
+        track(f);
       }
       adopted++;
     }
@@ -676,11 +714,11 @@ public final class FlowRegistry {
             .setReason("recovered from the flow journal: the previous agent stopped without"
                 + " handing its flows over")
             .build();
-        Flow f = new Flow(e.id(), t, e.epoch(), r, e.startUnixNanos(), e.startMonoNanos(), p);
+        Flow f = new Flow(e.id(), t, e.epoch(), r, e.owner(), e.startUnixNanos(),
+            e.startMonoNanos(), p);
         f.meta = m;
         c.current = f;
-        flows.put(f.id, f);
-        liveCount.incrementAndGet();
+        track(f);
         adopted++;
       }
     }

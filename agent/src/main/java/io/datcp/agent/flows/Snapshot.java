@@ -21,11 +21,11 @@ import java.util.List;
  * version, then flows (registration and policy as protobuf) and connections' epoch counters.
  */
 public record Snapshot(long nextFlowId, List<FlowState> flows, List<ConnState> connections) {
-  private static final int MAGIC = 0x44415431; // "DAT1"
+  private static final int MAGIC = 0x44415432; // "DAT2": flows carry their owner
 
   /** One tracked flow. */
-  public record FlowState(long id, int epoch, FlowRegistration registration, FlowPolicy policy,
-      long startUnixNanos, long startMonoNanos, boolean ended, boolean finished,
+  public record FlowState(long id, int epoch, FlowRegistration registration, Owner owner,
+      FlowPolicy policy, long startUnixNanos, long startMonoNanos, boolean ended, boolean finished,
       boolean inKernel) {}
 
   /** One connection's epoch counter. */
@@ -43,6 +43,8 @@ public record Snapshot(long nextFlowId, List<FlowState> flows, List<ConnState> c
         out.writeLong(f.id());
         out.writeInt(f.epoch());
         f.registration().writeDelimitedTo(out);
+        out.writeInt(f.owner().uid());
+        out.writeInt(f.owner().pid());
         f.policy().writeDelimitedTo(out);
         out.writeLong(f.startUnixNanos());
         out.writeLong(f.startMonoNanos());
@@ -79,8 +81,9 @@ public record Snapshot(long nextFlowId, List<FlowState> flows, List<ConnState> c
         long id = in.readLong();
         int epoch = in.readInt();
         FlowRegistration r = FlowRegistration.parseDelimitedFrom(in);
+        Owner o = new Owner(in.readInt(), in.readInt());
         FlowPolicy p = FlowPolicy.parseDelimitedFrom(in);
-        flows.add(new FlowState(id, epoch, r, p, in.readLong(), in.readLong(),
+        flows.add(new FlowState(id, epoch, r, o, p, in.readLong(), in.readLong(),
             in.readBoolean(), in.readBoolean(), in.readBoolean()));
       }
       int m = in.readInt();

@@ -2,6 +2,7 @@ package io.datcp.agent.local;
 
 import com.google.protobuf.CodedInputStream;
 import com.google.protobuf.InvalidProtocolBufferException;
+import io.datcp.agent.flows.Owner;
 import io.datcp.proto.v1.ReportAck;
 import io.datcp.proto.v1.ShuffleReport;
 import io.micrometer.core.instrument.Counter;
@@ -15,9 +16,11 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.SimpleChannelInboundHandler;
+import io.netty.channel.epoll.EpollDomainSocketChannel;
 import io.netty.channel.epoll.EpollServerDomainSocketChannel;
 import io.netty.channel.unix.DomainSocketAddress;
 import io.netty.channel.unix.DomainSocketChannel;
+import io.netty.channel.unix.PeerCredentials;
 import io.netty.handler.codec.ByteToMessageDecoder;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -86,6 +89,9 @@ final class EventsServer implements AutoCloseable {
   private final Channel server;
   private final ReportIntake reports;
   private final Limits limits;
+  private final PeerRule peers;
+  private final Counter refusedPeers;
+  private final AtomicBoolean refusedPeerLogged = new AtomicBoolean();
   private final AtomicInteger open = new AtomicInteger();
   private final AtomicLong buffered = new AtomicLong();
   private final Map<Reason, Counter> closed = new EnumMap<>(Reason.class);
@@ -93,10 +99,13 @@ final class EventsServer implements AutoCloseable {
   private final AtomicBoolean unexpectedLogged = new AtomicBoolean();
 
   private EventsServer(Path socket, EventLoopGroup boss, EventLoopGroup workers,
-      ReportIntake reports, MeterRegistry meters, Limits limits) {
+      ReportIntake reports, MeterRegistry meters, Limits limits, PeerRule peers,
+      Counter refusedPeers) {
     this.socket = socket;
     this.reports = reports;
     this.limits = limits;
+    this.peers = peers;
+    this.refusedPeers = refusedPeers;
     for (Reason r : Reason.values()) {
       closed.put(r, Counter.builder("datcp.agent.events.closed").tag("reason", r.tag())
           .description("events-socket connections the agent closed").register(meters));
@@ -115,10 +124,17 @@ final class EventsServer implements AutoCloseable {
         .bind(new DomainSocketAddress(socket.toString())).syncUninterruptibly().channel();
   }
 
-  /** Binds the socket (the caller has removed a stale one and sets its group and mode). */
+  /**
+   * Binds the socket (the caller has removed a stale one and sets its group and mode).
+   *
+   * @param peers who may connect (SO_PEERCRED); others are closed at once, counted in
+   *     refusedPeers
+   */
   static EventsServer start(Path socket, EventLoopGroup boss, EventLoopGroup workers,
-      ReportIntake reports, MeterRegistry meters, Limits limits) {
-    return new EventsServer(socket, boss, workers, reports, meters, limits);
+      ReportIntake reports, MeterRegistry meters, Limits limits, PeerRule peers,
+      Counter refusedPeers) {
+    return new EventsServer(socket, boss, workers, reports, meters, limits, peers,
+        refusedPeers);
   }
 
   Path socket() {
@@ -126,6 +142,23 @@ final class EventsServer implements AutoCloseable {
   }
 
   private void accept(DomainSocketChannel ch) {
+    String refusal;
+    try {
+      PeerCredentials c = ((EpollDomainSocketChannel) ch).peerCredentials();
+      refusal = peers.refusal(new Owner(c.uid(), c.pid()));
+    } catch (IOException e) {
+      refusal = "the connecting process's credentials (SO_PEERCRED) could not be read";
+    }
+    if (refusal != null) {
+      refusedPeers.increment();
+      if (refusedPeerLogged.compareAndSet(false, true)) {
+        LOG.log(Level.WARNING, "events socket {0}: closed a connection: {1} (or"
+            + " local.eventsSocketPeers=any; further ones are only counted:"
+            + " datcp_agent_local_refused_total)", new Object[] {socket, refusal});
+      }
+      ch.close();
+      return;
+    }
     if (open.incrementAndGet() > limits.maxConnections()) {
       open.decrementAndGet();
       refused(Reason.TOO_MANY_CONNECTIONS, "more than " + limits.maxConnections()

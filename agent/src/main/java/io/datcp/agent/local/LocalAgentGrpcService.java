@@ -1,6 +1,7 @@
 package io.datcp.agent.local;
 
 import io.datcp.agent.flows.FlowRegistry;
+import io.datcp.agent.flows.Owner;
 import io.datcp.agent.flows.Rejected;
 import io.datcp.proto.v1.FlowEnd;
 import io.datcp.proto.v1.FlowEnded;
@@ -55,7 +56,7 @@ final class LocalAgentGrpcService extends LocalAgentServiceGrpc.LocalAgentServic
   public void registerFlow(FlowRegistration req, StreamObserver<FlowRegistered> out) {
     FlowRegistered answer;
     try {
-      answer = registry.register(req);
+      answer = registry.register(req, PeerCheck.CALLER.get());
     } catch (Rejected e) {
       out.onError(status(e).withDescription(e.getMessage()).asRuntimeException());
       return;
@@ -67,19 +68,21 @@ final class LocalAgentGrpcService extends LocalAgentServiceGrpc.LocalAgentServic
   @Override
   public StreamObserver<FlowRegistrationItem> registerFlows(
       StreamObserver<FlowRegistrationAnswer> out) {
+    Owner caller = PeerCheck.CALLER.get();
     return new RegistrationStream<>((ServerCallStreamObserver<FlowRegistrationAnswer>) out,
-        this::answer);
+        item -> answer(item, caller));
   }
 
   @Override
   public StreamObserver<FlowRegistrationBatch> registerFlowBatches(
       StreamObserver<FlowRegistrationAnswers> out) {
+    Owner caller = PeerCheck.CALLER.get();
     return new RegistrationStream<>((ServerCallStreamObserver<FlowRegistrationAnswers>) out,
-        this::answer);
+        batch -> answer(batch, caller));
   }
 
   /** One item, as RegisterFlow handles it; a refusal becomes the answer's error. */
-  private FlowRegistrationAnswer answer(FlowRegistrationItem item) {
+  private FlowRegistrationAnswer answer(FlowRegistrationItem item, Owner caller) {
     FlowRegistrationAnswer.Builder answer = FlowRegistrationAnswer.newBuilder()
         .setSequence(item.getSequence());
     if (!item.hasRegistration()) {
@@ -87,7 +90,7 @@ final class LocalAgentGrpcService extends LocalAgentServiceGrpc.LocalAgentServic
           .build();
     }
     try {
-      answer.setRegistered(registry.register(item.getRegistration()));
+      answer.setRegistered(registry.register(item.getRegistration(), caller));
     } catch (Rejected e) {
       answer.setError(error(status(e).getCode(), e.getMessage()));
     }
@@ -95,7 +98,7 @@ final class LocalAgentGrpcService extends LocalAgentServiceGrpc.LocalAgentServic
   }
 
   /** Every item in order; a batch out of bounds is refused whole, before any item is handled. */
-  private FlowRegistrationAnswers answer(FlowRegistrationBatch batch) {
+  private FlowRegistrationAnswers answer(FlowRegistrationBatch batch, Owner caller) {
     FlowRegistrationAnswers.Builder answers = FlowRegistrationAnswers.newBuilder();
     int n = batch.getItemsCount();
     if (n == 0 || n > MAX_BATCH_ITEMS) {
@@ -108,7 +111,7 @@ final class LocalAgentGrpcService extends LocalAgentServiceGrpc.LocalAgentServic
       return answers.build();
     }
     for (int i = 0; i < n; i++) {
-      answers.addAnswers(answer(batch.getItems(i)));
+      answers.addAnswers(answer(batch.getItems(i), caller));
     }
     return answers.build();
   }
@@ -183,8 +186,14 @@ final class LocalAgentGrpcService extends LocalAgentServiceGrpc.LocalAgentServic
 
   @Override
   public void endFlow(FlowEnd req, StreamObserver<FlowEnded> out) {
-    out.onNext(FlowEnded.newBuilder().setKnown(registry.end(req.getFlowId(), req.getReason()))
-        .build());
+    boolean known;
+    try {
+      known = registry.end(req.getFlowId(), req.getReason(), PeerCheck.CALLER.get());
+    } catch (Rejected e) {
+      out.onError(status(e).withDescription(e.getMessage()).asRuntimeException());
+      return;
+    }
+    out.onNext(FlowEnded.newBuilder().setKnown(known).build());
     out.onCompleted();
   }
 
@@ -195,7 +204,8 @@ final class LocalAgentGrpcService extends LocalAgentServiceGrpc.LocalAgentServic
           .withDescription("subscriber_id: must be 1 to 256 characters").asRuntimeException());
       return;
     }
-    orders.subscribe(req.getSubscriberId(), (ServerCallStreamObserver<FlowOrder>) out);
+    orders.subscribe(PeerCheck.CALLER.get(), req.getSubscriberId(),
+        (ServerCallStreamObserver<FlowOrder>) out);
   }
 
   @Override
@@ -217,6 +227,8 @@ final class LocalAgentGrpcService extends LocalAgentServiceGrpc.LocalAgentServic
         return Status.ALREADY_EXISTS;
       case RESOURCE_EXHAUSTED:
         return Status.RESOURCE_EXHAUSTED;
+      case PERMISSION_DENIED:
+        return Status.PERMISSION_DENIED;
       default:
         return Status.INVALID_ARGUMENT;
     }

@@ -2,11 +2,14 @@ package io.datcp.agent.local;
 
 import io.datcp.agent.flows.FlowListener;
 import io.datcp.agent.flows.FlowRegistry;
+import io.datcp.agent.flows.Owner;
 import io.datcp.proto.v1.FlowAction;
 import io.datcp.proto.v1.FlowOutcome;
 import io.datcp.proto.v1.ShuffleEvent;
 import io.grpc.Server;
+import io.grpc.netty.InternalNettyServerCredentials;
 import io.grpc.netty.NettyServerBuilder;
+import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.netty.channel.epoll.EpollEventLoopGroup;
 import io.netty.channel.epoll.EpollServerDomainSocketChannel;
@@ -28,7 +31,9 @@ import java.util.function.Function;
  * LocalAgentService on a Unix domain socket (Netty epoll), and beside it the events socket
  * ({@link EventsServer}: ShuffleReports without gRPC, for reduce tasks). Calls run on the
  * sockets' event loop: every handler only touches memory and one bpf() map update, so a thread
- * hand-off would cost more than it saves.
+ * hand-off would cost more than it saves. Both sockets check the connecting process
+ * (SO_PEERCRED) against a {@link PeerRule}; the file's group and mode are the first fence, not
+ * the only one.
  */
 public final class LocalServer implements AutoCloseable {
   /** Largest request: a registration is small; a Forward batch holds up to 1000 events. */
@@ -64,9 +69,13 @@ public final class LocalServer implements AutoCloseable {
       this.hub = hub;
     }
 
-    /** To subscriber, or to every subscriber when it is empty (owner unknown). */
-    public void send(long flowId, String subscriber, FlowAction action, String reason) {
-      hub.send(flowId, subscriber, action, reason);
+    /**
+     * To owner's subscription subscriber, or to every subscription of owner when subscriber is
+     * empty (registered without one).
+     */
+    public void send(long flowId, Owner owner, String subscriber, FlowAction action,
+        String reason) {
+      hub.send(flowId, owner, subscriber, action, reason);
     }
 
     public int subscribers() {
@@ -81,31 +90,35 @@ public final class LocalServer implements AutoCloseable {
    * @param eventsSocket the events socket (local.eventsSocketPath)
    * @param group owning group of the socket files; empty = the agent's
    * @param mode octal permissions, e.g. "0660"
+   * @param peers who may call on socket (every rpc; local.nodeManagerUser)
+   * @param eventsPeers who may report on eventsSocket (local.eventsSocketPeers)
    * @param forward queues events for the scheduler, returns how many were queued
    */
   public static LocalServer start(Path socket, Path eventsSocket, String group, String mode,
-      FlowRegistry registry, OrderSink orders, Function<List<ShuffleEvent>, Integer> forward)
-      throws IOException {
+      PeerRule peers, PeerRule eventsPeers, FlowRegistry registry, OrderSink orders,
+      Function<List<ShuffleEvent>, Integer> forward) throws IOException {
     replaceStale(socket, "local.socketPath");
     replaceStale(eventsSocket, "local.eventsSocketPath");
     ReportIntake reports = new ReportIntake(forward, orders.hub.meters());
     EpollEventLoopGroup boss = new EpollEventLoopGroup(1);
     EpollEventLoopGroup workers = new EpollEventLoopGroup(1);
-    Server server = NettyServerBuilder.forAddress(new DomainSocketAddress(socket.toString()))
+    MeterRegistry meters = orders.hub.meters();
+    Server server = NettyServerBuilder.forAddress(new DomainSocketAddress(socket.toString()),
+            InternalNettyServerCredentials.create(new PeerCredentialsNegotiator()))
         .channelType(EpollServerDomainSocketChannel.class)
         .bossEventLoopGroup(boss)
         .workerEventLoopGroup(workers)
         .directExecutor()
         .maxInboundMessageSize(MAX_MESSAGE_BYTES)
-        .addService(new LocalAgentGrpcService(registry, orders.hub, reports,
-            orders.hub.meters()))
+        .addService(new LocalAgentGrpcService(registry, orders.hub, reports, meters))
+        .intercept(new PeerCheck(peers, refusedCounter(meters, "grpc")))
         .build();
     EventsServer events = null;
     try {
       server.start();
       restrict(socket, group, mode);
-      events = EventsServer.start(eventsSocket, boss, workers, reports, orders.hub.meters(),
-          EventsServer.Limits.DEFAULT);
+      events = EventsServer.start(eventsSocket, boss, workers, reports, meters,
+          EventsServer.Limits.DEFAULT, eventsPeers, refusedCounter(meters, "events"));
       restrict(eventsSocket, group, mode);
     } catch (IOException | RuntimeException e) {
       if (events != null) {
@@ -117,6 +130,12 @@ public final class LocalServer implements AutoCloseable {
       throw e;
     }
     return new LocalServer(socket, server, events, boss, workers, orders.hub);
+  }
+
+  private static Counter refusedCounter(MeterRegistry meters, String socket) {
+    return Counter.builder("datcp.agent.local.refused").tag("socket", socket)
+        .description("connections and calls refused for the peer's uid (SO_PEERCRED)")
+        .register(meters);
   }
 
   /** Removes a socket file left by a previous agent process; refuses to touch a directory. */
@@ -160,8 +179,9 @@ public final class LocalServer implements AutoCloseable {
   public static FlowListener listener(OrderSink orders, Consumer<FlowOutcome> outcomeSink) {
     return new FlowListener() {
       @Override
-      public void order(long flowId, String subscriber, FlowAction action, String reason) {
-        orders.send(flowId, subscriber, action, reason);
+      public void order(long flowId, Owner owner, String subscriber, FlowAction action,
+          String reason) {
+        orders.send(flowId, owner, subscriber, action, reason);
       }
 
       @Override

@@ -24,9 +24,37 @@ class AgentConfTest {
     assertThat(p.stringPropertyNames()).containsExactlyInAnyOrderElementsOf(
         AgentConf.keys().stream().map(AgentConf.Key::name).toList());
     AgentConf fromFile = AgentConf.load(example);
+    // what a host must set: who may use the socket (defaults: the agent's group, root only)
+    Map<AgentConf.Key<?>, Object> set = Map.of(AgentConf.SOCKET_GROUP, "hadoop",
+        AgentConf.NODE_MANAGER_USER, "yarn");
     for (AgentConf.Key<?> k : AgentConf.keys()) {
-      assertThat((Object) fromFile.get(k)).as(k.name()).isEqualTo(k.defaultValue());
+      assertThat((Object) fromFile.get(k)).as(k.name())
+          .isEqualTo(set.getOrDefault(k, k.defaultValue()));
     }
+  }
+
+  @Test
+  void whoMayUseTheSocketIsCheckedAtStart() {
+    assertThatThrownBy(() -> AgentConf.fromMap(Map.of("local.nodeManagerUser", "yarn user")))
+        .hasMessage("bad value 'yarn user' for configuration key 'local.nodeManagerUser';"
+            + " accepted: empty (root only), a user name or a numeric uid");
+    assertThatThrownBy(() -> AgentConf.fromMap(Map.of("local.nodeManagerUser", "4294967295")))
+        .hasMessageContaining("'local.nodeManagerUser'");
+    assertThatThrownBy(() -> AgentConf.fromMap(Map.of("local.nodeManagerUser",
+        "datcp-no-such-user")).nodeManagerUid())
+        .isInstanceOf(ConfigException.class)
+        .hasMessageContaining("'local.nodeManagerUser'").hasMessageContaining("known to this host");
+    assertThat(AgentConf.fromMap(Map.of("local.nodeManagerUser", "nobody")).nodeManagerUid())
+        .hasValue(65534);
+    assertThat(AgentConf.fromMap(Map.of("local.nodeManagerUser", "1001")).nodeManagerUid())
+        .hasValue(1001);
+    assertThat(AgentConf.defaults().nodeManagerUid()).isEmpty();
+    assertThatThrownBy(() -> AgentConf.fromMap(Map.of("local.eventsSocketPeers", "all")))
+        .hasMessage("bad value 'all' for configuration key 'local.eventsSocketPeers'; accepted:"
+            + " nodemanager|any");
+    assertThatThrownBy(() -> AgentConf.fromMap(Map.of("local.maxFlowsPerPeer", "0")))
+        .hasMessage("bad value '0' for configuration key 'local.maxFlowsPerPeer'; accepted: an"
+            + " integer in 1..65536 (flows)");
   }
 
   @Test

@@ -26,7 +26,7 @@ class FlowJournalTest {
         .setSourceAddress("192.0.2.1").setSourcePort(13562).setDestinationAddress("192.0.2.2")
         .setDestinationPort(port).setSubscriberId("nm/1").build();
     return new Flow(id, FlowTuple.of("192.0.2.1", 13562, "192.0.2.2", port), (int) id, r,
-        1_000_000L * id, 2_000_000L * id, FlowPolicy.getDefaultInstance());
+        new Owner(1000, 4000 + (int) id), 1_000_000L * id, 2_000_000L * id, FlowPolicy.getDefaultInstance());
   }
 
   @Test
@@ -43,11 +43,12 @@ class FlowJournalTest {
     assertThat(e.epoch()).isEqualTo(2);
     assertThat(e.startUnixNanos()).isEqualTo(2_000_000L);
     assertThat(e.startMonoNanos()).isEqualTo(4_000_000L);
+    assertThat(e.owner()).isEqualTo(new Owner(1000, 4002));
     assertThat(e.registration()).isEqualTo(flow(2).registration);
     assertThat(e.tuple()).isEqualTo(flow(2).tuple);
 
     // a process killed while writing record 4: its bytes are there, its length is not
-    int end = 24 + 3 * (4 + 28 + flow(1).registration.getSerializedSize());
+    int end = 24 + 3 * (4 + 36 + flow(1).registration.getSerializedSize());
     // both files were new: the first is the active one
     try (RandomAccessFile f = new RandomAccessFile(dir.resolve("flows.journal.0").toFile(),
         "rw")) {
@@ -57,10 +58,10 @@ class FlowJournalTest {
     assertThat(FlowJournal.read(dir).entries()).hasSize(3);
 
     // a record whose bytes are not a registration ends the reading; those before it count
-    int second = 24 + 4 + 28 + flow(1).registration.getSerializedSize();
+    int second = 24 + 4 + 36 + flow(1).registration.getSerializedSize();
     try (RandomAccessFile f = new RandomAccessFile(dir.resolve("flows.journal.0").toFile(),
         "rw")) {
-      f.seek(second + 4 + 28);
+      f.seek(second + 4 + 36);
       f.write(new byte[] {(byte) 0xff, (byte) 0xff, (byte) 0xff});
     }
     assertThat(FlowJournal.read(dir).entries()).extracting(FlowJournal.Entry::id)

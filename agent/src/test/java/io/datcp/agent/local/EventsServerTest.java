@@ -23,6 +23,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.OptionalInt;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -85,7 +86,8 @@ class EventsServerTest {
       forwarded.addAll(events);
       return events.size();
     }, meters);
-    server = EventsServer.start(socket, boss, workers, intake, meters, limits);
+    server = EventsServer.start(socket, boss, workers, intake, meters, limits,
+        PeerRule.nodeManager(OptionalInt.empty()), meters.counter("refused"));
   }
 
   private void start() {

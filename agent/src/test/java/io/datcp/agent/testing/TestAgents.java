@@ -5,6 +5,7 @@ import io.datcp.agent.config.AgentConf;
 import io.datcp.agent.kernel.DatcpKernel;
 import io.datcp.agent.flows.FlowListener;
 import io.datcp.agent.flows.FlowRegistry;
+import io.datcp.agent.flows.Owner;
 import io.datcp.agent.flows.PolicySource;
 import io.datcp.agent.kernel.FlowTuple;
 import io.datcp.agent.kernel.Kernel;
@@ -83,7 +84,8 @@ public final class TestAgents {
         "local.registerRatePerSecond", "1e12", "local.registerBurst", "1000000000")),
         host, kernel, PolicySource.NONE, new FlowListener() {
           @Override
-          public void order(long flowId, String subscriber, FlowAction action, String reason) {}
+          public void order(long flowId, Owner owner, String subscriber, FlowAction action,
+              String reason) {}
 
           @Override
           public void outcome(FlowOutcome o) {
