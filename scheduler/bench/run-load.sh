@@ -10,7 +10,8 @@
 # JVM options to the scheduler(s), e.g. "-XX:+UseZGC"; BENCH_JAVA_OPTS to the benchmark client.
 # The simulated hosts send no node tokens, so the scheduler runs with auth.nodes.required=false
 # and jobs.attributesFrom=reports (development mode); with tokens each call costs one SHA-256
-# more.
+# more. Client and scheduler share the loopback, so the new jar runs with tls.plaintext=true;
+# an OLD_JAR gets it too with OLD_TLS=1 (jars that have the tls.* keys).
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 jar="$here/target/scheduler.jar"
@@ -38,6 +39,10 @@ run() {
   if [[ "${1:-}" == "--dev-config" ]]; then
     printf 'auth.nodes.required=false\njobs.attributesFrom=reports\n' > "$data/scheduler.properties"
     config=(--config "$data/scheduler.properties")
+    shift
+  fi
+  if [[ "${1:-}" == "--plaintext" ]]; then
+    echo 'tls.plaintext=true' >> "$data/scheduler.properties"
     shift
   fi
   # shellcheck disable=SC2086
@@ -85,19 +90,21 @@ compare() {
 run_old() {
   if [[ "${OLD_DEV_CONFIG:-1}" == 0 ]]; then
     run old "$OLD_JAR" "$@"
+  elif [[ "${OLD_TLS:-0}" == 1 ]]; then
+    run old "$OLD_JAR" --dev-config --plaintext "$@"
   else
     run old "$OLD_JAR" --dev-config "$@"
   fi
 }
 
 if [[ -z "${OLD_JAR:-}" ]]; then
-  run new "$jar" --dev-config "$@"
+  run new "$jar" --dev-config --plaintext "$@"
 elif [[ "${NEW_FIRST:-0}" == 1 ]]; then
-  run new "$jar" --dev-config "$@"
+  run new "$jar" --dev-config --plaintext "$@"
   run_old "$@"
   compare
 else
   run_old "$@"
-  run new "$jar" --dev-config "$@"
+  run new "$jar" --dev-config --plaintext "$@"
   compare
 fi
