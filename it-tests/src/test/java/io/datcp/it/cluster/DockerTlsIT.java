@@ -131,9 +131,8 @@ class DockerTlsIT {
 
     // the agent, restarted, connects afresh: its token goes in the first headers of a
     // connection (later calls on it may send only an index into HPACK's table)
-    cluster.exec(NODE, "sh", "-c", "kill $(cat /run/datcp/agent.pid); while kill -0"
-        + " $(cat /run/datcp/agent.pid) 2>/dev/null; do sleep 0.2; done;"
-        + " /opt/datcp/bin/start-agent.sh");
+    cluster.exec(NODE, "sh", "-c", "pid=$(cat /run/datcp/agent.pid); kill $pid; "
+        + UNTIL_GONE + "; /opt/datcp/bin/start-agent.sh");
     Awaitility.await().atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofSeconds(1))
         .until(() -> schedulerUp());
     // an operator's client with the admin token, across the ToR: a policy write
@@ -148,8 +147,8 @@ class DockerTlsIT {
     cluster.node(NODE).execInContainer("curl", "-sS", "--max-time", "5", "-H",
         "X-Probe: " + marker, "http://scheduler:8080/healthz");
 
-    cluster.exec("tor", "sh", "-c", "kill -INT $(cat /tmp/tcpdump.pid); while kill -0"
-        + " $(cat /tmp/tcpdump.pid) 2>/dev/null; do sleep 0.2; done");
+    cluster.exec("tor", "sh", "-c", "pid=$(cat /tmp/tcpdump.pid); kill -INT $pid; "
+        + UNTIL_GONE);
     Path pcap = data.resolve("tls.pcap");
     cluster.tor().copyFileFromContainer("/tmp/tls.pcap", pcap.toString());
     byte[] captured = Files.readAllBytes(pcap);
@@ -165,6 +164,13 @@ class DockerTlsIT {
     assertThat(tls.handshakes8080).as("TLS handshakes on HTTP (the admin client)").isPositive();
     assertThat(tls.applicationData).as("TLS application data records").isPositive();
   }
+
+  /**
+   * Shell: waits up to 30 s until process $pid has exited. A zombie counts as gone: processes
+   * started by exec are reparented to the container's first process, which may not reap them.
+   */
+  private static final String UNTIL_GONE = "for _ in $(seq 150); do [ -e /proc/$pid ] &&"
+      + " ! grep -q '^State:.*Z' /proc/$pid/status 2>/dev/null || break; sleep 0.2; done";
 
   /** The ToR's address on the scheduler's network (subnet 2 with the scheduler on). */
   private static final String FABRIC_TOR_TO_SCHEDULER =
