@@ -144,22 +144,25 @@ class DockerTlsIT {
         "https://scheduler:8080/api/v1/policies/tls-probe").getStdout()).isEqualTo("200");
     // the capture's control: a marker sent in clear on the same path is seen
     String marker = "clear-marker-" + UUID.randomUUID();
-    cluster.node(NODE).execInContainer("curl", "-sS", "--max-time", "5", "-H",
-        "X-Probe: " + marker, "http://scheduler:8080/healthz");
+    ExecResult clear = cluster.node(NODE).execInContainer("curl", "-sS", "--max-time", "5",
+        "-H", "X-Probe: " + marker, "http://scheduler:8080/healthz");
+    System.out.println("plaintext probe: exit " + clear.getExitCode() + ", " + clear.getStderr());
 
     cluster.exec("tor", "sh", "-c", "pid=$(cat /tmp/tcpdump.pid); kill -INT $pid; "
         + UNTIL_GONE);
-    Path pcap = data.resolve("tls.pcap");
+    // kept for reading with tcpdump -r or wireshark
+    Path pcap = Path.of("target", "DockerTlsIT-tor.pcap").toAbsolutePath();
     cluster.tor().copyFileFromContainer("/tmp/tls.pcap", pcap.toString());
     byte[] captured = Files.readAllBytes(pcap);
+    Records tls = tlsRecords(captured);
+    System.out.printf("capture on the ToR's %s (%s): %d bytes, ClientHello records to 9090: %d,"
+        + " to 8080: %d; application data records: %d; tcpdump: %s%n", port, pcap,
+        captured.length, tls.handshakes9090, tls.handshakes8080, tls.applicationData,
+        cluster.exec("tor", "cat", "/tmp/tcpdump.log").getStdout().replace('\n', ' '));
 
     assertThat(contains(captured, marker)).as("the capture sees what crosses in clear").isTrue();
     assertThat(contains(captured, nodeToken)).as("the node token").isFalse();
     assertThat(contains(captured, adminToken)).as("the admin token").isFalse();
-    Records tls = tlsRecords(captured);
-    System.out.printf("capture on %s: %d bytes, TLS handshake records to 9090: %d, to 8080:"
-        + " %d; application data records: %d%n", port, captured.length, tls.handshakes9090,
-        tls.handshakes8080, tls.applicationData);
     assertThat(tls.handshakes9090).as("TLS handshakes on gRPC (the agent)").isPositive();
     assertThat(tls.handshakes8080).as("TLS handshakes on HTTP (the admin client)").isPositive();
     assertThat(tls.applicationData).as("TLS application data records").isPositive();
