@@ -35,10 +35,6 @@ public final class TestPki {
     run(SCRIPT.toString(), dir.toString(), "ca");
   }
 
-  public Path dir() {
-    return dir;
-  }
-
   public Path ca() {
     return dir.resolve("ca.pem");
   }
@@ -53,6 +49,24 @@ public final class TestPki {
   public Path client(String host) throws IOException {
     run(SCRIPT.toString(), dir.toString(), "client", host);
     return dir.resolve(host + ".pem");
+  }
+
+  /**
+   * A client certificate this CA signs with the subjectAltName extension {@code sans} (e.g.
+   * "DNS:a,DNS:b"), saved as {@code name}.pem: one that names no single host.
+   */
+  public Path clientNaming(String name, String sans) throws IOException {
+    Path cert = dir.resolve(name + ".pem");
+    Path csr = dir.resolve(name + ".csr");
+    Path ext = Files.writeString(dir.resolve(name + ".ext"),
+        "extendedKeyUsage=clientAuth\nsubjectAltName=" + sans + "\n");
+    run("openssl", "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+        "-nodes", "-subj", "/CN=" + name, "-keyout", keyOf(cert).toString(),
+        "-out", csr.toString());
+    run("openssl", "x509", "-req", "-in", csr.toString(), "-CA", ca().toString(),
+        "-CAkey", dir.resolve("ca.key").toString(), "-CAcreateserial", "-days", "1",
+        "-extfile", ext.toString(), "-out", cert.toString());
+    return cert;
   }
 
   /** The key file beside a certificate this class made. */

@@ -206,6 +206,16 @@ class TlsTest {
   }
 
   @Test
+  void aCertificateThatNamesNoSingleHostIsNoCredential() throws Exception {
+    SchedulerServer server = start(tlsConf());
+    for (String sans : List.of("DNS:node1,DNS:node2", "IP:10.0.0.1")) {
+      var node = stub(server, pki.clientNaming("multi" + sans.length(), sans), null,
+          FlowPolicyServiceGrpc.FlowPolicyServiceBlockingStub.class);
+      assertStatus(() -> node.lookupPolicy(lookup("node1")), Status.Code.UNAUTHENTICATED);
+    }
+  }
+
+  @Test
   void clientAuthRequireRefusesClientsWithoutACertificateAtTheHandshake() throws Exception {
     Map<String, String> conf = tlsConf();
     conf.put("tls.clientAuth", "require");
