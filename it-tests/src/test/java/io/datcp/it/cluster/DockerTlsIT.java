@@ -129,6 +129,12 @@ class DockerTlsIT {
     Awaitility.await().atMost(Duration.ofSeconds(20)).until(() -> cluster.exec("tor", "cat",
         "/tmp/tcpdump.log").getStdout().contains("listening on"));
 
+    // the capture's control: a marker sent in clear on the same path is seen
+    String marker = "clear-marker-" + UUID.randomUUID();
+    ExecResult clear = cluster.node(NODE).execInContainer("curl", "-sS", "--max-time", "5",
+        "-H", "X-Probe: " + marker, "http://scheduler:8080/healthz");
+    System.out.println("plaintext probe: exit " + clear.getExitCode() + ", " + clear.getStderr());
+
     // the agent, restarted, connects afresh: its token goes in the first headers of a
     // connection (later calls on it may send only an index into HPACK's table)
     cluster.exec(NODE, "sh", "-c", "pid=$(cat /run/datcp/agent.pid); kill $pid; "
@@ -142,12 +148,10 @@ class DockerTlsIT {
         "--cacert", NODE_TLS + "ca.pem", "-X", "PUT", "-H", "Authorization: Bearer " + adminToken,
         "-H", "Content-Type: application/json", "-d", rule,
         "https://scheduler:8080/api/v1/policies/tls-probe").getStdout()).isEqualTo("200");
-    // the capture's control: a marker sent in clear on the same path is seen
-    String marker = "clear-marker-" + UUID.randomUUID();
-    ExecResult clear = cluster.node(NODE).execInContainer("curl", "-sS", "--max-time", "5",
-        "-H", "X-Probe: " + marker, "http://scheduler:8080/healthz");
-    System.out.println("plaintext probe: exit " + clear.getExitCode() + ", " + clear.getStderr());
 
+    // tcpdump writes what it has taken in before it stops: wait until the file stops growing
+    cluster.exec("tor", "sh", "-c", "last=-1; for _ in $(seq 40); do n=$(stat -c %s"
+        + " /tmp/tls.pcap); [ \"$n\" = \"$last\" ] && break; last=$n; sleep 0.5; done");
     cluster.exec("tor", "sh", "-c", "pid=$(cat /tmp/tcpdump.pid); kill -INT $pid; "
         + UNTIL_GONE);
     // kept for reading with tcpdump -r or wireshark
