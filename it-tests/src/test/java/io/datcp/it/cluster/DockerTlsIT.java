@@ -124,7 +124,8 @@ class DockerTlsIT {
         "ip -o -4 addr show | awk '/ " + FABRIC_TOR_TO_SCHEDULER + "\\// {print $2}'")
         .getStdout().trim();
     assertThat(port).as("ToR port toward the scheduler").isNotEmpty();
-    cluster.exec("tor", "sh", "-c", "tcpdump -Z root -U -s 0 -i " + port
+    // immediate mode: packets reach the file as they come, not a ring block at a time
+    cluster.exec("tor", "sh", "-c", "tcpdump --immediate-mode -Z root -U -s 0 -i " + port
         + " -w /tmp/tls.pcap tcp >/tmp/tcpdump.log 2>&1 & echo $! >/tmp/tcpdump.pid");
     Awaitility.await().atMost(Duration.ofSeconds(20)).until(() -> cluster.exec("tor", "cat",
         "/tmp/tcpdump.log").getStdout().contains("listening on"));
@@ -151,7 +152,7 @@ class DockerTlsIT {
 
     // tcpdump writes what it has taken in before it stops: wait until the file stops growing
     cluster.exec("tor", "sh", "-c", "last=-1; for _ in $(seq 40); do n=$(stat -c %s"
-        + " /tmp/tls.pcap); [ \"$n\" = \"$last\" ] && break; last=$n; sleep 0.5; done");
+        + " /tmp/tls.pcap); [ \"$n\" = \"$last\" ] && break; last=$n; sleep 1; done");
     cluster.exec("tor", "sh", "-c", "pid=$(cat /tmp/tcpdump.pid); kill -INT $pid; "
         + UNTIL_GONE);
     // kept for reading with tcpdump -r or wireshark
