@@ -67,7 +67,8 @@ dropins "$ctx/node/dropins"
 cp "$jobs_jar" "$ctx/node/dropins/jobs/"
 cp -r "$root/docker/tor/." "$ctx/tor/"
 dropins "$ctx/tor/dropins"
-cp "$root/docker/scheduler/"* "$scheduler_jar" "$root/docker/node/bin/fabric-net.sh" "$ctx/scheduler/"
+cp "$root/docker/scheduler/"* "$scheduler_jar" "$root/docker/node/bin/fabric-net.sh" \
+	"$root/scripts/tls-pki.sh" "$ctx/scheduler/"
 
 for img in node:hadoop tor:tor scheduler:scheduler; do
 	dir=${img%%:*} name=datcp/${img#*:}:dev

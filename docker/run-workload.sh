@@ -249,16 +249,16 @@ samplers() {
 # scheduler_records MODE I: what the scheduler decided for the round's jobs (its per-flow
 # reasons, deadlines and outcomes), kept beside the round for the report's "why"
 scheduler_records() {
-	local mode=$1 i=$2 id
+	local mode=$1 i=$2 id ca=/var/lib/datcp-scheduler/pki/ca.pem # made at the scheduler's start
 	{
 		echo '{"jobs": '
-		docker exec "$DATCP_CLUSTER-scheduler" curl -fsS http://localhost:8080/api/v1/jobs || echo null
+		docker exec "$DATCP_CLUSTER-scheduler" curl -fsS --cacert "$ca" https://localhost:8080/api/v1/jobs || echo null
 		echo ', "flows": {'
 		local sep=""
 		for id in $(python3 -c 'import json, sys
 for j in json.load(open(sys.argv[1]))["jobs"].values(): print(j["history"]["jobId"])' "$out/raw/$mode/round-$i.json"); do
 			printf '%s"%s": ' "$sep" "$id"
-			docker exec "$DATCP_CLUSTER-scheduler" curl -fsS "http://localhost:8080/api/v1/flows?job=$id" || echo null
+			docker exec "$DATCP_CLUSTER-scheduler" curl -fsS --cacert "$ca" "https://localhost:8080/api/v1/flows?job=$id" || echo null
 			sep=,
 		done
 		echo '}}'

@@ -6,7 +6,7 @@
 set -euo pipefail
 
 DEBS=(clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev pkg-config make gcc
-      iproute2 ethtool iperf3 procps
+      iproute2 ethtool iperf3 procps openssl
       maven openjdk-17-jdk-headless
       python3 python3-pip
       chromium chromium-driver

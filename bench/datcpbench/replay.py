@@ -28,6 +28,7 @@ import secrets
 import shutil
 import signal
 import socket
+import ssl
 import statistics
 import struct
 import subprocess
@@ -246,14 +247,22 @@ def write_props(path, props):
             fh.write(f"{k}={v}\n")
 
 
-def http(ns, method, url, token=None):
-    """An HTTP call made from inside namespace ns (the scheduler's)."""
+def http(ns, method, url, ca, token=None):
+    """An HTTPS call made from inside namespace ns (the scheduler's), trusting the CA file ca."""
     req = urllib.request.Request(url, method=method, data=b"" if method == "POST" else None)
     if token:
         req.add_header("Authorization", f"Bearer {token}")
     with in_netns(ns):
-        with urllib.request.urlopen(req, timeout=10) as r:
+        with urllib.request.urlopen(req, timeout=10,
+                                    context=ssl.create_default_context(cafile=ca)) as r:
             return json.loads(r.read() or b"null")
+
+
+def pki(work, *args):
+    """scripts/tls-pki.sh in work/pki (a throwaway CA for the run); returns that directory."""
+    d = os.path.join(work, "pki")
+    subprocess.run([os.path.join(kernel.REPO, "scripts", "tls-pki.sh"), d, *args], check=True)
+    return d
 
 
 # ---------------------------------------------------------------- the driver
@@ -728,7 +737,7 @@ def run_mode(spec, mode, out_dir, force_cc=None, timeout_s=900.0, progress=None,
         tokens, jvms = {}, []
         if m["scheduler"]:
             tokens = start_scheduler(jv, ctl, work, logs, m["scheduler_conf"], hosts, cleanup,
-                                     jvms)
+                                     jvms, tb.receiver_ip(0))
         socks = {}
         if m["agents"]:
             socks = start_agents(jv, tb, work, logs, m["agent_mode"], m.get("agent_port"),
@@ -742,7 +751,8 @@ def run_mode(spec, mode, out_dir, force_cc=None, timeout_s=900.0, progress=None,
         if m["scheduler"]:
             try:
                 with open(os.path.join(logs, "scheduler-jobs.json"), "w") as fh:
-                    json.dump(http(ctl, "GET", f"http://127.0.0.1:{HTTP_PORT}/api/v1/jobs"), fh)
+                    json.dump(http(ctl, "GET", f"https://127.0.0.1:{HTTP_PORT}/api/v1/jobs",
+                                   os.path.join(work, "pki", "ca.pem")), fh)
             except OSError as e:
                 log(f"  scheduler jobs view not saved: {e}")
     finally:
@@ -815,12 +825,18 @@ def delete_leftover_flows(tb):
             kernel.flow_delete(ns_of[ip], f["src"], f["dst"])
 
 
-def start_scheduler(jv, ctl, work, logs, extra, hosts, cleanup, jvms):
-    """The scheduler in namespace ctl; returns a node token per host (minted over REST)."""
+def start_scheduler(jv, ctl, work, logs, extra, hosts, cleanup, jvms, ip):
+    """The scheduler in namespace ctl at ip, with mutual TLS from a throwaway CA (as on the
+    Docker cluster); returns a node token per host (minted over REST)."""
     data = os.path.join(work, "scheduler")
     os.makedirs(data)
     admin = secrets.token_hex(16)
+    pki(work, "ca")
+    d = pki(work, "server", "scheduler", f"IP:{ip}", "IP:127.0.0.1")
     props = {"auth.token": admin, "auth.nodes.required": "true",
+             "tls.certFile": os.path.join(d, "scheduler.pem"),
+             "tls.keyFile": os.path.join(d, "scheduler.key"),
+             "tls.clientCaFile": os.path.join(d, "ca.pem"), "tls.clientAuth": "require",
              "jobs.attributesFrom": "reports", "yarn.rm.webappAddress": "",
              "planner.downlinkBitsPerSecond": LINK_MBPS * 1_000_000, "server.eventLoops": 1}
     props.update(extra)
@@ -844,8 +860,8 @@ def start_scheduler(jv, ctl, work, logs, extra, hosts, cleanup, jvms):
         raise
     tokens = {}
     for i in range(hosts):
-        r = http(ctl, "POST", f"http://127.0.0.1:{HTTP_PORT}/api/v1/nodes/{host_name(i)}/token",
-                 admin)
+        r = http(ctl, "POST", f"https://127.0.0.1:{HTTP_PORT}/api/v1/nodes/{host_name(i)}/token",
+                 os.path.join(d, "ca.pem"), admin)
         tokens[i] = r["token"]
     return tokens
 
@@ -855,12 +871,16 @@ def start_agents(jv, tb, work, logs, mode, port, sched_ip, tokens, cleanup, jvms
     for i, ns in enumerate(tb.senders):
         d = os.path.join(work, host_name(i))
         os.makedirs(os.path.join(d, "state"))
-        tok = ""
+        tok, tls = "", {}
         if i in tokens:
             tok = os.path.join(d, "token")
             with open(tok, "w") as fh:
                 fh.write(tokens[i])
             os.chmod(tok, 0o600)
+            certs = pki(work, "client", host_name(i))
+            tls = {"scheduler.caFile": os.path.join(certs, "ca.pem"),
+                   "scheduler.certFile": os.path.join(certs, f"{host_name(i)}.pem"),
+                   "scheduler.keyFile": os.path.join(certs, f"{host_name(i)}.key")}
         socks[i] = os.path.join(d, "agent.sock")
         props = {"agent.role": "host", "agent.host": host_name(i),
                  "local.socketPath": socks[i], "local.socketMode": "0600",
@@ -870,7 +890,7 @@ def start_agents(jv, tb, work, logs, mode, port, sched_ip, tokens, cleanup, jvms
                  "scheduler.target": f"{sched_ip}:{GRPC_PORT}" if sched_ip else "",
                  "scheduler.tokenFile": tok, "policy.defaultMode": mode,
                  "state.dir": os.path.join(d, "state"), "state.journalBytes": 1 << 22,
-                 "metrics.port": -1}
+                 "metrics.port": -1, **tls}
         conf = os.path.join(d, "agent.properties")
         write_props(conf, props)
         if i == 0:

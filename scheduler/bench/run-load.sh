@@ -10,7 +10,8 @@
 # JVM options to the scheduler(s), e.g. "-XX:+UseZGC"; BENCH_JAVA_OPTS to the benchmark client.
 # The simulated hosts send no node tokens, so the scheduler runs with auth.nodes.required=false
 # and jobs.attributesFrom=reports (development mode); with tokens each call costs one SHA-256
-# more.
+# more. Client and scheduler share the loopback, so the new jar runs with tls.plaintext=true;
+# an OLD_JAR gets it too with OLD_TLS=1 (jars that have the tls.* keys).
 # RM_AB=1 instead runs the current jar twice with node tokens (every host its own, so the
 # scheduler checks every claim): "old" without a ResourceManager (host checks only), "new" with
 # a fake ResourceManager in the benchmark (port RM_PORT, default 18088) that places each job's
@@ -44,7 +45,7 @@ run() {
     config=(--config "$data/scheduler.properties")
     shift
   elif [[ "${1:-}" == "--tokens" || "${1:-}" == "--tokens-rm" ]]; then
-    printf 'jobs.attributesFrom=reports\n' > "$data/scheduler.properties"
+    printf 'jobs.attributesFrom=reports\ntls.plaintext=true\n' > "$data/scheduler.properties"
     if [[ "$1" == "--tokens-rm" ]]; then
       printf 'yarn.rm.webappAddress=http://127.0.0.1:%s\n' "${RM_PORT:-18088}" \
         >> "$data/scheduler.properties"
@@ -54,6 +55,10 @@ run() {
       "${@:2}"
     config=(--config "$data/scheduler.properties")
     bench+=(--node-tokens)
+    shift
+  fi
+  if [[ "${1:-}" == "--plaintext" ]]; then
+    echo 'tls.plaintext=true' >> "$data/scheduler.properties"
     shift
   fi
   # shellcheck disable=SC2086
@@ -101,6 +106,8 @@ compare() {
 run_old() {
   if [[ "${OLD_DEV_CONFIG:-1}" == 0 ]]; then
     run old "$OLD_JAR" "$@"
+  elif [[ "${OLD_TLS:-0}" == 1 ]]; then
+    run old "$OLD_JAR" --dev-config --plaintext "$@"
   else
     run old "$OLD_JAR" --dev-config "$@"
   fi
@@ -115,13 +122,13 @@ elif [[ "${RM_AB:-0}" == 1 ]]; then
   run new "$jar" --tokens-rm "$@"
   compare
 elif [[ -z "${OLD_JAR:-}" ]]; then
-  run new "$jar" --dev-config "$@"
+  run new "$jar" --dev-config --plaintext "$@"
 elif [[ "${NEW_FIRST:-0}" == 1 ]]; then
-  run new "$jar" --dev-config "$@"
+  run new "$jar" --dev-config --plaintext "$@"
   run_old "$@"
   compare
 else
   run_old "$@"
-  run new "$jar" --dev-config "$@"
+  run new "$jar" --dev-config --plaintext "$@"
   compare
 fi

@@ -5,6 +5,9 @@
 #   DATCP_AGENT_EXTRA extra lines for the properties file
 #   DATCP_TOKEN_DIR   where the scheduler put this host's node token (default
 #                     /data/node-tokens/HOST; waited for up to 60 s when DATCP_SCHEDULER is set)
+#   DATCP_TLS_DIR     where the scheduler put this host's CA, certificate and key (default
+#                     /data/node-tls/HOST/{ca,cert,key}.pem; waited for as the token): the agent
+#                     speaks mutual TLS to the scheduler
 # The host's cgroup v2 root, bind-mounted at /run/datcp/cgroup2, is where it attaches sockops
 # (Docker's own cgroup namespace hides it). Its log goes to /tmp/datcp-agent.log; it listens
 # on /run/datcp/agent.sock (gRPC: the NodeManager's shuffle service) and /run/datcp/events.sock
@@ -17,9 +20,11 @@ jar=/opt/datcp/agent/datcp-agent.jar
 mkdir -p /etc/datcp /run/datcp /var/lib/datcp-agent
 getent group hadoop >/dev/null || groupadd --system hadoop
 token=${DATCP_TOKEN_DIR:-/data/node-tokens}/$(hostname)
+tls=${DATCP_TLS_DIR:-/data/node-tls}/$(hostname)
 if [ -n "${DATCP_SCHEDULER:-}" ]; then
-	for _ in $(seq 60); do [ -s "$token" ] && break; sleep 1; done
+	for _ in $(seq 60); do [ -s "$token" ] && [ -d "$tls" ] && break; sleep 1; done
 	[ -s "$token" ] || echo "node: no node token at $token; the scheduler will refuse this agent" >&2
+	[ -d "$tls" ] || echo "node: no certificate in $tls; the scheduler will refuse this agent" >&2
 fi
 cat >/etc/datcp/agent.properties <<PROPS
 agent.role=host
@@ -31,6 +36,7 @@ local.socketMode=0660
 kernel.library=/opt/datcp/kmod/libdatcp.so
 scheduler.target=${DATCP_SCHEDULER:-}
 scheduler.tokenFile=$([ -s "$token" ] && echo "$token")
+$([ -n "${DATCP_SCHEDULER:-}" ] && [ -d "$tls" ] && printf 'scheduler.caFile=%s\nscheduler.certFile=%s\nscheduler.keyFile=%s' "$tls/ca.pem" "$tls/cert.pem" "$tls/key.pem")
 state.dir=/var/lib/datcp-agent
 $(mountpoint -q /run/datcp/cgroup2 && echo kernel.cgroup=/run/datcp/cgroup2)
 ${DATCP_AGENT_EXTRA:-}

@@ -61,8 +61,14 @@ public final class SchedulerMain implements Callable<Integer> {
       System.err.println("scheduler: " + config + ": " + e.getMessage());
       return 2;
     }
-    SchedulerServer server = SchedulerServer.builder().dataDir(dataDir).grpcPort(grpcPort)
-        .httpPort(httpPort).conf(conf).build().start();
+    SchedulerServer server;
+    try {
+      server = SchedulerServer.builder().dataDir(dataDir).grpcPort(grpcPort)
+          .httpPort(httpPort).conf(conf).build().start();
+    } catch (ConfigException e) {
+      System.err.println("scheduler: " + e.getMessage());
+      return 2;
+    }
     CountDownLatch stopped = new CountDownLatch(1);
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
       server.close();

@@ -10,6 +10,7 @@ import com.linecorp.armeria.common.metric.MoreMeters;
 import com.linecorp.armeria.common.util.EventLoopGroups;
 import com.linecorp.armeria.server.Server;
 import com.linecorp.armeria.server.ServerBuilder;
+import com.linecorp.armeria.server.ServerTlsConfig;
 import com.linecorp.armeria.server.annotation.JacksonRequestConverterFunction;
 import com.linecorp.armeria.server.annotation.JacksonResponseConverterFunction;
 import com.linecorp.armeria.server.grpc.GrpcService;
@@ -26,6 +27,8 @@ import io.datcp.scheduler.api.rest.SwitchResource;
 import io.datcp.scheduler.api.rest.WriteToken;
 import io.datcp.scheduler.auth.NodeAuthInterceptor;
 import io.datcp.scheduler.auth.NodeCredentials;
+import io.datcp.scheduler.auth.TlsFiles;
+import io.datcp.scheduler.common.ConfigException;
 import io.datcp.scheduler.config.SchedulerConf;
 import io.datcp.scheduler.dashboard.Dashboard;
 import io.datcp.scheduler.ingest.HostRateLimiter;
@@ -38,6 +41,7 @@ import io.micrometer.core.instrument.distribution.DistributionStatisticConfig;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.netty.channel.EventLoopGroup;
+import io.netty.handler.ssl.ClientAuth;
 import io.netty.util.concurrent.EventExecutor;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -94,8 +98,9 @@ public final class SchedulerServer implements AutoCloseable {
 
   @SuppressWarnings("deprecation")
   private SchedulerServer(Builder b) throws IOException {
-    Files.createDirectories(b.dataDir);
     SchedulerConf conf = b.conf;
+    TlsFiles tls = tls(conf); // first: a bad key must stop start-up before anything is opened
+    Files.createDirectories(b.dataDir);
     token = WriteToken.loadOrCreate(b.dataDir, conf.get(SchedulerConf.AUTH_TOKEN));
     ObjectMapper json = new ObjectMapper()
         .configure(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES, true)
@@ -152,8 +157,19 @@ public final class SchedulerServer implements AutoCloseable {
     eventLoops = EventLoopGroups.newEventLoopGroup(
         loops > 0 ? loops : Runtime.getRuntime().availableProcessors());
 
-    ServerBuilder gb = Server.builder()
-        .http(b.grpcPort)
+    ServerBuilder gb = Server.builder();
+    if (tls == null) {
+      gb.http(b.grpcPort);
+    } else {
+      // Nodes' certificates are asked for on the gRPC port only: the HTTP port's callers are
+      // operators, browsers and metric scrapers, with the admin token for writes.
+      gb.https(b.grpcPort).tlsProvider(tls, ServerTlsConfig.builder()
+          .clientAuth(!tls.verifiesClients() ? ClientAuth.NONE
+              : conf.get(SchedulerConf.TLS_CLIENT_AUTH).equals("require") ? ClientAuth.REQUIRE
+              : ClientAuth.OPTIONAL)
+          .build());
+    }
+    gb
         .workerGroup(eventLoops, false)
         .gracefulShutdownTimeout(Duration.ZERO, SHUTDOWN_GRACE)
         .meterRegistry(meters)
@@ -182,8 +198,14 @@ public final class SchedulerServer implements AutoCloseable {
     }
     grpc = gb.build();
 
-    ServerBuilder hb = Server.builder()
-        .http(b.httpPort)
+    ServerBuilder hb = Server.builder();
+    if (tls == null) {
+      hb.http(b.httpPort);
+    } else {
+      hb.https(b.httpPort).tlsProvider(tls, ServerTlsConfig.builder()
+          .clientAuth(ClientAuth.NONE).build());
+    }
+    hb
         .workerGroup(eventLoops, false)
         .gracefulShutdownTimeout(Duration.ZERO, SHUTDOWN_GRACE)
         .meterRegistry(meters)
@@ -220,6 +242,37 @@ public final class SchedulerServer implements AutoCloseable {
         .pathPrefix("/api/v1/").build(token.decorator());
     Dashboard.mount(hb);
     http = hb.build();
+  }
+
+  /**
+   * The TLS files of both ports; null with tls.plaintext=true (logged as a warning).
+   *
+   * @throws ConfigException naming the tls.* key that is missing, conflicting or unreadable
+   */
+  private static TlsFiles tls(SchedulerConf conf) {
+    String cert = conf.get(SchedulerConf.TLS_CERT_FILE);
+    String key = conf.get(SchedulerConf.TLS_KEY_FILE);
+    String clientCa = conf.get(SchedulerConf.TLS_CLIENT_CA_FILE);
+    if (conf.get(SchedulerConf.TLS_PLAINTEXT)) {
+      if (!cert.isEmpty() || !key.isEmpty() || !clientCa.isEmpty()) {
+        throw new ConfigException("configuration key 'tls.plaintext': true conflicts with"
+            + " tls.certFile, tls.keyFile and tls.clientCaFile; set either");
+      }
+      LOG.warn("tls.plaintext=true: gRPC and HTTP without TLS, node and admin tokens cross the"
+          + " network readable (development on loopback only)");
+      return null;
+    }
+    if (cert.isEmpty() || key.isEmpty()) {
+      throw new ConfigException("configuration key '" + (cert.isEmpty() ? "tls.certFile"
+          : "tls.keyFile") + "': required (a PEM file) unless tls.plaintext=true;"
+          + " scheduler/README.md, 'TLS', shows how to make one");
+    }
+    if (clientCa.isEmpty() && conf.get(SchedulerConf.TLS_CLIENT_AUTH).equals("require")) {
+      throw new ConfigException("configuration key 'tls.clientAuth': require needs"
+          + " tls.clientCaFile");
+    }
+    return TlsFiles.load(Path.of(cert), Path.of(key),
+        clientCa.isEmpty() ? null : Path.of(clientCa));
   }
 
   /** The ResourceManager, when configured: for job ends always, for attributes unless dev. */

@@ -236,7 +236,8 @@ class JobEndFromYarnTest {
     long finishedMillis = System.currentTimeMillis() + 5_000;
     yarnSays("FINISHED", "SUCCEEDED", finishedMillis);
     SchedulerServer server = servers.start(dir, Clock.systemUTC(), SchedulerConf.fromMap(
-        Map.of("yarn.rm.webappAddress", startRm(), "jobs.endPollMillis", "100")));
+        Map.of("yarn.rm.webappAddress", startRm(), "jobs.endPollMillis", "100",
+            "tls.plaintext", "true")));
     long t = System.currentTimeMillis() * 1_000_000L;
     long submitted = t - 2 * S;
     server.service().report("node1", List.of(

@@ -33,8 +33,10 @@ class SchedulerJarIT {
     Path jar = Paths.get(System.getProperty("scheduler.jar", "target/scheduler.jar"));
     assertThat(jar).exists();
     Path java = Paths.get(System.getProperty("java.home"), "bin", "java");
+    Path conf = Files.writeString(dir.resolve("scheduler.properties"), "tls.plaintext=true\n");
     Process p = new ProcessBuilder(java.toString(), "-jar", jar.toString(),
-        "--data-dir", dir.resolve("data").toString(), "--grpc-port", "0", "--http-port", "0")
+        "--data-dir", dir.resolve("data").toString(), "--grpc-port", "0", "--http-port", "0",
+        "--config", conf.toString())
         .redirectErrorStream(true).start();
     try {
       int port = awaitHttpPort(p);

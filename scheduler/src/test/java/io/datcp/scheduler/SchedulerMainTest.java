@@ -36,6 +36,23 @@ class SchedulerMainTest {
   }
 
   @Test
+  void withoutTlsFilesOrAnExplicitPlaintextStartUpStopsNamingTheKey() throws Exception {
+    ByteArrayOutputStream err = new ByteArrayOutputStream();
+    PrintStream saved = System.err;
+    int code;
+    System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+    try {
+      code = new CommandLine(new SchedulerMain()).execute("--data-dir", dir.toString(),
+          "--grpc-port", "0", "--http-port", "0");
+    } finally {
+      System.setErr(saved);
+    }
+    assertThat(code).isEqualTo(2);
+    assertThat(err.toString(StandardCharsets.UTF_8))
+        .contains("'tls.certFile'", "tls.plaintext=true");
+  }
+
+  @Test
   void theDataDirIsRequired() {
     StringWriter err = new StringWriter();
     int code = new CommandLine(new SchedulerMain()).setErr(new PrintWriter(err))

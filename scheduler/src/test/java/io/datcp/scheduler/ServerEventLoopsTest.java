@@ -23,7 +23,7 @@ class ServerEventLoopsTest {
 
   @Test
   void bothServersRunOnTheConfiguredNumberOfEventLoops() throws Exception {
-    SchedulerConf conf = SchedulerConf.fromMap(Map.of("server.eventLoops", "3",
+    SchedulerConf conf = SchedulerConf.fromMap(Map.of("server.eventLoops", "3", "tls.plaintext", "true",
         "auth.nodes.required", "false"));
     SchedulerServer server = servers.start(dir, Clock.systemUTC(), conf);
     assertThat(server.eventLoopThreads()).isEqualTo(3);

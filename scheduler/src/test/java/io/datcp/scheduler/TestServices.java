@@ -39,14 +39,16 @@ public final class TestServices {
   private TestServices() {}
 
   /**
-   * Development configuration (no node credentials, job attributes from reports) plus {@code
+   * Development configuration (plaintext on loopback, no node credentials, job attributes from
+   * reports) plus {@code
    * extra}: for tests of other behaviour than authentication and the ResourceManager. The
    * planner's prior is 0.8 of the 100 Mbit/s downlink, so that the tests' deadlines are round
    * (10 MB in 1 s, job B's 20 MB in 2 s).
    */
   public static SchedulerConf dev(Map<String, String> extra) {
     Map<String, String> all = new HashMap<>(Map.of("auth.nodes.required", "false",
-        "jobs.attributesFrom", "reports", "planner.targetUtilisation", "0.8"));
+        "jobs.attributesFrom", "reports", "planner.targetUtilisation", "0.8",
+        "tls.plaintext", "true"));
     all.putAll(extra);
     return SchedulerConf.fromMap(all);
   }
@@ -119,9 +121,10 @@ public final class TestServices {
       return server;
     }
 
-    /** With the default configuration, on the system clock. */
+    /** With the default configuration but plaintext (loopback), on the system clock. */
     public SchedulerServer start(Path dir) throws IOException {
-      return start(dir, Clock.systemUTC(), SchedulerConf.defaults());
+      return start(dir, Clock.systemUTC(),
+          SchedulerConf.fromMap(Map.of("tls.plaintext", "true")));
     }
 
     /** A stub to {@code server} holding {@code host}'s node token. */

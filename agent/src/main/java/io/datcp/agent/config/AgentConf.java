@@ -209,6 +209,28 @@ public final class AgentConf {
       "File holding this node's bearer token for the scheduler; empty: no credential. Read"
           + " again whenever the scheduler refuses the token (UNAUTHENTICATED)."));
 
+  public static final Key<Boolean> SCHEDULER_PLAINTEXT = register(new Key<>(
+      "scheduler.plaintext", false, AgentConf::parseBoolean, v -> true, "true|false",
+      "true: talk to the scheduler without TLS, the token readable on the network (development"
+          + " on loopback only; a warning at start); false: TLS, the scheduler's certificate"
+          + " checked against scheduler.caFile."));
+
+  public static final Key<String> SCHEDULER_CA_FILE = register(new Key<>("scheduler.caFile", "",
+      Function.identity(), v -> v.isEmpty() || v.startsWith("/"), "empty or an absolute path",
+      "PEM certificates of the CAs that sign the scheduler's certificate; empty: the JVM's"
+          + " default trusted CAs."));
+
+  public static final Key<String> SCHEDULER_CERT_FILE = register(new Key<>(
+      "scheduler.certFile", "", Function.identity(), v -> v.isEmpty() || v.startsWith("/"),
+      "empty or an absolute path",
+      "PEM certificate of this node for mutual TLS, its one DNS subjectAltName this node's"
+          + " host name (the recommended node credential); empty: none (then a token)."));
+
+  public static final Key<String> SCHEDULER_KEY_FILE = register(new Key<>(
+      "scheduler.keyFile", "", Function.identity(), v -> v.isEmpty() || v.startsWith("/"),
+      "empty or an absolute path",
+      "PEM private key (PKCS#8, 'BEGIN PRIVATE KEY') of scheduler.certFile."));
+
   public static final Key<Integer> LOOKUP_TIMEOUT_MS = register(new Key<>(
       "scheduler.lookupTimeoutMillis", 500, Integer::parseInt, v -> v > 0 && v <= 60_000,
       "an integer in 1..60000 (milliseconds)",

@@ -20,7 +20,6 @@ import io.grpc.ClientInterceptors;
 import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
-import io.grpc.netty.NettyChannelBuilder;
 import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.ClientResponseObserver;
 import io.grpc.stub.StreamObserver;
@@ -92,12 +91,13 @@ public final class SchedulerClient implements PolicySource, AutoCloseable {
   /**
    * Connects lazily to scheduler.target (the channel reconnects by itself).
    *
-   * @throws IllegalArgumentException when scheduler.tokenFile is set but unreadable or empty
+   * @throws IllegalArgumentException when scheduler.tokenFile is set but unreadable or empty,
+   *     or the TLS settings cannot be used (naming the key)
    */
   public SchedulerClient(AgentConf conf, String hostName, MeterRegistry meters) {
     this.hostName = hostName;
     String target = conf.get(AgentConf.SCHEDULER_TARGET);
-    channel = NettyChannelBuilder.forTarget(target).usePlaintext().build();
+    channel = SchedulerChannel.open(conf);
     String tokenFile = conf.get(AgentConf.TOKEN_FILE);
     token = tokenFile.isEmpty() ? null : NodeToken.read(tokenFile);
     Channel calls = token == null ? channel

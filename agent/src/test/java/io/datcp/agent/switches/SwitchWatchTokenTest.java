@@ -69,7 +69,8 @@ class SwitchWatchTokenTest {
       scheduler.start();
       SimpleMeterRegistry meters = new SimpleMeterRegistry();
       try (SchedulerClient client = new SchedulerClient(AgentConf.fromMap(Map.of(
-          "scheduler.target", scheduler.target(), "scheduler.tokenFile", token.toString())),
+          "scheduler.target", scheduler.target(), "scheduler.tokenFile", token.toString(),
+          "scheduler.plaintext", "true")), // the fake scheduler on loopback
           "tor1-host", meters);
           SwitchAgent sw = new SwitchAgent("tor1", driver, meters)) {
         sw.watch(client.policyStub(), client.outage(), 50, 200);

@@ -11,6 +11,7 @@ import io.datcp.proto.v1.ShuffleReportServiceGrpc;
 import io.datcp.proto.v1.SwitchConfig;
 import io.datcp.proto.v1.SwitchConfigRequest;
 import io.datcp.proto.v1.WatchRequest;
+import io.grpc.Grpc;
 import io.grpc.Metadata;
 import io.grpc.Server;
 import io.grpc.ServerCall;
@@ -19,15 +20,24 @@ import io.grpc.ServerInterceptor;
 import io.grpc.ServerInterceptors;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
+import io.grpc.netty.GrpcSslContexts;
 import io.grpc.netty.NettyServerBuilder;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
 import java.io.IOException;
+import io.netty.handler.ssl.ClientAuth;
+import io.netty.handler.ssl.SslContext;
+import io.netty.handler.ssl.SslContextBuilder;
 import java.net.InetSocketAddress;
+import java.nio.file.Path;
+import java.security.cert.CertificateParsingException;
+import java.security.cert.X509Certificate;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
+import javax.net.ssl.SSLPeerUnverifiedException;
+import javax.net.ssl.SSLSession;
 
 /**
  * A scheduler stand-in on a loopback port: answers lookups with a policy the test chooses,
@@ -59,8 +69,24 @@ public final class FakeScheduler implements AutoCloseable {
   public volatile String requiredToken;
   /** Calls refused for their credential. */
   public final List<String> refused = new CopyOnWriteArrayList<>();
+  /** With {@link #tls}: the DNS subjectAltNames of each call's client certificate. */
+  public final List<String> clientCertificateNames = new CopyOnWriteArrayList<>();
+  private SslContext tls;
   private int port;
   private Server server;
+
+  /**
+   * Serves TLS with cert and key; with clientCa, client certificates are required and checked
+   * against it (mutual TLS, as the scheduler with tls.clientCaFile and tls.clientAuth=require).
+   */
+  public FakeScheduler tls(Path cert, Path key, Path clientCa) throws IOException {
+    SslContextBuilder b = GrpcSslContexts.forServer(cert.toFile(), key.toFile());
+    if (clientCa != null) {
+      b.trustManager(clientCa.toFile()).clientAuth(ClientAuth.REQUIRE);
+    }
+    tls = b.build();
+    return this;
+  }
 
   public FakeScheduler start() throws IOException {
     ServerInterceptor recordAuth = new ServerInterceptor() {
@@ -69,6 +95,17 @@ public final class FakeScheduler implements AutoCloseable {
           ServerCallHandler<Q, A> next) {
         String auth = h.get(Metadata.Key.of("authorization", Metadata.ASCII_STRING_MARSHALLER));
         authorizations.add(auth == null ? "" : auth);
+        SSLSession session = call.getAttributes().get(Grpc.TRANSPORT_ATTR_SSL_SESSION);
+        if (session != null) {
+          try {
+            X509Certificate peer = (X509Certificate) session.getPeerCertificates()[0];
+            for (List<?> san : peer.getSubjectAlternativeNames()) {
+              clientCertificateNames.add(String.valueOf(san.get(1)));
+            }
+          } catch (SSLPeerUnverifiedException | CertificateParsingException e) {
+            clientCertificateNames.add("");
+          }
+        }
         String required = requiredToken;
         if (required != null && !("Bearer " + required).equals(auth)) {
           refused.add(call.getMethodDescriptor().getBareMethodName());
@@ -78,10 +115,13 @@ public final class FakeScheduler implements AutoCloseable {
         return next.startCall(call, h);
       }
     };
-    server = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", port))
+    NettyServerBuilder b = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", port))
         .addService(ServerInterceptors.intercept(new Policies(), recordAuth))
-        .addService(ServerInterceptors.intercept(new Reports(), recordAuth))
-        .build().start();
+        .addService(ServerInterceptors.intercept(new Reports(), recordAuth));
+    if (tls != null) {
+      b.sslContext(tls);
+    }
+    server = b.build().start();
     port = server.getPort();
     return this;
   }

@@ -30,7 +30,10 @@ public final class TestAgents {
 
   private TestAgents() {}
 
-  /** Test settings: socket and state under dir, fast reconnects, metrics on a free port. */
+  /**
+   * Test settings: socket and state under dir, fast reconnects, metrics on a free port, the
+   * scheduler reached in plaintext.
+   */
   public static Map<String, String> settings(Path dir, String schedulerTarget, int shufflePort) {
     Map<String, String> m = new HashMap<>();
     m.put("agent.host", "test-host");
@@ -39,6 +42,7 @@ public final class TestAgents {
     m.put("kernel.library", KernelLock.library());
     m.put("kernel.shufflePorts", Integer.toString(shufflePort));
     m.put("scheduler.target", schedulerTarget);
+    m.put("scheduler.plaintext", "true"); // the fake scheduler on loopback; TLS: SchedulerTlsTest
     m.put("scheduler.reconnectMinMillis", "50");
     m.put("scheduler.reconnectMaxMillis", "200");
     m.put("reports.flushMillis", "20");

@@ -49,6 +49,8 @@ public final class DatcpCluster implements Startable {
   static final String TOR_IMAGE = "datcp/tor:dev";
   private static final Path DATCP_PINS = Path.of("/sys/fs/bpf/datcp");
   static final String SCHEDULER_IMAGE = "datcp/scheduler:dev";
+  /** The throwaway CA the scheduler makes at start (docker/scheduler/scheduler-entrypoint.sh). */
+  public static final String SCHEDULER_CA = "/var/lib/datcp-scheduler/pki/ca.pem";
   /** Accepts frames that stay on one of the cluster's bridges (see docker/README.md). */
   static final List<String> BRIDGED_RULE = List.of("DOCKER-USER", "-i", "dtcp-+", "-m",
       "physdev", "--physdev-is-bridged", "-j", "ACCEPT");
@@ -150,6 +152,15 @@ public final class DatcpCluster implements Startable {
       }
       throw new IllegalStateException("cluster did not start: " + e.getMessage(), e);
     }
+  }
+
+  /**
+   * GET of a path of the scheduler's HTTP API, from inside its container (TLS, with the CA it
+   * made at start); fails the caller on an error status.
+   */
+  public String schedulerApi(String path) throws IOException, InterruptedException {
+    return exec("scheduler", "curl", "-fsS", "--cacert", SCHEDULER_CA,
+        "https://localhost:8080" + path).getStdout();
   }
 
   /** Runs a command in a container; fails the caller when it exits non-zero. */

@@ -193,8 +193,8 @@ class DockerClusterIT {
     List<String> missed = new ArrayList<>();
     for (JsonNode round : on.get("rounds")) {
       String jobB = round.get("jobB").get("jobId").asText();
-      JsonNode flows = JSON.readTree(cluster.exec("scheduler", "curl", "-fsS",
-          "http://localhost:8080/api/v1/flows?job=" + jobB).getStdout()).get("flows");
+      JsonNode flows = JSON.readTree(cluster.schedulerApi("/api/v1/flows?job=" + jobB))
+          .get("flows");
       assertThat(flows).as(jobB + " flows").isNotEmpty();
       boolean all = true;
       for (JsonNode f : flows) {
@@ -358,8 +358,7 @@ class DockerClusterIT {
     StringBuilder line = new StringBuilder();
     for (String job : List.of("A", "B")) {
       String id = result.get("jobs").get(job).get("history").get("jobId").asText();
-      JsonNode f = JSON.readTree(c.exec("scheduler", "curl", "-fsS",
-          "http://localhost:8080/api/v1/flows?job=" + id).getStdout()).get("flows");
+      JsonNode f = JSON.readTree(c.schedulerApi("/api/v1/flows?job=" + id)).get("flows");
       flows.set(job, f);
       if ("B".equals(job)) {
         for (JsonNode flow : f) {

@@ -26,6 +26,8 @@ import java.util.concurrent.ConcurrentHashMap;
  */
 public final class NodeCredentials {
   public static final String FILE_NAME = "node-tokens";
+  /** What a host name may be, in tokens and node certificates. */
+  public static final String HOST_PATTERN = "[A-Za-z0-9_.:-]{1,255}";
   private static final int TOKEN_BYTES = 32;
 
   private final Path file;
@@ -66,7 +68,7 @@ public final class NodeCredentials {
 
   /** A fresh token for {@code host}; it replaces (revokes) the host's previous one. */
   public synchronized String mint(String host) {
-    require(host != null && host.matches("[A-Za-z0-9_.:-]{1,255}"), "host",
+    require(host != null && host.matches(HOST_PATTERN), "host",
         "must be a host name of 1-255 characters (A-Za-z0-9_.:-)");
     byte[] bytes = new byte[TOKEN_BYTES];
     random.nextBytes(bytes);

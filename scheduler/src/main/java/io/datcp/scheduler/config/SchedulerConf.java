@@ -291,6 +291,37 @@ public final class SchedulerConf {
           + " start); a batch with one more is refused whole (RESOURCE_EXHAUSTED) until one is"
           + " idle for reports.dedupIdleSeconds."));
 
+  public static final Key<Boolean> TLS_PLAINTEXT = register(new Key<>(
+      "tls.plaintext", false, SchedulerConf::bool, v -> true, "true or false",
+      "true: both ports speak plaintext, so tokens cross the network readable (development on"
+          + " loopback only; logged as a warning at start); false: TLS with tls.certFile and"
+          + " tls.keyFile, which must then be set."));
+
+  public static final Key<String> TLS_CERT_FILE = register(new Key<>(
+      "tls.certFile", "", Function.identity(), v -> v.isEmpty() || v.startsWith("/"),
+      "empty or an absolute path",
+      "PEM certificate chain of both ports (the scheduler's first); read again when it"
+          + " changes."));
+
+  public static final Key<String> TLS_KEY_FILE = register(new Key<>(
+      "tls.keyFile", "", Function.identity(), v -> v.isEmpty() || v.startsWith("/"),
+      "empty or an absolute path",
+      "PEM private key (PKCS#8) of tls.certFile; read again when it changes."));
+
+  public static final Key<String> TLS_CLIENT_CA_FILE = register(new Key<>(
+      "tls.clientCaFile", "", Function.identity(), v -> v.isEmpty() || v.startsWith("/"),
+      "empty or an absolute path",
+      "PEM certificates of the CAs that sign node certificates (mutual TLS on the gRPC port;"
+          + " a node is the one DNS subjectAltName of its certificate); empty: nodes use"
+          + " tokens only."));
+
+  public static final Key<String> TLS_CLIENT_AUTH = register(new Key<>(
+      "tls.clientAuth", "optional", Function.identity(),
+      v -> v.equals("optional") || v.equals("require"), "optional|require",
+      "With tls.clientCaFile, whether a gRPC client must present a certificate (require) or"
+          + " may come without one and use a token (optional). A certificate that the CAs did"
+          + " not sign is refused at the handshake either way."));
+
   private final Map<Key<?>, Object> values;
   private final SwitchSettings switches;
 

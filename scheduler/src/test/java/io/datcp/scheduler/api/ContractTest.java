@@ -64,7 +64,7 @@ class ContractTest {
   private void start(Map<String, String> conf) throws Exception {
     // a prior of 0.8 of the 100 Mbit/s downlink keeps the deadlines round (10 MB in 1 s)
     Map<String, String> all = new HashMap<>(Map.of("jobs.attributesFrom", "reports",
-        "planner.targetUtilisation", "0.8"));
+        "planner.targetUtilisation", "0.8", "tls.plaintext", "true"));
     all.putAll(conf);
     server = servers.start(dir, clock, SchedulerConf.fromMap(all));
   }

@@ -55,7 +55,9 @@ class NodeAuthTest {
   private FakeResourceManager rm;
 
   private void start(Map<String, String> conf) throws Exception {
-    server = servers.start(dir, clock, SchedulerConf.fromMap(conf));
+    Map<String, String> all = new java.util.HashMap<>(conf);
+    all.put("tls.plaintext", "true"); // loopback
+    server = servers.start(dir, clock, SchedulerConf.fromMap(all));
   }
 
   @AfterEach

@@ -43,7 +43,7 @@ class RefusedEventsTest {
   private SchedulerServer server;
 
   private void start() throws Exception {
-    server = servers.start(dir, clock, SchedulerConf.fromMap(Map.of()));
+    server = servers.start(dir, clock, SchedulerConf.fromMap(Map.of("tls.plaintext", "true")));
   }
 
   private ReportAck report(String host, long batchId, ShuffleEvent... events) {

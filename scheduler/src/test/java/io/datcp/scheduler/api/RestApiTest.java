@@ -221,7 +221,7 @@ class RestApiTest {
     server.close();
     String configured = "operator-token-0123456789";
     server = servers.start(dir, Clock.systemUTC(),
-        SchedulerConf.fromMap(Map.of("auth.token", configured)));
+        SchedulerConf.fromMap(Map.of("auth.token", configured, "tls.plaintext", "true")));
     assertThat(send("PUT", "/api/v1/policies/gold", GOLD, configured).statusCode())
         .isEqualTo(200);
   }

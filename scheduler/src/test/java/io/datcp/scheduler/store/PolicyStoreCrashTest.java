@@ -46,9 +46,11 @@ class PolicyStoreCrashTest {
   @Test
   void aKillDuringWritesLosesNothingAcknowledged() throws Exception {
     Path java = Paths.get(System.getProperty("java.home"), "bin", "java");
+    Path conf = Files.writeString(dir.resolve("scheduler.properties"), "tls.plaintext=true\n");
     Process child = new ProcessBuilder(java.toString(), "-Xmx256m",
         "-cp", System.getProperty("java.class.path"), SchedulerMain.class.getName(),
-        "--data-dir", dir.toString(), "--grpc-port", "0", "--http-port", "0")
+        "--data-dir", dir.toString(), "--grpc-port", "0", "--http-port", "0",
+        "--config", conf.toString())
         .redirectErrorStream(true).start();
     ExecutorService pool = Executors.newFixedThreadPool(WRITERS);
     try {
