@@ -32,7 +32,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-printf 'auth.nodes.required=false\njobs.attributesFrom=reports\n' > "$data/scheduler.properties"
+printf 'auth.nodes.required=false\njobs.attributesFrom=reports\ntls.plaintext=true\n' > "$data/scheduler.properties"
 server_jar="${SCHEDULER_JAR:-$jar}"
 token="$(java -jar "$server_jar" --data-dir "$data" --mint-node-token evil)"
 # shellcheck disable=SC2086

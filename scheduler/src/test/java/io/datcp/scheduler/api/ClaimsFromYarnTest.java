@@ -63,7 +63,8 @@ class ClaimsFromYarnTest {
   }
 
   private void start(String rmAddress) throws Exception {
-    Map<String, String> conf = new HashMap<>(Map.of("yarn.rm.webappAddress", rmAddress));
+    Map<String, String> conf = new HashMap<>(Map.of("yarn.rm.webappAddress", rmAddress,
+        "tls.plaintext", "true")); // loopback
     server = servers.start(dir, clock, SchedulerConf.fromMap(conf));
   }
 

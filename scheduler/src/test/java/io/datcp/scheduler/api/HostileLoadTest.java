@@ -34,6 +34,7 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.stream.IntStream;
 import org.assertj.core.api.ThrowableAssert.ThrowingCallable;
@@ -59,7 +60,8 @@ class HostileLoadTest {
   private SchedulerServer server;
 
   private void start() throws Exception {
-    server = servers.start(dir, clock, SchedulerConf.defaults());
+    server = servers.start(dir, clock,
+        SchedulerConf.fromMap(Map.of("tls.plaintext", "true"))); // loopback
   }
 
   private ShuffleReportServiceGrpc.ShuffleReportServiceBlockingStub plugin(String host) {
