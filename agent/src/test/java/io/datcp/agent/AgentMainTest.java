@@ -18,14 +18,7 @@ class AgentMainTest {
     Path conf = dir.resolve("agent.properties");
     Files.writeString(conf, "local.socketMode=rwxrwxrwx\n");
     ByteArrayOutputStream err = new ByteArrayOutputStream();
-    PrintStream old = System.err;
-    System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
-    int code;
-    try {
-      code = new CommandLine(new AgentMain()).execute("--config", conf.toString());
-    } finally {
-      System.setErr(old);
-    }
+    int code = execute(err, "--config", conf.toString());
     assertThat(code).isEqualTo(AgentMain.EXIT_CONFIG);
     assertThat(err.toString(StandardCharsets.UTF_8)).contains(
         "bad value 'rwxrwxrwx' for configuration key 'local.socketMode'; accepted: an octal"
@@ -40,14 +33,7 @@ class AgentMainTest {
         + "scheduler.target=\nmetrics.port=-1\nlocal.socketPath=" + dir.resolve("a.sock")
         + "\nstate.dir=" + dir.resolve("state") + "\n");
     ByteArrayOutputStream err = new ByteArrayOutputStream();
-    PrintStream old = System.err;
-    System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
-    int code;
-    try {
-      code = new CommandLine(new AgentMain()).execute("--config", conf.toString());
-    } finally {
-      System.setErr(old);
-    }
+    int code = execute(err, "--config", conf.toString());
     assertThat(code).isEqualTo(AgentMain.EXIT_CONFIG);
     assertThat(err.toString(StandardCharsets.UTF_8)).contains(
         "bad value 'datcp-no-such-user' for configuration key 'local.nodeManagerUser';"
@@ -59,5 +45,16 @@ class AgentMainTest {
   void aMissingConfigFileIsAConfigError(@TempDir Path dir) {
     assertThat(new CommandLine(new AgentMain()).execute("--config",
         dir.resolve("absent.properties").toString())).isEqualTo(AgentMain.EXIT_CONFIG);
+  }
+
+  /** Runs the command line with System.err captured into {@code err}. */
+  private static int execute(ByteArrayOutputStream err, String... args) {
+    PrintStream saved = System.err;
+    System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+    try {
+      return new CommandLine(new AgentMain()).execute(args);
+    } finally {
+      System.setErr(saved);
+    }
   }
 }

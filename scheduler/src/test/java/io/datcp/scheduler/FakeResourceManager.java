@@ -143,9 +143,12 @@ public final class FakeResourceManager implements AutoCloseable {
       AtomicInteger n = new AtomicInteger();
       String containers = a.hosts.stream().map(h -> "{\"containerId\":\"container_"
           + attempt.substring("appattempt_".length()) + "_" + n.incrementAndGet()
-          + "\",\"nodeId\":\"" + h + ":45454\",\"containerState\":\"RUNNING\"}")
+          + "\",\"assignedNodeId\":\"" + h + ":45454\",\"containerState\":\"RUNNING\","
+          + "\"nodeHttpAddress\":\"http://" + h + ":8042\",\"nodeId\":\"" + h + ":45454\"}")
           .collect(Collectors.joining(","));
-      return json("{\"containers\":{\"container\":[" + containers + "]}}");
+      // Hadoop 3.5.0's RM answers this list without a "containers" wrapper (unlike "apps",
+      // "appAttempts", "nodes"), as a live ResourceManager of the Docker cluster did
+      return json("{\"container\":[" + containers + "]}");
     }
     return HttpResponse.of(HttpStatus.NOT_FOUND);
   }

@@ -21,15 +21,8 @@ class SchedulerMainTest {
   void aBadConfigKeyStopsStartUpNamingTheKeyAndTheAcceptedOnes() throws Exception {
     Path config = Files.writeString(dir.resolve("bad.properties"), "reports.rate=5\n");
     ByteArrayOutputStream err = new ByteArrayOutputStream();
-    PrintStream saved = System.err;
-    int code;
-    System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
-    try {
-      code = new CommandLine(new SchedulerMain()).execute("--data-dir", dir.toString(),
+    int code = execute(false, err, "--data-dir", dir.toString(),
           "--grpc-port", "0", "--http-port", "0", "--config", config.toString());
-    } finally {
-      System.setErr(saved);
-    }
     assertThat(code).isEqualTo(2);
     assertThat(err.toString(StandardCharsets.UTF_8))
         .contains("'reports.rate'", "reports.ratePerHost", "bad.properties");
@@ -38,15 +31,8 @@ class SchedulerMainTest {
   @Test
   void withoutTlsFilesOrAnExplicitPlaintextStartUpStopsNamingTheKey() throws Exception {
     ByteArrayOutputStream err = new ByteArrayOutputStream();
-    PrintStream saved = System.err;
-    int code;
-    System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
-    try {
-      code = new CommandLine(new SchedulerMain()).execute("--data-dir", dir.toString(),
+    int code = execute(false, err, "--data-dir", dir.toString(),
           "--grpc-port", "0", "--http-port", "0");
-    } finally {
-      System.setErr(saved);
-    }
     assertThat(code).isEqualTo(2);
     assertThat(err.toString(StandardCharsets.UTF_8))
         .contains("'tls.certFile'", "tls.plaintext=true");
@@ -64,19 +50,32 @@ class SchedulerMainTest {
   @Test
   void aNodeTokenMintedOnTheCommandLineIsKnownToTheNextScheduler() throws Exception {
     ByteArrayOutputStream out = new ByteArrayOutputStream();
-    PrintStream saved = System.out;
-    int code;
-    System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
-    try {
-      code = new CommandLine(new SchedulerMain()).execute("--data-dir", dir.toString(),
+    int code = execute(true, out, "--data-dir", dir.toString(),
           "--mint-node-token", "node9");
-    } finally {
-      System.setOut(saved);
-    }
     assertThat(code).isZero();
     String token = out.toString(StandardCharsets.UTF_8).trim();
     assertThat(token).matches("[0-9a-f]{64}");
     assertThat(io.datcp.scheduler.auth.NodeCredentials.open(dir).hostOf(token))
         .isEqualTo("node9");
+  }
+
+  /** Runs the command line with System.out ({@code stdout}) or System.err captured. */
+  private static int execute(boolean stdout, ByteArrayOutputStream into, String... args) {
+    PrintStream saved = stdout ? System.out : System.err;
+    PrintStream capture = new PrintStream(into, true, StandardCharsets.UTF_8);
+    if (stdout) {
+      System.setOut(capture);
+    } else {
+      System.setErr(capture);
+    }
+    try {
+      return new CommandLine(new SchedulerMain()).execute(args);
+    } finally {
+      if (stdout) {
+        System.setOut(saved);
+      } else {
+        System.setErr(saved);
+      }
+    }
   }
 }

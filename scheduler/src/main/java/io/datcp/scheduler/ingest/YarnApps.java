@@ -131,7 +131,7 @@ public final class YarnApps {
             return CompletableFuture.completedFuture(Optional.of(Placement.NONE));
           }
           return get(attempts + "/" + id + "/containers",
-              root -> Optional.of(hosts(root.path("containers").path("container"))))
+              root -> Optional.of(hosts(containerList(root))))
               .thenCompose(hosts -> {
                 if (hosts.isEmpty() || hosts.get().isEmpty()) {
                   return CompletableFuture.completedFuture(hosts.map(h -> Placement.NONE));
@@ -164,6 +164,19 @@ public final class YarnApps {
       throw new IOException("no appAttempt.appAttemptId");
     }
     return Optional.of(last.get("appAttemptId").asText());
+  }
+
+  /**
+   * The containers of a containers answer: Hadoop 3.5.0's RM sends {@code {"container": [...]}}
+   * (no wrapper, unlike its other lists); {@code {}} is no container. Any other answer is
+   * unreadable (the RM then counts as not answering: fail open), never read as "placed
+   * nowhere".
+   */
+  private static JsonNode containerList(JsonNode root) throws IOException {
+    if (root.has("container") || (root.isObject() && root.isEmpty())) {
+      return root.path("container");
+    }
+    throw new IOException("no container list in the answer");
   }
 
   private static Set<String> hosts(JsonNode list) throws IOException {

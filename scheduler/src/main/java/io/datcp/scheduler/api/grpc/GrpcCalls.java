@@ -1,9 +1,9 @@
 package io.datcp.scheduler.api.grpc;
 
-import io.datcp.scheduler.ingest.Caller;
 import io.datcp.scheduler.auth.NodeAuthInterceptor;
 import io.datcp.scheduler.common.InvalidFieldException;
 import io.datcp.scheduler.common.LimitReachedException;
+import io.datcp.scheduler.ingest.Caller;
 import io.datcp.scheduler.ingest.NotPermittedException;
 import io.datcp.scheduler.ingest.RateLimitedException;
 import io.grpc.Status;
@@ -34,16 +34,7 @@ final class GrpcCalls {
   }
 
   static <T> void unary(StreamObserver<T> out, Supplier<T> call) {
-    T result;
-    try {
-      result = call.get();
-    } catch (InvalidFieldException | NotPermittedException | RateLimitedException
-        | LimitReachedException e) {
-      out.onError(status(e));
-      return;
-    }
-    out.onNext(result);
-    out.onCompleted();
+    unaryAsync(out, () -> CompletableFuture.completedFuture(call.get()));
   }
 
   /**
