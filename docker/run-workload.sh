@@ -96,6 +96,14 @@ cleanup() {
 trap cleanup EXIT
 
 docker_up
+# networks of a cluster run that died without cleaning up would hold the compose file's subnets
+# ("Pool overlaps with other one on this address space"): Testcontainers clusters' (label
+# io.datcp.cluster, as DatcpCluster removes them) and this script's own project's; one in use
+# is not removed
+for n in $(docker network ls -q --filter label=io.datcp.cluster) \
+	$(docker network ls -q --filter label=com.docker.compose.project="$DATCP_CLUSTER"); do
+	docker network rm "$n" >/dev/null 2>&1 || true
+done
 if [ -n "$build" ]; then
 	mvn -B -ntp -q package -DskipTests -DskipITs
 	bash docker/build-images.sh

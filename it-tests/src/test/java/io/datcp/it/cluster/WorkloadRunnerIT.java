@@ -40,8 +40,22 @@ class WorkloadRunnerIT {
     Path spec = root.resolve(SPEC);
     WorkloadSpec parsed = WorkloadSpec.read(spec.toFile());
     Path out = Path.of("target", "workload-ci").toAbsolutePath();
-    Path log = Path.of("target", "workload-ci.log").toAbsolutePath();
     Files.createDirectories(out);
+    // what a cluster run that died left behind: a network holding one of the compose file's
+    // subnets (a fresh CI run of 2026-11-26 failed on it); the runner must remove it
+    String stale = "datcp-stale-" + ProcessHandle.current().pid();
+    assertThat(docker("network", "create", "--internal", "--label", "io.datcp.cluster=" + stale,
+        "--subnet", DatcpCluster.FABRIC + ".1.0/24", stale)).as("docker network create").isZero();
+    try {
+      runWorkload(root, spec, parsed, out);
+    } finally {
+      docker("network", "rm", stale);
+    }
+  }
+
+  private static void runWorkload(Path root, Path spec, WorkloadSpec parsed, Path out)
+      throws Exception {
+    Path log = Path.of("target", "workload-ci.log").toAbsolutePath();
     ProcessBuilder runner = new ProcessBuilder("bash",
         root.resolve("docker/run-workload.sh").toString(), "--spec", spec.toString(), "--modes",
         "off,on", "--rounds", "1", "--out", out.toString(), "--skip-build")
@@ -72,5 +86,14 @@ class WorkloadRunnerIT {
         parsed.name(), mean[0], mean[1], mean[1] / mean[0]);
     assertThat(mean[1]).as("on's mean JCT vs off's").isLessThanOrEqualTo(mean[0] * MAX_ON_OVER_OFF);
     assertThat(new File(out.toFile(), "raw/off/round-1.json")).exists();
+  }
+
+  /** Runs the docker CLI; its exit status (output discarded). */
+  private static int docker(String... args) throws Exception {
+    String[] command = new String[args.length + 1];
+    command[0] = "docker";
+    System.arraycopy(args, 0, command, 1, args.length);
+    return new ProcessBuilder(command).redirectErrorStream(true)
+        .redirectOutput(ProcessBuilder.Redirect.DISCARD).start().waitFor();
   }
 }
