@@ -5,20 +5,23 @@ import com.linecorp.armeria.common.HttpStatus;
 import com.linecorp.armeria.common.MediaType;
 import com.linecorp.armeria.server.Server;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Collectors;
+import java.util.stream.IntStream;
 
 /**
  * A YARN ResourceManager for tests and benchmarks, answering the REST calls the scheduler makes
- * (as Hadoop 3.5's RMWebServices and the MapReduce AM's web services, through the RM's proxy,
- * shape them): {@code /ws/v1/cluster/apps/{app}} (queue, user, state), {@code
- * .../appattempts} (one attempt), {@code .../appattempts/{attempt}/containers} (one container
- * per placed host) and {@code /proxy/{app}/ws/v1/mapreduce/jobs/{job}} (maps and reduces).
- * Applications it was not told of are 404, as YARN answers.
+ * (as Hadoop 3.5's RMWebServices shapes them): {@code /ws/v1/cluster/apps/{app}} (queue, user,
+ * state), {@code .../appattempts} (the application's attempts, the first until the AM is
+ * {@link #restartAm restarted}) and {@code .../appattempts/{attempt}/containers} (one container
+ * per host placed in that attempt). Applications and attempts it was not told of are 404, as
+ * YARN answers.
  */
 public final class FakeResourceManager implements AutoCloseable {
   /** What YARN knows of one application. */
@@ -27,13 +30,14 @@ public final class FakeResourceManager implements AutoCloseable {
     volatile String state = "RUNNING";
     volatile String finalStatus = "UNDEFINED";
     volatile long finishedMillis;
-    final Set<String> hosts = ConcurrentHashMap.newKeySet();
-    volatile int maps = -1;
-    volatile int reduces = -1;
+    /** Hosts of each attempt's live containers, the first attempt's at index 0. */
+    final List<Set<String>> attempts = new CopyOnWriteArrayList<>(
+        List.of(ConcurrentHashMap.newKeySet()));
   }
 
   private final Map<String, App> apps = new ConcurrentHashMap<>();
   private final AtomicInteger appRequests = new AtomicInteger();
+  private final AtomicInteger attemptRequests = new AtomicInteger();
   private final AtomicInteger containerRequests = new AtomicInteger();
   private volatile CompletableFuture<Void> answer = CompletableFuture.completedFuture(null);
   private final Server server;
@@ -47,7 +51,6 @@ public final class FakeResourceManager implements AutoCloseable {
     server = Server.builder().http(port)
         .serviceUnder("/ws/v1/cluster/apps/",
             (ctx, req) -> later(cluster(ctx.mappedPath().substring(1))))
-        .serviceUnder("/proxy/", (ctx, req) -> later(am(ctx.mappedPath().substring(1))))
         .build();
     server.start().join();
   }
@@ -57,17 +60,24 @@ public final class FakeResourceManager implements AutoCloseable {
     return "http://127.0.0.1:" + server.activeLocalPort();
   }
 
-  /** YARN runs {@code jobId}'s application with containers on {@code hosts} (added). */
+  /**
+   * YARN runs {@code jobId}'s application with containers on {@code hosts} (added to its
+   * current attempt).
+   */
   public FakeResourceManager place(String jobId, String... hosts) {
-    app(jobId).hosts.addAll(List.of(hosts));
+    List<Set<String>> attempts = app(jobId).attempts;
+    attempts.get(attempts.size() - 1).addAll(List.of(hosts));
     return this;
   }
 
-  /** The job's MapReduce AM says it has {@code maps} maps and {@code reduces} reduces. */
-  public FakeResourceManager counts(String jobId, int maps, int reduces) {
-    App a = app(jobId);
-    a.maps = maps;
-    a.reduces = reduces;
+  /**
+   * The job's AM failed and YARN started its next attempt, with no containers yet; the last
+   * attempt's containers were killed.
+   */
+  public FakeResourceManager restartAm(String jobId) {
+    List<Set<String>> attempts = app(jobId).attempts;
+    attempts.get(attempts.size() - 1).clear();
+    attempts.add(ConcurrentHashMap.newKeySet());
     return this;
   }
 
@@ -93,6 +103,11 @@ public final class FakeResourceManager implements AutoCloseable {
   /** Applications (queue, state) asked for so far. */
   public int appRequests() {
     return appRequests.get();
+  }
+
+  /** Attempt lists asked for so far. */
+  public int attemptRequests() {
+    return attemptRequests.get();
   }
 
   /** Container lists asked for so far. */
@@ -125,7 +140,6 @@ public final class FakeResourceManager implements AutoCloseable {
       return HttpResponse.of(HttpStatus.NOT_FOUND, MediaType.JSON,
           "{\"RemoteException\":{\"exception\":\"NotFoundException\"}}");
     }
-    String attempt = "appattempt_" + p[0].substring("application_".length()) + "_000001";
     if (p.length == 1) {
       appRequests.incrementAndGet();
       return json("{\"app\":{\"id\":\"" + p[0] + "\",\"user\":\"alice\",\"name\":\"etl\","
@@ -134,15 +148,25 @@ public final class FakeResourceManager implements AutoCloseable {
           + "}}");
     }
     if (p.length == 2 && p[1].equals("appattempts")) {
-      return json("{\"appAttempts\":{\"appAttempt\":[{\"id\":1,\"appAttemptId\":\"" + attempt
-          + "\",\"appAttemptState\":\"RUNNING\",\"nodeId\":\"am-host:45454\"}]}}");
+      attemptRequests.incrementAndGet();
+      int last = a.attempts.size();
+      String attempts = IntStream.rangeClosed(1, last).mapToObj(i -> "{\"id\":" + i
+          + ",\"appAttemptId\":\"" + attemptId(p[0], i) + "\",\"appAttemptState\":\""
+          + (i == last ? "RUNNING" : "FAILED") + "\",\"nodeId\":\"am-host:45454\"}")
+          .collect(Collectors.joining(","));
+      return json("{\"appAttempts\":{\"appAttempt\":[" + attempts + "]}}");
     }
-    if (p.length == 4 && p[1].equals("appattempts") && p[2].equals(attempt)
-        && p[3].equals("containers")) {
+    int n = p.length == 4 && p[1].equals("appattempts") && p[3].equals("containers")
+        ? IntStream.rangeClosed(1, a.attempts.size())
+            .filter(i -> p[2].equals(attemptId(p[0], i))).findFirst().orElse(0)
+        : 0;
+    if (n > 0) {
       containerRequests.incrementAndGet();
-      AtomicInteger n = new AtomicInteger();
-      String containers = a.hosts.stream().map(h -> "{\"containerId\":\"container_"
-          + attempt.substring("appattempt_".length()) + "_" + n.incrementAndGet()
+      String attempt = p[2];
+      Set<String> hosts = a.attempts.get(n - 1);
+      AtomicInteger c = new AtomicInteger();
+      String containers = hosts.stream().map(h -> "{\"containerId\":\"container_"
+          + attempt.substring("appattempt_".length()) + "_" + c.incrementAndGet()
           + "\",\"assignedNodeId\":\"" + h + ":45454\",\"containerState\":\"RUNNING\","
           + "\"nodeHttpAddress\":\"http://" + h + ":8042\",\"nodeId\":\"" + h + ":45454\"}")
           .collect(Collectors.joining(","));
@@ -153,16 +177,10 @@ public final class FakeResourceManager implements AutoCloseable {
     return HttpResponse.of(HttpStatus.NOT_FOUND);
   }
 
-  /** {@code mapped}: after /proxy/, e.g. application_1_2/ws/v1/mapreduce/jobs/job_1_2. */
-  private HttpResponse am(String mapped) {
-    String app = mapped.substring(0, Math.max(0, mapped.indexOf('/')));
-    App a = apps.get(app);
-    if (a == null || a.maps < 0) {
-      return HttpResponse.of(HttpStatus.NOT_FOUND);
-    }
-    return json("{\"job\":{\"id\":\"job_" + app.substring("application_".length())
-        + "\",\"state\":\"RUNNING\",\"mapsTotal\":" + a.maps + ",\"reducesTotal\":" + a.reduces
-        + "}}");
+  /** YARN's ApplicationAttemptId form: the application's numbers, the attempt's in 6 digits. */
+  private static String attemptId(String app, int attempt) {
+    return String.format(Locale.ROOT, "appattempt_%s_%06d",
+        app.substring("application_".length()), attempt);
   }
 
   private static HttpResponse json(String body) {

@@ -15,8 +15,9 @@ import java.util.concurrent.CompletableFuture;
  * say about which jobs. Host checks from the node credential (a reduce's events come from the
  * reduce's host); with a ResourceManager, every claim a host makes about a job also needs YARN
  * to have placed a container of that job on that host ({@link Placements}); map ids must lie
- * in [0, maps), the maps the job's AM told YARN's proxy or, until it does, the first verified
- * reduce's count. An unanswered ResourceManager fails open to the host checks.
+ * in [0, maps), the count the job's first accepted reduce gave (verified against YARN like any
+ * claim: only a host running one of the job's containers can set it, so a wrong count harms
+ * only its own job). An unanswered ResourceManager fails open to the host checks.
  */
 final class Authorization {
   private final JobRegistry registry;
@@ -98,29 +99,14 @@ final class Authorization {
     }
   }
 
-  /** The job's maps: from its AM through YARN, else its running model's; -1 when unknown. */
+  /** The job's maps, as its first accepted reduce gave them; -1 when unknown. */
   private int maps(String jobId) {
-    int yarn = placements == null ? -1 : placements.maps(jobId);
-    if (yarn >= 0) {
-      return yarn;
-    }
     Job job = registry.running(jobId);
     return job == null ? -1 : job.totalMaps();
   }
 
   /** Why {@code event}'s map or reduce ids lie outside the job's, or null when they do not. */
   private String outOfRange(JobEvent event, String prefix) {
-    if (event instanceof JobEvent.ReduceStarted e) {
-      int maps = placements == null ? -1 : placements.maps(e.jobId());
-      int reduces = placements == null ? -1 : placements.reduces(e.jobId());
-      if (maps >= 0 && e.totalMaps() != maps) {
-        return prefix + "totalMaps: is " + e.totalMaps() + ", YARN's job has " + maps;
-      }
-      if (reduces >= 0 && e.totalReduces() != reduces) {
-        return prefix + "totalReduces: is " + e.totalReduces() + ", YARN's job has " + reduces;
-      }
-      return null;
-    }
     int maps = maps(event.jobId());
     if (maps < 0) {
       return null;

@@ -11,8 +11,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
 
 /**
- * The verification cache: on which hosts YARN placed each job's containers, and the job's map
- * and reduce counts, as {@link YarnApps#placement} read them. A report's claims are awaited
+ * The verification cache: on which hosts YARN placed each job's containers, as {@link
+ * YarnApps#placement} read them. A report's claims are awaited
  * ({@link #await}) before the ingest step takes its locks, then judged from the cache ({@link
  * #placed}).
  *
@@ -22,7 +22,9 @@ import java.util.function.LongSupplier;
  * in flight and one refresh per {@code minIntervalNanos} (yarn.rm.refreshMinIntervalMillis). A
  * claim that misses waits for a refresh that starts after it (containers appear in YARN just
  * before their tasks report, possibly after the last refresh), so an honest host waits at most
- * the interval plus one answer and is never refused for being new. An unanswered refresh
+ * the interval plus one answer and is never refused for being new. A refresh asks the attempt
+ * that answered last (one request); only the hosts it waits for being missing there makes it
+ * look for a later attempt. An unanswered refresh
  * (outage) leaves the application unverifiable until one is answered: claims then fail open to
  * the host checks.
  */
@@ -43,9 +45,11 @@ final class Placements {
   private static final class App {
     final String jobId;
     final Set<String> hosts = ConcurrentHashMap.newKeySet();
-    volatile int maps = -1;
-    volatile int reduces = -1;
+    /** Hosts whose claims wait for the next refresh to start. */
+    final Set<String> wanted = ConcurrentHashMap.newKeySet();
     volatile boolean unverifiable;
+    /** The attempt YARN listed containers of last; null: none yet. */
+    String attempt;
     long lastStartNanos;
     boolean started;
     CompletableFuture<Void> inFlight;
@@ -84,7 +88,9 @@ final class Placements {
       if (waits == null) {
         waits = new CompletableFuture<?>[jobIds.size()];
       }
-      waits[n++] = refreshAfterNow(a != null ? a : app(jobId));
+      App missed = a != null ? a : app(jobId);
+      missed.wanted.add(host);
+      waits[n++] = refreshAfterNow(missed);
     }
     if (waits == null) {
       return CompletableFuture.completedFuture(null);
@@ -104,18 +110,6 @@ final class Placements {
       return Verdict.PLACED;
     }
     return a.unverifiable ? Verdict.UNVERIFIED : Verdict.NOT_PLACED;
-  }
-
-  /** The job's maps as its AM told them; -1 when unknown. */
-  int maps(String jobId) {
-    App a = apps.get(jobId);
-    return a == null ? -1 : a.maps;
-  }
-
-  /** The job's reduces as its AM told them; -1 when unknown. */
-  int reduces(String jobId) {
-    App a = apps.get(jobId);
-    return a == null ? -1 : a.reduces;
   }
 
   private App app(String jobId) {
@@ -177,18 +171,17 @@ final class Placements {
     a.started = true;
     a.lastStartNanos = nanoTime.getAsLong();
     a.inFlight = done;
-    yarn.placement(a.jobId, a.maps < 0).whenComplete((p, failure) -> {
-      if (failure != null || p.isEmpty()) {
-        a.unverifiable = true;
-      } else {
-        a.hosts.addAll(p.get().hosts());
-        if (p.get().maps() >= 0) {
-          a.maps = p.get().maps();
-          a.reduces = p.get().reduces();
-        }
-        a.unverifiable = false;
-      }
+    Set<String> lookingFor = Set.copyOf(a.wanted);
+    a.wanted.removeAll(lookingFor);
+    yarn.placement(a.jobId, a.attempt, lookingFor).whenComplete((p, failure) -> {
       synchronized (a) {
+        if (failure != null || p.isEmpty()) {
+          a.unverifiable = true;
+        } else {
+          a.hosts.addAll(p.get().hosts());
+          a.attempt = p.get().attempt().isEmpty() ? a.attempt : p.get().attempt();
+          a.unverifiable = false;
+        }
         a.inFlight = null;
       }
       done.complete(null);

@@ -17,6 +17,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.regex.Pattern;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -24,8 +25,8 @@ import org.slf4j.LoggerFactory;
  * Reads a job's queue, user, name and priority, and how it ended, from the YARN
  * ResourceManager's REST API ({@code GET /ws/v1/cluster/apps/application_X_Y} for job_X_Y):
  * policy rules match on what YARN admitted, not on what a task claims, and no task reports a
- * job's end. Also where YARN placed the job's containers and how many maps and reduces it has
- * ({@link #placement}), against which reports are verified. Non-blocking. An unreachable
+ * job's end. Also where YARN placed the job's containers ({@link #placement}), against which
+ * reports are verified. Non-blocking. An unreachable
  * ResourceManager is logged once per outage and counted ({@link #outages}); callers then fail
  * open: the default policy, jobs end only when reported or idle, reports get host checks only.
  */
@@ -34,6 +35,8 @@ public final class YarnApps {
   private static final Duration TIMEOUT = Duration.ofSeconds(2);
   /** YARN application states after which the application runs no more. */
   private static final Set<String> ENDED = Set.of("FINISHED", "FAILED", "KILLED");
+  /** A MapReduce job id, whose application is application_ and the same numbers. */
+  private static final Pattern JOB_ID = Pattern.compile("job_[0-9]+_[0-9]+");
 
   private final WebClient client;
   private final String address;
@@ -93,55 +96,72 @@ public final class YarnApps {
   }
 
   /**
-   * Where YARN placed the job's application: the hosts of its current attempt's live
-   * containers, and, when {@code withCounts} and the job's MapReduce AM answers, its maps and
-   * reduces.
+   * Where YARN placed the job's application: the hosts of an attempt's live containers.
    *
    * @param hosts host names (a container's nodeId without its port)
-   * @param maps the AM's mapsTotal; -1 when not asked or not answered
-   * @param reduces the AM's reducesTotal; -1 likewise
+   * @param attempt the attempt they belong to, to ask first next time
    */
-  public record Placement(Set<String> hosts, int maps, int reduces) {
+  public record Placement(Set<String> hosts, String attempt) {
     /** What a job YARN does not know (or an id that is not a YARN job's) has: nothing. */
-    static final Placement NONE = new Placement(Set.of(), -1, -1);
+    static final Placement NONE = new Placement(Set.of(), "");
   }
 
   /**
-   * Asks {@code GET /ws/v1/cluster/apps/{app}/appattempts}, then for the last attempt {@code
-   * GET .../appattempts/{appAttemptId}/containers} (YARN lists the attempt's live containers,
-   * each with its {@code nodeId} host:port), then with {@code withCounts} the AM's job through
-   * the RM's proxy, {@code GET /proxy/{app}/ws/v1/mapreduce/jobs/{job}} ({@code mapsTotal},
-   * {@code reducesTotal}; any failure there leaves the counts unknown). {@link Placement#NONE}
-   * when YARN does not know the application; empty when the ResourceManager did not answer
-   * (never exceptionally).
+   * Asks {@code GET /ws/v1/cluster/apps/{app}/appattempts/{attempt}/containers} (YARN lists the
+   * attempt's live containers, each with its {@code nodeId} host:port) for {@code attempt}, or
+   * the application's first attempt when null. Only when that attempt is unknown or lists
+   * not all of {@code lookingFor} does it ask {@code GET .../appattempts} for the last attempt
+   * and, when that is a later one (the AM restarted), its containers too: an honest refresh is
+   * one request. {@link Placement#NONE} when YARN does not know the application; empty when the
+   * ResourceManager did not answer (never exceptionally).
    */
-  public CompletableFuture<Optional<Placement>> placement(String jobId, boolean withCounts) {
-    if (!jobId.matches("job_[0-9]+_[0-9]+")) {
+  public CompletableFuture<Optional<Placement>> placement(String jobId, String attempt,
+      Set<String> lookingFor) {
+    if (!JOB_ID.matcher(jobId).matches()) {
       return CompletableFuture.completedFuture(Optional.of(Placement.NONE));
     }
     String app = "application_" + jobId.substring("job_".length());
-    String attempts = "/ws/v1/cluster/apps/" + app + "/appattempts";
-    return get(attempts, root -> lastAttempt(root.path("appAttempts").path("appAttempt")))
-        .thenCompose(attempt -> {
-          if (attempt.isEmpty()) {
-            return CompletableFuture.completedFuture(Optional.<Placement>empty());
-          }
-          String id = attempt.get().orElse("");
-          if (id.isEmpty()) {
-            return CompletableFuture.completedFuture(Optional.of(Placement.NONE));
-          }
-          return get(attempts + "/" + id + "/containers",
-              root -> Optional.of(hosts(containerList(root))))
-              .thenCompose(hosts -> {
-                if (hosts.isEmpty() || hosts.get().isEmpty()) {
-                  return CompletableFuture.completedFuture(hosts.map(h -> Placement.NONE));
-                }
-                Set<String> on = hosts.get().get();
-                return withCounts
-                    ? counts(app, jobId).thenApply(c -> Optional.of(new Placement(on, c[0], c[1])))
-                    : CompletableFuture.completedFuture(Optional.of(new Placement(on, -1, -1)));
-              });
-        });
+    // ApplicationAttemptId's form: the application's numbers, then the attempt's, 6 digits
+    String asked = attempt != null ? attempt
+        : "appattempt_" + jobId.substring("job_".length()) + "_000001";
+    return containers(app, asked).thenCompose(first -> {
+      if (first.isEmpty()) {
+        return CompletableFuture.completedFuture(Optional.empty());
+      }
+      Set<String> found = first.get().orElse(Set.of());
+      if (first.get().isPresent() && found.containsAll(lookingFor)) {
+        return CompletableFuture.completedFuture(Optional.of(new Placement(found, asked)));
+      }
+      return get("/ws/v1/cluster/apps/" + app + "/appattempts",
+          root -> lastAttempt(root.path("appAttempts").path("appAttempt")))
+          .thenCompose(last -> {
+            if (last.isEmpty()) {
+              return CompletableFuture.completedFuture(Optional.<Placement>empty());
+            }
+            String id = last.get().orElse("");
+            if (id.isEmpty()) {
+              return CompletableFuture.completedFuture(Optional.of(Placement.NONE));
+            }
+            if (id.equals(asked)) {
+              return CompletableFuture.completedFuture(Optional.of(new Placement(found, asked)));
+            }
+            return containers(app, id).thenApply(later -> later.map(hosts -> {
+              Set<String> all = new HashSet<>(found);
+              all.addAll(hosts.orElse(Set.of()));
+              return new Placement(all, id);
+            }));
+          });
+    });
+  }
+
+  /**
+   * The hosts of {@code attempt}'s live containers; empty inside when YARN does not know the
+   * attempt (or the application); empty outside when the ResourceManager did not answer.
+   */
+  private CompletableFuture<Optional<Optional<Set<String>>>> containers(String app,
+      String attempt) {
+    return get("/ws/v1/cluster/apps/" + app + "/appattempts/" + attempt + "/containers",
+        root -> Optional.of(hosts(containerList(root))));
   }
 
   /** Times the ResourceManager stopped answering (each outage once). */
@@ -195,27 +215,8 @@ public final class YarnApps {
     return hosts;
   }
 
-  /** {maps, reduces} from the AM, {-1, -1} when it does not answer (not an outage). */
-  private CompletableFuture<int[]> counts(String app, String jobId) {
-    return client.get("/proxy/" + app + "/ws/v1/mapreduce/jobs/" + jobId).aggregate()
-        .handle((response, failure) -> {
-          int[] unknown = {-1, -1};
-          if (failure != null || !response.status().equals(HttpStatus.OK)) {
-            return unknown;
-          }
-          try {
-            JsonNode job = json.readTree(response.contentUtf8()).path("job");
-            int maps = job.path("mapsTotal").asInt(-1);
-            int reduces = job.path("reducesTotal").asInt(-1);
-            return maps >= 0 && reduces >= 0 ? new int[] {maps, reduces} : unknown;
-          } catch (IOException e) {
-            return unknown;
-          }
-        });
-  }
-
   private <T> CompletableFuture<Optional<T>> ask(String jobId, AppReader<T> reader) {
-    if (!jobId.matches("job_[0-9]+_[0-9]+")) {
+    if (!JOB_ID.matcher(jobId).matches()) {
       return CompletableFuture.completedFuture(Optional.empty());
     }
     String app = "application_" + jobId.substring("job_".length());

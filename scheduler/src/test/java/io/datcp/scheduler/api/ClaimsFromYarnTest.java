@@ -131,7 +131,7 @@ class ClaimsFromYarnTest {
 
   @Test
   void aHostYarnDidNotPlaceTheJobOnCannotStartFinishOrEndItsReduces() throws Exception {
-    rm.place(J, "node1").counts(J, 1, 2);
+    rm.place(J, "node1");
     start(rm.address());
     assertThat(plugin("node1").report(batch(reduceStarted(J, 0, "node1", 1, 2))).getAccepted())
         .isEqualTo(1);
@@ -151,7 +151,7 @@ class ClaimsFromYarnTest {
 
   @Test
   void aHostYarnDidNotPlaceCannotIndexAnotherJobsMapsAndSoReorderIt() throws Exception {
-    rm.place(J, "node1", "mj").place(K, "node1", "mk").counts(J, 1, 1).counts(K, 1, 1);
+    rm.place(J, "node1", "mj").place(K, "node1", "mk");
     start(rm.address());
     // K is shuffle-bound (10 MB to fetch), J waits for its map: K is first on node1.
     plugin("node1").report(batch(reduceStarted(J, 0, "node1", 1, 1),
@@ -173,13 +173,14 @@ class ClaimsFromYarnTest {
 
   @Test
   void mapIdsOutsideTheJobsMapsAreRefusedAsInvalid() throws Exception {
-    rm.place(J, "node1", "m1").counts(J, 2, 1);
+    rm.place(J, "node1", "node2", "m1");
     start(rm.address());
-    // The reduce claims 1000 maps where the AM says 2: refused, so it cannot widen the bound.
-    assertThat(refusedCodes(plugin("node1").report(batch(reduceStarted(J, 0, "node1", 1000, 1)))))
-        .containsExactly(INVALID);
-    assertThat(plugin("node1").report(batch(reduceStarted(J, 0, "node1", 2, 1))).getAccepted())
+    // The job's first reduce, on a host YARN placed it on, gives the bound: 2 maps. A later
+    // reduce claiming 1000 cannot widen it.
+    assertThat(plugin("node1").report(batch(reduceStarted(J, 0, "node1", 2, 2))).getAccepted())
         .isEqualTo(1);
+    assertThat(plugin("node2").report(batch(reduceStarted(J, 1, "node2", 1000, 2)))
+        .getAccepted()).isEqualTo(1);
 
     ReportAck ack = plugin("m1").report(batch(indexed(J, 2, "m1", MB),
         indexed(J, 1_000_000, "m1", MB), indexed(J, 1, "m1", MB)));
@@ -188,6 +189,8 @@ class ClaimsFromYarnTest {
     assertThat(ack.getRefused(0).getMessage()).contains("mapId");
     assertThat(refusedCodes(plugin("node1").report(batch(mapCompleted(J, 0, 7, "m1", MB)))))
         .containsExactly(INVALID);
+    assertThat(refusedCodes(plugin("node2").report(batch(mapCompleted(J, 1, 7, "m1", MB)))))
+        .containsExactly(INVALID);
     assertStatus(() -> agent("m1").lookupPolicy(lookup(J, 5)), Status.Code.INVALID_ARGUMENT);
     assertThat(server.service().job(J).orElseThrow().mapsDone()).isEqualTo(1);
   }
@@ -195,7 +198,7 @@ class ClaimsFromYarnTest {
   @Test
   void anHonestHostWhoseContainerYarnListsAfterTheLastRefreshIsAcceptedOnceYarnAnswers()
       throws Exception {
-    rm.place(J, "node1").counts(J, 1, 2);
+    rm.place(J, "node1");
     start(rm.address());
     assertThat(plugin("node1").report(batch(reduceStarted(J, 0, "node1", 1, 2))).getAccepted())
         .isEqualTo(1);
@@ -220,7 +223,7 @@ class ClaimsFromYarnTest {
   @Test
   void aBurstOfNewHostsCostsTheResourceManagerOneRequestInFlightAndOneAfterIt()
       throws Exception {
-    rm.place(J, "node0").counts(J, 1, 20);
+    rm.place(J, "node0");
     start(rm.address());
     CompletableFuture<Void> gate = new CompletableFuture<>();
     rm.answerWhen(gate);
@@ -240,6 +243,38 @@ class ClaimsFromYarnTest {
     // the first host's refresh, then one for every host that asked while it was in flight
     assertThat(rm.containerRequests()).isEqualTo(2);
     assertThat(server.service().job(J).orElseThrow().reduces()).hasSize(20);
+  }
+
+  @Test
+  void verifyingAnHonestJobCostsTheResourceManagerOneRequest() throws Exception {
+    rm.place(J, "node1", "m1");
+    start(rm.address());
+
+    assertThat(plugin("node1").report(batch(reduceStarted(J, 0, "node1", 1, 1))).getAccepted())
+        .isEqualTo(1);
+    agent("m1").lookupPolicy(lookup(J, 0));
+    assertThat(plugin("node1").report(batch(mapCompleted(J, 0, 0, "m1", MB),
+        shuffleFinished(J, 0))).getAccepted()).isEqualTo(2);
+
+    // the first attempt's containers list every host that spoke: no attempt list, no AM
+    assertThat(rm.containerRequests()).isEqualTo(1);
+    assertThat(rm.attemptRequests()).isZero();
+  }
+
+  @Test
+  void aHostOfTheAmsNextAttemptIsAcceptedAndAHostOfNoneStillRefused() throws Exception {
+    rm.place(J, "node1");
+    start(rm.address());
+    assertThat(plugin("node1").report(batch(reduceStarted(J, 0, "node1", 1, 2))).getAccepted())
+        .isEqualTo(1);
+
+    // the AM failed; YARN runs the second attempt's reduce on node2
+    rm.restartAm(J).place(J, "node2");
+    assertThat(plugin("node2").report(batch(reduceStarted(J, 1, "node2", 1, 2))).getAccepted())
+        .isEqualTo(1);
+    assertThat(refusedCodes(plugin("evil").report(batch(jobFinished(J)))))
+        .containsExactly(DENIED);
+    assertThat(server.service().job(J).orElseThrow().reduces()).hasSize(2);
   }
 
   @Test

@@ -594,7 +594,7 @@ public final class LoadBenchmark implements Callable<Integer> {
     }
     if (rm != null) {
       // YARN placed the job's containers on the hosts its calls come from before they call
-      rm.counts(job, maps, reduces).place(job, reduceHosts)
+      rm.place(job, reduceHosts)
           .place(job, allMapHosts.toArray(String[]::new));
     }
     for (int r = 0; r < reduces; r++) {
