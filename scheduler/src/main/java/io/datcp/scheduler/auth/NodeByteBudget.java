@@ -99,7 +99,7 @@ public final class NodeByteBudget implements ServerInterceptor {
       refused.increment();
       if (logged.compareAndSet(false, true)) {
         LOG.warn("host {} sent more than {}: its calls are refused until its budget refills;"
-            + " further refusals are only counted (datcp_report_rejected_total{{reason=bytes}})",
+            + " further refusals are only counted (datcp_report_rejected_total{reason=bytes})",
             host, RATE_KEY);
       }
       // No cause: a status without one is written as it is, no exception or stack trace.
