@@ -195,6 +195,7 @@ public final class SchedulerServer implements AutoCloseable {
             .enableHealthCheckService(true)
             .maxRequestMessageLength(maxMessage)
             .build())
+        .decorator(budget.delayRefusals())
         .decorator(MetricCollectingService.newDecorator(
             MeterIdPrefixFunction.ofDefault("datcp.grpc")));
     for (String method : PolicyAdminGrpcService.WRITE_METHODS) {

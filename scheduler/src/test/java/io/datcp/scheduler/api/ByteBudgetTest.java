@@ -132,6 +132,26 @@ class ByteBudgetTest {
         .addEvents(reduceStarted("job_666_2", "evil")).build()).getAccepted()).isEqualTo(1);
   }
 
+  @Test
+  void aRefusalIsAnsweredWhenTheHostsBudgetHoldsBytesAgainSoALoopWaitsForIt() throws Exception {
+    server = servers.start(dir, clock, SchedulerConf.fromMap(Map.of("tls.plaintext", "true",
+        "reports.maxBytesPerSecondPerHost", "1048576", "reports.burstBytesPerHost", "1048576")),
+        nanos::get);
+    var evil = plugin("evil");
+    ShuffleReport large = largestReport(0);
+    evil.report(large);
+    evil.report(largestReport(1));
+    // two messages of about 0.9 MB overdrew the 1 MiB bucket by about 0.75 MB: 0.7 s of its rate
+    double debtSeconds = (2.0 * large.getSerializedSize() - (1 << 20)) / (1 << 20);
+    assertThat(debtSeconds).isGreaterThan(0.5);
+
+    long start = System.nanoTime();
+    assertOverBudget(() -> evil.report(largestReport(2)));
+    assertThat((System.nanoTime() - start) / 1e9).isGreaterThanOrEqualTo(debtSeconds);
+    // still unread: the budget's clock has not moved, so the host is still in debt
+    assertThat(refusedForBytes()).isEqualTo(1);
+  }
+
   /** One of an agent's outcome batches: 1,000 flows of a Hadoop fetch's 20 maps each. */
   private static FlowOutcomes outcomeBatch(long n) {
     FlowOutcomes.Builder b = FlowOutcomes.newBuilder().setReporterId("node1-o").setBatchId(n + 1);
