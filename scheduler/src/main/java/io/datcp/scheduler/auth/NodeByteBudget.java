@@ -47,7 +47,7 @@ import org.slf4j.LoggerFactory;
  * and response, not its message, which is dropped unread.
  */
 public final class NodeByteBudget implements ServerInterceptor {
-  public static final String RATE_KEY = "reports.maxBytesPerSecondPerHost";
+  private static final String RATE_KEY = "reports.maxBytesPerSecondPerHost";
   private static final double NANOS_PER_SECOND = 1e9;
   /** Buckets idle this long are full again and can be dropped, nanoseconds. */
   private static final long IDLE_NANOS = 60_000_000_000L;
@@ -65,6 +65,8 @@ public final class NodeByteBudget implements ServerInterceptor {
   private final LongSupplier nanoTime;
   private final ConcurrentHashMap<String, Bucket> buckets = new ConcurrentHashMap<>();
   private final Counter refused;
+  /** The refusal's description up to the host's name, built once. */
+  private final String refusal;
   private final AtomicBoolean logged = new AtomicBoolean();
 
   private static final class Bucket {
@@ -96,6 +98,8 @@ public final class NodeByteBudget implements ServerInterceptor {
     this.nanoTime = nanoTime;
     this.refused = Counter.builder("datcp.report.rejected").tag("reason", "bytes")
         .description("Report batches refused").register(meters);
+    this.refusal = RATE_KEY + " (" + bytesPerSecond + " bytes/s, reports.burstBytesPerHost "
+        + burst + ") exceeded by host '";
   }
 
   /** {@code service} behind {@code nodeAuth}, then this budget of the host it names. */
@@ -125,10 +129,8 @@ public final class NodeByteBudget implements ServerInterceptor {
             host, RATE_KEY);
       }
       // No cause: a status without one is written as it is, no exception or stack trace.
-      call.close(Status.RESOURCE_EXHAUSTED.withDescription(String.format(
-          "%s (%.0f bytes/s, reports.burstBytesPerHost %.0f) exceeded by host '%s': call"
-              + " refused unread; retry later", RATE_KEY, bytesPerSecond, burst, host)),
-          new Metadata());
+      call.close(Status.RESOURCE_EXHAUSTED.withDescription(
+          refusal + host + "': call refused unread; retry later"), new Metadata());
       return new ServerCall.Listener<>() {};
     }
     return new SimpleForwardingServerCallListener<>(next.startCall(call, headers)) {
