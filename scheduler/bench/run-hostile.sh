@@ -11,7 +11,8 @@
 # --hostile-seconds 60. SCHEDULER_JAVA_OPTS / BENCH_JAVA_OPTS add JVM options; GRPC_PORT and
 # HTTP_PORT override the ports (19090, 18080); KEEP_LOGS=DIR keeps the scheduler's GC log and log
 # there; SCHEDULER_JAR=path runs that scheduler jar instead (an older one: the same attack
-# before the bounds), the clients still from this tree. The honest hosts send no node tokens, so the
+# before the bounds), the clients still from this tree; EXTRA_CONF='key=value ...' adds scheduler
+# settings (e.g. reports.maxBytesPerSecondPerHost=1048576). The honest hosts send no node tokens, so the
 # scheduler runs with auth.nodes.required=false and jobs.attributesFrom=reports; the attacker's
 # calls carry its token and are checked as in production.
 set -euo pipefail
@@ -33,6 +34,7 @@ cleanup() {
 trap cleanup EXIT
 
 printf 'auth.nodes.required=false\njobs.attributesFrom=reports\ntls.plaintext=true\n' > "$data/scheduler.properties"
+for kv in ${EXTRA_CONF:-}; do echo "$kv" >> "$data/scheduler.properties"; done
 server_jar="${SCHEDULER_JAR:-$jar}"
 token="$(java -jar "$server_jar" --data-dir "$data" --mint-node-token evil)"
 # shellcheck disable=SC2086

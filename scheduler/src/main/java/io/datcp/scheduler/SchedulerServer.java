@@ -26,6 +26,7 @@ import io.datcp.scheduler.api.rest.RestErrors;
 import io.datcp.scheduler.api.rest.SwitchResource;
 import io.datcp.scheduler.api.rest.WriteToken;
 import io.datcp.scheduler.auth.NodeAuthInterceptor;
+import io.datcp.scheduler.auth.NodeByteBudget;
 import io.datcp.scheduler.auth.NodeCredentials;
 import io.datcp.scheduler.auth.TlsFiles;
 import io.datcp.scheduler.common.ConfigException;
@@ -35,7 +36,6 @@ import io.datcp.scheduler.ingest.HostRateLimiter;
 import io.datcp.scheduler.ingest.YarnApps;
 import io.datcp.scheduler.policy.PolicyBook;
 import io.datcp.scheduler.store.PolicyStore;
-import io.grpc.ServerInterceptors;
 import io.grpc.protobuf.services.ProtoReflectionService;
 import io.micrometer.core.instrument.distribution.DistributionStatisticConfig;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
@@ -55,6 +55,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -115,9 +116,12 @@ public final class SchedulerServer implements AutoCloseable {
     YarnApps yarn = yarn(conf);
     service = new SchedulerService(conf, book, b.clock,
         new HostRateLimiter(conf.get(SchedulerConf.REPORT_RATE_PER_HOST),
-            conf.get(SchedulerConf.REPORT_BURST_PER_HOST), System::nanoTime), meters, yarn);
+            conf.get(SchedulerConf.REPORT_BURST_PER_HOST), b.nanoTime), meters, yarn);
     NodeAuthInterceptor nodeAuth = new NodeAuthInterceptor(nodes,
         conf.get(SchedulerConf.AUTH_NODES_REQUIRED));
+    NodeByteBudget budget = new NodeByteBudget(
+        conf.get(SchedulerConf.MAX_BYTES_PER_SECOND_PER_HOST),
+        conf.get(SchedulerConf.BURST_BYTES_PER_HOST), b.nanoTime, meters);
     if (!conf.get(SchedulerConf.AUTH_NODES_REQUIRED)) {
       LOG.warn("auth.nodes.required=false: reports and agents without a node token are trusted"
           + " (development only)");
@@ -179,11 +183,11 @@ public final class SchedulerServer implements AutoCloseable {
         // Policy update streams live as long as the agent; clients bound unary calls themselves.
         .requestTimeout(Duration.ZERO)
         .service(GrpcService.builder()
-            .addService(ServerInterceptors.intercept(
-                new ShuffleReportGrpcService(service.reports()), nodeAuth))
-            .addService(ServerInterceptors.intercept(new FlowPolicyGrpcService(service.lookups(),
-                service.reports(), service.switches(), conf.get(SchedulerConf.WATCH_MAX_QUEUED)),
-                nodeAuth))
+            .addService(budget.guard(
+                new ShuffleReportGrpcService(service.reports()).bindService(), nodeAuth))
+            .addService(budget.guard(new FlowPolicyGrpcService(service.lookups(),
+                service.reports(), service.switches(), conf.get(SchedulerConf.WATCH_MAX_QUEUED))
+                .bindService(), nodeAuth))
             .addService(new PolicyAdminGrpcService(service.rules(), service.switches()))
             // v1alpha: the reflection flavour Armeria wires to its server; grpcurl falls back
             // to it.
@@ -191,6 +195,7 @@ public final class SchedulerServer implements AutoCloseable {
             .enableHealthCheckService(true)
             .maxRequestMessageLength(maxMessage)
             .build())
+        .decorator(budget.delayRefusals())
         .decorator(MetricCollectingService.newDecorator(
             MeterIdPrefixFunction.ofDefault("datcp.grpc")));
     for (String method : PolicyAdminGrpcService.WRITE_METHODS) {
@@ -355,6 +360,7 @@ public final class SchedulerServer implements AutoCloseable {
     private int httpPort;
     private SchedulerConf conf = SchedulerConf.defaults();
     private Clock clock = Clock.systemUTC();
+    private LongSupplier nanoTime = System::nanoTime;
 
     private Builder() {}
 
@@ -384,6 +390,12 @@ public final class SchedulerServer implements AutoCloseable {
     /** The clock for event and deadline times; tests freeze it. */
     public Builder clock(Clock clock) {
       this.clock = clock;
+      return this;
+    }
+
+    /** The monotonic clock of the per-host rate and byte budgets, nanoseconds; tests step it. */
+    public Builder nanoTime(LongSupplier nanoTime) {
+      this.nanoTime = nanoTime;
       return this;
     }
 

@@ -26,6 +26,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.LongSupplier;
 import org.junit.jupiter.api.extension.AfterEachCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -115,8 +116,14 @@ public final class TestServices {
 
     /** A started server with its store in {@code dir}. */
     public SchedulerServer start(Path dir, Clock clock, SchedulerConf conf) throws IOException {
+      return start(dir, clock, conf, System::nanoTime);
+    }
+
+    /** The same with {@code nanoTime} as the per-host budgets' monotonic clock. */
+    public SchedulerServer start(Path dir, Clock clock, SchedulerConf conf,
+        LongSupplier nanoTime) throws IOException {
       SchedulerServer server = SchedulerServer.builder().dataDir(dir).grpcPort(0).httpPort(0)
-          .conf(conf).clock(clock).build().start();
+          .conf(conf).clock(clock).nanoTime(nanoTime).build().start();
       started.add(server);
       return server;
     }

@@ -9,6 +9,12 @@ public final class InvalidFieldException extends IllegalArgumentException {
     this.field = field;
   }
 
+  /** No stack trace: a peer's invalid input is the answer, not a fault (see LimitReachedException). */
+  @Override
+  public synchronized Throwable fillInStackTrace() {
+    return this;
+  }
+
   public String field() {
     return field;
   }

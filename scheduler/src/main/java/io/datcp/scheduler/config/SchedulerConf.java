@@ -291,6 +291,19 @@ public final class SchedulerConf {
           + " start); a batch with one more is refused whole (RESOURCE_EXHAUSTED) until one is"
           + " idle for reports.dedupIdleSeconds."));
 
+  public static final Key<Long> MAX_BYTES_PER_SECOND_PER_HOST = register(longIn(
+      "reports.maxBytesPerSecondPerHost", 8L << 20, 1_024, 1_000_000_000_000L, "bytes per second",
+      "Request bytes per second one authenticated host's calls may carry, over all node calls"
+          + " (reports, lookups, outcomes, watches); a call started while its host has sent"
+          + " more than this rate and reports.burstBytesPerHost allow is refused before its"
+          + " message is read (RESOURCE_EXHAUSTED). 8 MiB/s is above what an honest host sends:"
+          + " README 'Limits'."));
+
+  public static final Key<Long> BURST_BYTES_PER_HOST = register(longIn(
+      "reports.burstBytesPerHost", 32L << 20, 1_024, 1_000_000_000_000L, "bytes",
+      "Request bytes one host may send at once above reports.maxBytesPerSecondPerHost after"
+          + " being idle."));
+
   public static final Key<Boolean> TLS_PLAINTEXT = register(new Key<>(
       "tls.plaintext", false, SchedulerConf::bool, v -> true, "true or false",
       "true: both ports speak plaintext, so tokens cross the network readable (development on"
@@ -392,6 +405,14 @@ public final class SchedulerConf {
   private static Key<Integer> intIn(String name, int defaultValue, int min, int max, String unit,
       String description) {
     return new Key<>(name, defaultValue, Integer::parseInt, v -> v >= min && v <= max,
+        String.format(Locale.ROOT, "an integer in [%d, %d] (%s)", min, max, unit),
+        description);
+  }
+
+  /** A long key with an inclusive range, named in the error. */
+  private static Key<Long> longIn(String name, long defaultValue, long min, long max,
+      String unit, String description) {
+    return new Key<>(name, defaultValue, Long::parseLong, v -> v >= min && v <= max,
         String.format(Locale.ROOT, "an integer in [%d, %d] (%s)", min, max, unit),
         description);
   }

@@ -6,6 +6,6 @@ package io.datcp.scheduler.ingest;
  */
 public final class NotPermittedException extends RuntimeException {
   public NotPermittedException(String message) {
-    super(message);
+    super(message, null, false, false);
   }
 }

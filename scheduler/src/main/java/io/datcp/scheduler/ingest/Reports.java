@@ -225,9 +225,10 @@ public final class Reports {
     for (int i = 0; i < outcomes.size(); i++) {
       try {
         FlowOutcome o = outcomes.get(i);
-        o.validate("outcomes[" + i + "].");
+        String prefix = "outcomes[" + i + "].";
+        o.validate(prefix);
         if (o.flow() != null) {
-          live.registry().limits().mapIds(o.flow().mapIds(), "outcomes[" + i + "].flow.mapIds");
+          live.registry().limits().mapIds(o.flow().mapIds(), prefix, "flow.mapIds");
         }
       } catch (InvalidFieldException e) {
         refused[i] = true;

@@ -1,7 +1,6 @@
 package io.datcp.scheduler.jobs;
 
-import static io.datcp.scheduler.common.InvalidFieldException.require;
-
+import io.datcp.scheduler.common.InvalidFieldException;
 import java.util.List;
 
 /**
@@ -22,38 +21,59 @@ import java.util.List;
 public record JobLimits(int maxRunning, int maxMaps, int maxReduces, int maxReducesPerHost,
     int maxShuffleEntries, int maxShuffleEntriesPerHost, int maxMapIds) {
 
-  /** Checks the sizes one event carries against the limits, naming field and key. */
+  /**
+   * Checks the sizes one event carries against the limits, naming field and key. Every event of
+   * every report passes here, a hostile one's too: messages are built only on failure.
+   */
   public void check(JobEvent event, String prefix) {
     if (event instanceof JobEvent.ReduceStarted e) {
-      require(e.totalMaps() <= maxMaps, prefix, "totalMaps",
-          "must be at most jobs.maxMaps (" + maxMaps + ")");
-      require(e.totalReduces() <= maxReduces, prefix, "totalReduces",
-          "must be at most jobs.maxReduces (" + maxReduces + ")");
+      if (e.totalMaps() > maxMaps) {
+        throw new InvalidFieldException(prefix + "totalMaps",
+            "must be at most jobs.maxMaps (" + maxMaps + ")");
+      }
+      if (e.totalReduces() > maxReduces) {
+        throw new InvalidFieldException(prefix + "totalReduces",
+            "must be at most jobs.maxReduces (" + maxReduces + ")");
+      }
     } else if (event instanceof JobEvent.MapCompleted e) {
       mapId(e.mapId(), prefix);
     } else if (event instanceof JobEvent.MapOutputIndexed e) {
       mapId(e.mapId(), prefix);
-      require(e.partitionBytes().size() <= maxReduces, prefix, "partitionBytes",
-          "has " + e.partitionBytes().size() + " sizes, more than jobs.maxReduces ("
-              + maxReduces + ")");
+      if (e.partitionBytes().size() > maxReduces) {
+        throw new InvalidFieldException(prefix + "partitionBytes", "has "
+            + e.partitionBytes().size() + " sizes, more than jobs.maxReduces (" + maxReduces
+            + ")");
+      }
     } else if (event instanceof JobEvent.FetchStarted e) {
-      mapIds(e.mapIds(), prefix + "mapIds");
+      mapIds(e.mapIds(), prefix, "mapIds");
     } else if (event instanceof JobEvent.FetchFinished e) {
-      mapIds(e.mapIds(), prefix + "mapIds");
+      mapIds(e.mapIds(), prefix, "mapIds");
     }
   }
 
   /** A list of map ids: at most flows.maxMapIds, each below jobs.maxMaps. */
   public void mapIds(List<Integer> ids, String field) {
-    require(ids.size() <= maxMapIds, field,
-        "names " + ids.size() + " maps, more than flows.maxMapIds (" + maxMapIds + ")");
+    mapIds(ids, "", field);
+  }
+
+  /** The same, naming field {@code prefix + field} (joined only on failure). */
+  public void mapIds(List<Integer> ids, String prefix, String field) {
+    if (ids.size() > maxMapIds) {
+      throw new InvalidFieldException(prefix + field, "names " + ids.size()
+          + " maps, more than flows.maxMapIds (" + maxMapIds + ")");
+    }
     for (int m : ids) {
-      require(m < maxMaps, field, "map id " + m + " is not below jobs.maxMaps (" + maxMaps + ")");
+      if (m >= maxMaps) {
+        throw new InvalidFieldException(prefix + field,
+            "map id " + m + " is not below jobs.maxMaps (" + maxMaps + ")");
+      }
     }
   }
 
   private void mapId(int mapId, String prefix) {
-    require(mapId < maxMaps, prefix, "mapId",
-        "must be below jobs.maxMaps (" + maxMaps + ")");
+    if (mapId >= maxMaps) {
+      throw new InvalidFieldException(prefix + "mapId",
+          "must be below jobs.maxMaps (" + maxMaps + ")");
+    }
   }
 }

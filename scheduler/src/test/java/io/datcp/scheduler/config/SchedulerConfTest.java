@@ -144,6 +144,28 @@ class SchedulerConfTest {
   }
 
   @Test
+  void theByteBudgetPerHostIsBoundedAndABadOneIsNamed() {
+    assertThat(SchedulerConf.defaults().get(SchedulerConf.MAX_BYTES_PER_SECOND_PER_HOST))
+        .isEqualTo(8L << 20);
+    assertThat(SchedulerConf.defaults().get(SchedulerConf.BURST_BYTES_PER_HOST))
+        .isEqualTo(32L << 20);
+    for (String key : new String[] {"reports.maxBytesPerSecondPerHost",
+        "reports.burstBytesPerHost"}) {
+      SchedulerConf.Key<?> k = SchedulerConf.keys().stream()
+          .filter(x -> x.name().equals(key)).findFirst().orElseThrow();
+      assertThat((Object) SchedulerConf.fromMap(Map.of(key, "1024")).get(k)).isEqualTo(1024L);
+      assertThat((Object) SchedulerConf.fromMap(Map.of(key, "1000000000000")).get(k))
+          .isEqualTo(1_000_000_000_000L);
+      for (String bad : new String[] {"1023", "1000000000001", "8MiB"}) {
+        assertThatThrownBy(() -> SchedulerConf.fromMap(Map.of(key, bad)))
+            .as(key + "=" + bad).isInstanceOf(ConfigException.class)
+            .hasMessageContaining("'" + key + "'")
+            .hasMessageContaining("[1024, 1000000000000]");
+      }
+    }
+  }
+
+  @Test
   void theExampleFileListsEveryKeyWithItsDefault() throws Exception {
     Path example = Path.of("scheduler.properties.example");
     Properties props = new Properties();

@@ -44,12 +44,12 @@ final class ProtoMapping {
       case FETCH_STARTED: {
         var f = e.getFetchStarted();
         return new JobEvent.FetchStarted(t, f.getJobId(), f.getReduceId(), f.getSourceHost(),
-            List.copyOf(f.getMapIdsList()), f.getBytes());
+            f.getMapIdsList(), f.getBytes());
       }
       case FETCH_FINISHED: {
         var f = e.getFetchFinished();
         return new JobEvent.FetchFinished(t, f.getJobId(), f.getReduceId(), f.getSourceHost(),
-            List.copyOf(f.getMapIdsList()), f.getBytes(), f.getDurationNanos());
+            f.getMapIdsList(), f.getBytes(), f.getDurationNanos());
       }
       case SHUFFLE_FINISHED: {
         var s = e.getShuffleFinished();
@@ -153,7 +153,7 @@ final class ProtoMapping {
   static FlowKey flow(io.datcp.proto.v1.FlowKey k, String jobId, int reduceId) {
     return new FlowKey(k.getJobId().isEmpty() ? jobId : k.getJobId(),
         k.getJobId().isEmpty() ? reduceId : k.getReduceId(), k.getSourceHost(),
-        List.copyOf(k.getMapIdsList()), k.getSourceAddress(), k.getSourcePort(),
+        k.getMapIdsList(), k.getSourceAddress(), k.getSourcePort(),
         k.getDestinationAddress(), k.getDestinationPort(), k.getEpoch() & 0xffffffffL);
   }
 

@@ -1,0 +1,180 @@
+package io.datcp.scheduler.auth;
+
+import com.google.protobuf.MessageLite;
+import com.linecorp.armeria.common.HttpResponse;
+import com.linecorp.armeria.server.DecoratingHttpServiceFunction;
+import com.linecorp.armeria.server.ServiceRequestContext;
+import io.grpc.ForwardingServerCallListener.SimpleForwardingServerCallListener;
+import io.grpc.Metadata;
+import io.grpc.ServerCall;
+import io.grpc.ServerCallHandler;
+import io.grpc.ServerInterceptor;
+import io.grpc.ServerInterceptors;
+import io.grpc.ServerServiceDefinition;
+import io.grpc.Status;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.netty.util.AttributeKey;
+import java.time.Duration;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.LongSupplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A budget of request bytes per authenticated host (reports.maxBytesPerSecondPerHost,
+ * reports.burstBytesPerHost), checked when a call starts, before its message is read.
+ *
+ * <p>Why here and not in the services: every limit the services apply is judged on a parsed
+ * message, and a host that sends the largest valid messages as fast as their refusals come back
+ * made the scheduler parse 39 MB/s of them, whose garbage set off young collections that
+ * quadrupled the honest hosts' p99. A call started while its host's bucket is empty is closed
+ * here with RESOURCE_EXHAUSTED; Armeria then aborts the request without reading it into a
+ * message (a closed call's messages are never deserialized).
+ *
+ * <p>A token bucket that may go into debt: a call starts when the bucket holds any bytes, and
+ * its message's size is taken when the message arrives, so one call may overdraw the bucket
+ * (calls that start together overdraw it by all their messages) and the host's later calls wait
+ * until the rate has paid it back. Calls without a node credential (auth.nodes.required=false)
+ * are not budgeted: their host is not known before the message is read.
+ *
+ * <p>A refusal is answered when the host's bucket will hold bytes again, at most a second later
+ * ({@link #delayRefusals}): answered at once, a host calling in a loop sent its next message at
+ * once, 1,000 refused calls a second of up to 1 MB each, whose bytes and calls the scheduler
+ * still has to take in (and, in the benchmark, whose sending takes a core of the same machine).
+ * Held back, each loop waits for its budget; what a refused call holds meanwhile is its context
+ * and response, not its message, which is dropped unread.
+ */
+public final class NodeByteBudget implements ServerInterceptor {
+  private static final String RATE_KEY = "reports.maxBytesPerSecondPerHost";
+  private static final double NANOS_PER_SECOND = 1e9;
+  /** Buckets idle this long are full again and can be dropped, nanoseconds. */
+  private static final long IDLE_NANOS = 60_000_000_000L;
+  /** Hosts with buckets before idle ones are dropped. */
+  private static final int SWEEP_ABOVE = 100_000;
+  /** Longest a refusal is held back, nanoseconds. */
+  private static final long MAX_REFUSAL_DELAY_NANOS = 1_000_000_000L;
+  /** Set on a call refused here: how long to hold its answer back. */
+  private static final AttributeKey<Duration> REFUSAL_DELAY =
+      AttributeKey.valueOf(NodeByteBudget.class, "refusalDelay");
+  private static final Logger LOG = LoggerFactory.getLogger(NodeByteBudget.class);
+
+  private final double bytesPerSecond;
+  private final double burst;
+  private final LongSupplier nanoTime;
+  private final ConcurrentHashMap<String, Bucket> buckets = new ConcurrentHashMap<>();
+  private final Counter refused;
+  /** The refusal's description up to the host's name, built once. */
+  private final String refusal;
+  private final AtomicBoolean logged = new AtomicBoolean();
+
+  private static final class Bucket {
+    double bytes;
+    long last;
+
+    Bucket(double bytes, long last) {
+      this.bytes = bytes;
+      this.last = last;
+    }
+
+    /** Refills to now; call holding the lock. */
+    void refill(long now, double rate, double burst) {
+      bytes = Math.min(burst, bytes + Math.max(0, now - last) / NANOS_PER_SECOND * rate);
+      last = now;
+    }
+  }
+
+  /**
+   * @param bytesPerSecond sustained request bytes per second per host
+   * @param burst bytes a host may send at once after being idle
+   * @param nanoTime monotonic clock, nanoseconds
+   * @param meters where refused calls are counted (datcp_report_rejected_total{reason=bytes})
+   */
+  public NodeByteBudget(long bytesPerSecond, long burst, LongSupplier nanoTime,
+      MeterRegistry meters) {
+    this.bytesPerSecond = bytesPerSecond;
+    this.burst = burst;
+    this.nanoTime = nanoTime;
+    this.refused = Counter.builder("datcp.report.rejected").tag("reason", "bytes")
+        .description("Report batches refused").register(meters);
+    this.refusal = RATE_KEY + " (" + bytesPerSecond + " bytes/s, reports.burstBytesPerHost "
+        + burst + ") exceeded by host '";
+  }
+
+  /** {@code service} behind {@code nodeAuth}, then this budget of the host it names. */
+  public ServerServiceDefinition guard(ServerServiceDefinition service,
+      NodeAuthInterceptor nodeAuth) {
+    // The last interceptor given runs first.
+    return ServerInterceptors.intercept(service, this, nodeAuth);
+  }
+
+  @Override
+  public <Q, A> ServerCall.Listener<Q> interceptCall(ServerCall<Q, A> call, Metadata headers,
+      ServerCallHandler<Q, A> next) {
+    String host = NodeAuthInterceptor.HOST.get();
+    if (host == null) {
+      return next.startCall(call, headers);
+    }
+    long wait = nanosUntilAdmitted(host);
+    if (wait > 0) {
+      refused.increment();
+      ServiceRequestContext ctx = ServiceRequestContext.currentOrNull();
+      if (ctx != null) {
+        ctx.setAttr(REFUSAL_DELAY, Duration.ofNanos(Math.min(wait, MAX_REFUSAL_DELAY_NANOS)));
+      }
+      if (logged.compareAndSet(false, true)) {
+        LOG.warn("host {} sent more than {}: its calls are refused until its budget refills;"
+            + " further refusals are only counted (datcp_report_rejected_total{reason=bytes})",
+            host, RATE_KEY);
+      }
+      // No cause: a status without one is written as it is, no exception or stack trace.
+      call.close(Status.RESOURCE_EXHAUSTED.withDescription(
+          refusal + host + "': call refused unread; retry later"), new Metadata());
+      return new ServerCall.Listener<>() {};
+    }
+    return new SimpleForwardingServerCallListener<>(next.startCall(call, headers)) {
+      @Override
+      public void onMessage(Q message) {
+        charge(host, message instanceof MessageLite m ? m.getSerializedSize() : 0);
+        super.onMessage(message);
+      }
+    };
+  }
+
+  /**
+   * Holds back the answers of calls this budget refused (see the class comment); a decorator of
+   * the gRPC port's services.
+   */
+  public DecoratingHttpServiceFunction delayRefusals() {
+    return (delegate, ctx, req) -> {
+      HttpResponse res = delegate.serve(ctx, req);
+      // The gRPC service starts a call, and so runs this budget, before serve returns.
+      Duration delay = ctx.attr(REFUSAL_DELAY);
+      return delay == null ? res : HttpResponse.delayed(res, delay, ctx.eventLoop());
+    };
+  }
+
+  /** 0 when {@code host}'s bucket holds bytes now, else nanoseconds until it will (at least 1). */
+  long nanosUntilAdmitted(String host) {
+    long now = nanoTime.getAsLong();
+    Bucket b = buckets.computeIfAbsent(host, h -> new Bucket(burst, now));
+    synchronized (b) {
+      b.refill(now, bytesPerSecond, burst);
+      return b.bytes > 0 ? 0 : 1 + (long) (-b.bytes / bytesPerSecond * NANOS_PER_SECOND);
+    }
+  }
+
+  /** Takes {@code bytes} from {@code host}'s bucket, into debt if need be. */
+  void charge(String host, long bytes) {
+    long now = nanoTime.getAsLong();
+    Bucket b = buckets.computeIfAbsent(host, h -> new Bucket(burst, now));
+    synchronized (b) {
+      b.refill(now, bytesPerSecond, burst);
+      b.bytes -= bytes;
+    }
+    if (buckets.size() > SWEEP_ABOVE) {
+      buckets.values().removeIf(o -> now - o.last > IDLE_NANOS);
+    }
+  }
+}
