@@ -25,6 +25,17 @@ grpc_port="${GRPC_PORT:-19090}"
 http_port="${HTTP_PORT:-18080}"
 pid=""
 data=""
+# PIN=1: the scheduler on CPU 0, the benchmark client (and a fake RM it serves) on CPU 1, each
+# JVM still sized for 2 CPUs: the client's work no longer takes the scheduler's CPU, so a
+# closed loop measures what the scheduler itself can serve.
+server_cpu=()
+client_cpu=()
+if [[ "${PIN:-0}" == 1 ]]; then
+  server_cpu=(taskset -c 0)
+  client_cpu=(taskset -c 1)
+  SCHEDULER_JAVA_OPTS="-XX:ActiveProcessorCount=2 -XX:+UseG1GC ${SCHEDULER_JAVA_OPTS:-}"
+  BENCH_JAVA_OPTS="-XX:ActiveProcessorCount=2 -XX:+UseG1GC ${BENCH_JAVA_OPTS:-}"
+fi
 results="$(mktemp -d)"
 trap 'cleanup; rm -rf "$results"' EXIT
 cleanup() {
@@ -62,7 +73,7 @@ run() {
     shift
   fi
   # shellcheck disable=SC2086
-  java -Xmx2g ${SCHEDULER_JAVA_OPTS:-} -jar "$server_jar" --data-dir "$data" --grpc-port "$grpc_port" \
+  ${server_cpu[@]+"${server_cpu[@]}"} java -Xmx2g ${SCHEDULER_JAVA_OPTS:-} -jar "$server_jar" --data-dir "$data" --grpc-port "$grpc_port" \
     --http-port "$http_port" "${config[@]}" > "$data/scheduler.log" 2>&1 &
   pid=$!
   for _ in $(seq 1 60); do
@@ -71,7 +82,8 @@ run() {
   done
   echo "== $label scheduler ($server_jar)"
   # shellcheck disable=SC2086
-  java -Xmx1g ${BENCH_JAVA_OPTS:-} -cp "$jar:$classes" io.datcp.scheduler.bench.LoadBenchmark \
+  ${client_cpu[@]+"${client_cpu[@]}"} java -Xmx1g ${BENCH_JAVA_OPTS:-} -cp "$jar:$classes" \
+    io.datcp.scheduler.bench.LoadBenchmark \
     --target "127.0.0.1:$grpc_port" --server-pid "$pid" "${bench[@]}" "$@" | grep -v ' INFO ' \
     | tee "$results/$label"
   cleanup
@@ -90,6 +102,7 @@ compare() {
   for row in "all requests/s|all requests|1" "all requests p50 ms|all requests|4" \
       "all requests p99 ms|all requests|7" "policy lookups p99 ms|policy lookups|7" \
       "shuffle reports p99 ms|shuffle reports|7" \
+      "job's first report p50 ms| job's first|4" "job's first report p99 ms| job's first|7" \
       "server CPU ms/1000 req|server CPU|1" "benchmark CPU ms/1000 req|benchmark CPU|1"; do
     IFS='|' read -r name prefix col <<< "$row"
     local a b

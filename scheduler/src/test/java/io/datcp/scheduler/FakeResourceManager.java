@@ -1,9 +1,12 @@
 package io.datcp.scheduler;
 
-import com.linecorp.armeria.common.HttpResponse;
-import com.linecorp.armeria.common.HttpStatus;
-import com.linecorp.armeria.common.MediaType;
-import com.linecorp.armeria.server.Server;
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpServer;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -21,7 +24,8 @@ import java.util.stream.IntStream;
  * state), {@code .../appattempts} (the application's attempts, the first until the AM is
  * {@link #restartAm restarted}) and {@code .../appattempts/{attempt}/containers} (one container
  * per host placed in that attempt). Applications and attempts it was not told of are 404, as
- * YARN answers.
+ * YARN answers. Served by the JDK's HTTP server, so that in the load benchmark it stays off the
+ * event loops of the gRPC clients it shares a JVM with.
  */
 public final class FakeResourceManager implements AutoCloseable {
   /** What YARN knows of one application. */
@@ -40,7 +44,9 @@ public final class FakeResourceManager implements AutoCloseable {
   private final AtomicInteger attemptRequests = new AtomicInteger();
   private final AtomicInteger containerRequests = new AtomicInteger();
   private volatile CompletableFuture<Void> answer = CompletableFuture.completedFuture(null);
-  private final Server server;
+  private final HttpServer server;
+
+  private record Answer(int status, String json) {}
 
   /** On a free port. */
   public FakeResourceManager() {
@@ -48,16 +54,22 @@ public final class FakeResourceManager implements AutoCloseable {
   }
 
   public FakeResourceManager(int port) {
-    server = Server.builder().http(port)
-        .serviceUnder("/ws/v1/cluster/apps/",
-            (ctx, req) -> later(cluster(ctx.mappedPath().substring(1))))
-        .build();
-    server.start().join();
+    try {
+      server = HttpServer.create(new InetSocketAddress("127.0.0.1", port), 0);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    String prefix = "/ws/v1/cluster/apps/";
+    server.createContext(prefix, exchange -> {
+      Answer a = cluster(exchange.getRequestURI().getPath().substring(prefix.length()));
+      answer.thenRun(() -> send(exchange, a));
+    });
+    server.start();
   }
 
   /** http://127.0.0.1:port, for yarn.rm.webappAddress. */
   public String address() {
-    return "http://127.0.0.1:" + server.activeLocalPort();
+    return "http://127.0.0.1:" + server.getAddress().getPort();
   }
 
   /**
@@ -128,17 +140,25 @@ public final class FakeResourceManager implements AutoCloseable {
     return "application_" + jobId.substring("job_".length());
   }
 
-  private HttpResponse later(HttpResponse r) {
-    return HttpResponse.of(answer.thenApply(v -> r));
+  private static void send(HttpExchange exchange, Answer a) {
+    try (exchange) {
+      byte[] body = a.json().getBytes(StandardCharsets.UTF_8);
+      exchange.getResponseHeaders().set("Content-Type", "application/json");
+      exchange.sendResponseHeaders(a.status(), body.length);
+      try (OutputStream out = exchange.getResponseBody()) {
+        out.write(body);
+      }
+    } catch (IOException e) {
+      // the client went away; nothing to answer
+    }
   }
 
   /** {@code mapped}: after /ws/v1/cluster/apps/. */
-  private HttpResponse cluster(String mapped) {
+  private Answer cluster(String mapped) {
     String[] p = mapped.split("/");
     App a = apps.get(p[0]);
     if (a == null) {
-      return HttpResponse.of(HttpStatus.NOT_FOUND, MediaType.JSON,
-          "{\"RemoteException\":{\"exception\":\"NotFoundException\"}}");
+      return NOT_FOUND;
     }
     if (p.length == 1) {
       appRequests.incrementAndGet();
@@ -174,7 +194,7 @@ public final class FakeResourceManager implements AutoCloseable {
       // "appAttempts", "nodes"), as a live ResourceManager of the Docker cluster did
       return json("{\"container\":[" + containers + "]}");
     }
-    return HttpResponse.of(HttpStatus.NOT_FOUND);
+    return NOT_FOUND;
   }
 
   /** YARN's ApplicationAttemptId form: the application's numbers, the attempt's in 6 digits. */
@@ -183,12 +203,15 @@ public final class FakeResourceManager implements AutoCloseable {
         app.substring("application_".length()), attempt);
   }
 
-  private static HttpResponse json(String body) {
-    return HttpResponse.of(HttpStatus.OK, MediaType.JSON, body);
+  private static final Answer NOT_FOUND = new Answer(404,
+      "{\"RemoteException\":{\"exception\":\"NotFoundException\"}}");
+
+  private static Answer json(String body) {
+    return new Answer(200, body);
   }
 
   @Override
   public void close() {
-    server.stop().join();
+    server.stop(0);
   }
 }

@@ -176,6 +176,8 @@ public final class LoadBenchmark implements Callable<Integer> {
   private final AtomicBoolean running = new AtomicBoolean(true);
   // replaced for the hostile window; a call records where it was sent
   private volatile Samples reports = new Samples();
+  /** A job's first report, also counted in reports: with a ResourceManager it waits for YARN. */
+  private volatile Samples firstReports = new Samples();
   private volatile Samples outcomeReports = new Samples();
   private volatile Samples lookups = new Samples();
   private final AtomicLong events = new AtomicLong();
@@ -272,8 +274,9 @@ public final class LoadBenchmark implements Callable<Integer> {
     factories.forEach(ClientFactory::close);
     loops.shutdownGracefully(0, 0, TimeUnit.SECONDS);
     if (rm != null) {
-      System.out.printf(Locale.ROOT, "fake RM          %d container lists served%n",
-          rm.containerRequests());
+      System.out.printf(Locale.ROOT, "fake RM          %d container lists, %d attempt lists,"
+          + " %d applications served%n", rm.containerRequests(), rm.attemptRequests(),
+          rm.appRequests());
       rm.close();
     }
     return 0;
@@ -290,6 +293,7 @@ public final class LoadBenchmark implements Callable<Integer> {
     printWindow(honestSecs, honestEvents, honestUpdates, honestCpu, honestClientCpu);
     long[][] alone = {reports.recorded(), outcomeReports.recorded(), lookups.recorded()};
     reports = new Samples();
+    firstReports = new Samples();
     outcomeReports = new Samples();
     lookups = new Samples();
     ClientFactory own = ClientFactory.builder().build();
@@ -360,6 +364,7 @@ public final class LoadBenchmark implements Callable<Integer> {
   private void printWindow(double secs, long eventsBefore, long updatesBefore, long cpuTicks,
       long clientCpuTicks) throws java.io.IOException {
     System.out.println("shuffle reports  " + reports.summary(secs));
+    System.out.println(" job's first     " + firstReports.summary(secs));
     System.out.println("outcome reports  " + outcomeReports.summary(secs));
     System.out.println("policy lookups   " + lookups.summary(secs));
     long[] all = java.util.stream.Stream.of(reports, outcomeReports, lookups)
@@ -485,11 +490,15 @@ public final class LoadBenchmark implements Callable<Integer> {
     }
 
     Step report(String host, Supplier<List<ShuffleEvent>> batch) {
+      return report(host, batch, false);
+    }
+
+    Step report(String host, Supplier<List<ShuffleEvent>> batch, boolean first) {
       return () -> {
         List<ShuffleEvent> b = batch.get();
         events.addAndGet(b.size());
         return call(host, plugin::report, ShuffleReport.newBuilder().setReporterHost(host)
-            .addAllEvents(b).build(), reports);
+            .addAllEvents(b).build(), reports, first ? firstReports : null);
       };
     }
   }
@@ -497,21 +506,30 @@ public final class LoadBenchmark implements Callable<Integer> {
   /** Sends one unary call; the answer completes the future, its latency goes to {@code s}. */
   private <Q, A> CompletableFuture<A> call(String host, BiConsumer<Q, StreamObserver<A>> method,
       Q request, Samples s) {
+    return call(host, method, request, s, null);
+  }
+
+  /** Also records the latency in {@code also} when not null. */
+  private <Q, A> CompletableFuture<A> call(String host, BiConsumer<Q, StreamObserver<A>> method,
+      Q request, Samples s, Samples also) {
     CompletableFuture<A> answer = new CompletableFuture<>();
     long t = System.nanoTime();
     try (SafeCloseable asHost = nodeTokens
         ? Clients.withHeader(HttpHeaderNames.AUTHORIZATION, "Bearer " + token(host)) : null) {
-      send(method, request, s, answer, t);
+      send(method, request, s, also, answer, t);
     }
     return answer;
   }
 
   private <Q, A> void send(BiConsumer<Q, StreamObserver<A>> method, Q request, Samples s,
-      CompletableFuture<A> answer, long t) {
+      Samples also, CompletableFuture<A> answer, long t) {
     method.accept(request, new StreamObserver<>() {
       @Override
       public void onNext(A a) {
         record(s, t);
+        if (also != null) {
+          record(also, t);
+        }
         answer.complete(a);
       }
 
@@ -537,7 +555,7 @@ public final class LoadBenchmark implements Callable<Integer> {
           ReduceStarted.newBuilder().setJobId(job).setReduceId(reduce)
               .setHost(reduceHosts[reduce]).setTotalMaps(maps).setTotalReduces(reduces)
               .setQueue("default").setUser("bench").setJobName(job)
-              .setPriority(JobPriority.JOB_PRIORITY_NORMAL)).build())));
+              .setPriority(JobPriority.JOB_PRIORITY_NORMAL)).build()), r == 0));
     }
     int wave = Math.max(1, maps / 4);
     List<String> allMapHosts = new ArrayList<>();
