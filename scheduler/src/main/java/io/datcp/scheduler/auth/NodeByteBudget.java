@@ -4,6 +4,7 @@ import com.google.protobuf.MessageLite;
 import com.linecorp.armeria.common.HttpResponse;
 import com.linecorp.armeria.server.DecoratingHttpServiceFunction;
 import com.linecorp.armeria.server.ServiceRequestContext;
+import io.datcp.scheduler.common.HostBuckets;
 import io.grpc.ForwardingServerCallListener.SimpleForwardingServerCallListener;
 import io.grpc.Metadata;
 import io.grpc.ServerCall;
@@ -16,7 +17,6 @@ import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.netty.util.AttributeKey;
 import java.time.Duration;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.LongSupplier;
 import org.slf4j.Logger;
@@ -48,11 +48,6 @@ import org.slf4j.LoggerFactory;
  */
 public final class NodeByteBudget implements ServerInterceptor {
   private static final String RATE_KEY = "reports.maxBytesPerSecondPerHost";
-  private static final double NANOS_PER_SECOND = 1e9;
-  /** Buckets idle this long are full again and can be dropped, nanoseconds. */
-  private static final long IDLE_NANOS = 60_000_000_000L;
-  /** Hosts with buckets before idle ones are dropped. */
-  private static final int SWEEP_ABOVE = 100_000;
   /** Longest a refusal is held back, nanoseconds. */
   private static final long MAX_REFUSAL_DELAY_NANOS = 1_000_000_000L;
   /** Set on a call refused here: how long to hold its answer back. */
@@ -60,30 +55,11 @@ public final class NodeByteBudget implements ServerInterceptor {
       AttributeKey.valueOf(NodeByteBudget.class, "refusalDelay");
   private static final Logger LOG = LoggerFactory.getLogger(NodeByteBudget.class);
 
-  private final double bytesPerSecond;
-  private final double burst;
-  private final LongSupplier nanoTime;
-  private final ConcurrentHashMap<String, Bucket> buckets = new ConcurrentHashMap<>();
+  private final HostBuckets buckets;
   private final Counter refused;
   /** The refusal's description up to the host's name, built once. */
   private final String refusal;
   private final AtomicBoolean logged = new AtomicBoolean();
-
-  private static final class Bucket {
-    double bytes;
-    long last;
-
-    Bucket(double bytes, long last) {
-      this.bytes = bytes;
-      this.last = last;
-    }
-
-    /** Refills to now; call holding the lock. */
-    void refill(long now, double rate, double burst) {
-      bytes = Math.min(burst, bytes + Math.max(0, now - last) / NANOS_PER_SECOND * rate);
-      last = now;
-    }
-  }
 
   /**
    * @param bytesPerSecond sustained request bytes per second per host
@@ -93,9 +69,7 @@ public final class NodeByteBudget implements ServerInterceptor {
    */
   public NodeByteBudget(long bytesPerSecond, long burst, LongSupplier nanoTime,
       MeterRegistry meters) {
-    this.bytesPerSecond = bytesPerSecond;
-    this.burst = burst;
-    this.nanoTime = nanoTime;
+    this.buckets = new HostBuckets(bytesPerSecond, burst, nanoTime);
     this.refused = Counter.builder("datcp.report.rejected").tag("reason", "bytes")
         .description("Report batches refused").register(meters);
     this.refusal = RATE_KEY + " (" + bytesPerSecond + " bytes/s, reports.burstBytesPerHost "
@@ -157,24 +131,11 @@ public final class NodeByteBudget implements ServerInterceptor {
 
   /** 0 when {@code host}'s bucket holds bytes now, else nanoseconds until it will (at least 1). */
   long nanosUntilAdmitted(String host) {
-    long now = nanoTime.getAsLong();
-    Bucket b = buckets.computeIfAbsent(host, h -> new Bucket(burst, now));
-    synchronized (b) {
-      b.refill(now, bytesPerSecond, burst);
-      return b.bytes > 0 ? 0 : 1 + (long) (-b.bytes / bytesPerSecond * NANOS_PER_SECOND);
-    }
+    return buckets.nanosUntilPositive(host);
   }
 
   /** Takes {@code bytes} from {@code host}'s bucket, into debt if need be. */
   void charge(String host, long bytes) {
-    long now = nanoTime.getAsLong();
-    Bucket b = buckets.computeIfAbsent(host, h -> new Bucket(burst, now));
-    synchronized (b) {
-      b.refill(now, bytesPerSecond, burst);
-      b.bytes -= bytes;
-    }
-    if (buckets.size() > SWEEP_ABOVE) {
-      buckets.values().removeIf(o -> now - o.last > IDLE_NANOS);
-    }
+    buckets.take(host, bytes);
   }
 }
