@@ -7,6 +7,7 @@ import com.linecorp.armeria.common.HttpResponse;
 import com.linecorp.armeria.common.MediaType;
 import com.linecorp.armeria.common.metric.MeterIdPrefixFunction;
 import com.linecorp.armeria.common.metric.MoreMeters;
+import com.linecorp.armeria.client.ClientFactory;
 import com.linecorp.armeria.common.util.EventLoopGroups;
 import com.linecorp.armeria.server.Server;
 import com.linecorp.armeria.server.ServerBuilder;
@@ -97,6 +98,8 @@ public final class SchedulerServer implements AutoCloseable {
   private final NodeCredentials nodes;
   private final ScheduledExecutorService sweeper;
   private final EventLoopGroup eventLoops;
+  /** The ResourceManager's client, on the servers' event loops. */
+  private final ClientFactory clients;
   private final LargeRequests large;
   private final Server grpc;
   private final Server http;
@@ -117,7 +120,11 @@ public final class SchedulerServer implements AutoCloseable {
     PrometheusMeterRegistry meters = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     // Armeria reads this process-wide setting when it creates a route's meters.
     MoreMeters.setDistributionStatisticConfig(REQUEST_METRICS);
-    YarnApps yarn = yarn(conf);
+    int loops = conf.get(SchedulerConf.SERVER_EVENT_LOOPS);
+    eventLoops = EventLoopGroups.newEventLoopGroup(
+        loops > 0 ? loops : Runtime.getRuntime().availableProcessors());
+    clients = ClientFactory.builder().workerGroup(eventLoops, false).build();
+    YarnApps yarn = yarn(conf, clients);
     service = new SchedulerService(conf, book, b.clock,
         new HostRateLimiter(conf.get(SchedulerConf.REPORT_RATE_PER_HOST),
             conf.get(SchedulerConf.REPORT_BURST_PER_HOST), b.nanoTime), meters, yarn);
@@ -161,9 +168,6 @@ public final class SchedulerServer implements AutoCloseable {
       }, pollMillis, pollMillis, TimeUnit.MILLISECONDS);
     }
     int maxMessage = conf.get(SchedulerConf.REPORT_MAX_MESSAGE_BYTES);
-    int loops = conf.get(SchedulerConf.SERVER_EVENT_LOOPS);
-    eventLoops = EventLoopGroups.newEventLoopGroup(
-        loops > 0 ? loops : Runtime.getRuntime().availableProcessors());
     // Half the CPUs, so that the event loops keep the other half while large reports are parsed.
     large = new LargeRequests(Math.max(1, Runtime.getRuntime().availableProcessors() / 2),
         LARGE_REQUESTS_QUEUED);
@@ -288,7 +292,7 @@ public final class SchedulerServer implements AutoCloseable {
   }
 
   /** The ResourceManager, when configured: for job ends always, for attributes unless dev. */
-  private static YarnApps yarn(SchedulerConf conf) {
+  private static YarnApps yarn(SchedulerConf conf, ClientFactory clients) {
     boolean fromReports = conf.get(SchedulerConf.JOB_ATTRIBUTES_FROM).equals("reports");
     if (fromReports) {
       LOG.warn("jobs.attributesFrom=reports: policy rules match on what jobs claim about"
@@ -302,7 +306,7 @@ public final class SchedulerServer implements AutoCloseable {
           : "every job gets the default policy, and jobs end only when reported or idle");
       return null;
     }
-    return new YarnApps(rm);
+    return new YarnApps(rm, clients);
   }
 
   public static Builder builder() {
@@ -339,11 +343,15 @@ public final class SchedulerServer implements AutoCloseable {
     return service;
   }
 
-  /** Event-loop threads the two servers run their calls on, counted once (server.eventLoops). */
+  /**
+   * Event-loop threads the two servers run their calls on and the ResourceManager client its
+   * requests, counted once (server.eventLoops).
+   */
   public int eventLoopThreads() {
     Set<EventExecutor> loops = new HashSet<>();
     grpc.config().workerGroup().forEach(loops::add);
     http.config().workerGroup().forEach(loops::add);
+    clients.eventLoopGroup().forEach(loops::add);
     return loops.size();
   }
 
@@ -357,6 +365,7 @@ public final class SchedulerServer implements AutoCloseable {
     sweeper.shutdownNow();
     CompletableFuture.allOf(http.stop(), grpc.stop()).join();
     large.close();
+    clients.close();
     eventLoops.shutdownGracefully(0, 0, TimeUnit.SECONDS);
     store.close();
   }

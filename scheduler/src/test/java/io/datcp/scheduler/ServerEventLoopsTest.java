@@ -16,15 +16,19 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
-/** server.eventLoops: both servers share one group of that many threads and serve on it. */
+/**
+ * server.eventLoops: both servers and the ResourceManager client share one group of that many
+ * threads and serve on it.
+ */
 class ServerEventLoopsTest {
   @TempDir Path dir;
   @RegisterExtension final TestServices.Servers servers = new TestServices.Servers();
 
   @Test
-  void bothServersRunOnTheConfiguredNumberOfEventLoops() throws Exception {
-    SchedulerConf conf = SchedulerConf.fromMap(Map.of("server.eventLoops", "3", "tls.plaintext", "true",
-        "auth.nodes.required", "false"));
+  void bothServersAndTheResourceManagerClientRunOnTheConfiguredNumberOfEventLoops()
+      throws Exception {
+    SchedulerConf conf = SchedulerConf.fromMap(Map.of("server.eventLoops", "3", "tls.plaintext",
+        "true", "auth.nodes.required", "false", "yarn.rm.webappAddress", "http://127.0.0.1:9"));
     SchedulerServer server = servers.start(dir, Clock.systemUTC(), conf);
     assertThat(server.eventLoopThreads()).isEqualTo(3);
     HttpResponse<String> health = HttpClient.newHttpClient().send(HttpRequest.newBuilder(

@@ -220,8 +220,8 @@ public final class SchedulerConf {
   public static final Key<Integer> SERVER_EVENT_LOOPS = register(new Key<>(
       "server.eventLoops", 0, Integer::parseInt, v -> v >= 0 && v <= 256,
       "an integer in [0, 256] (threads; 0 = one per CPU)",
-      "Event-loop threads the gRPC and HTTP servers share; every call runs on one. 0 is one per"
-          + " CPU: more loops than CPUs each wake for fewer requests and cost more CPU per call"
+      "Event-loop threads the gRPC and HTTP servers and the ResourceManager client share; every"
+          + " call runs on one. 0 is one per CPU: more loops than CPUs each wake for fewer requests and cost more CPU per call"
           + " (Armeria's own default is two per CPU)."));
 
   // ---- bounds on what peers may make the scheduler hold (README "Limits") ----
