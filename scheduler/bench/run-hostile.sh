@@ -12,7 +12,9 @@
 # HTTP_PORT override the ports (19090, 18080); KEEP_LOGS=DIR keeps the scheduler's GC log and log
 # there; SCHEDULER_JAR=path runs that scheduler jar instead (an older one: the same attack
 # before the bounds), the clients still from this tree; EXTRA_CONF='key=value ...' adds scheduler
-# settings (e.g. reports.maxBytesPerSecondPerHost=1048576). The honest hosts send no node tokens, so the
+# settings (e.g. reports.maxBytesPerSecondPerHost=1048576); PIN=1 runs the scheduler on CPU 0 and
+# the clients (honest and hostile) on CPU 1, as run-load.sh does, so the clients' own CPU no
+# longer delays the scheduler (nor the scheduler the clients' clocks). The honest hosts send no node tokens, so the
 # scheduler runs with auth.nodes.required=false and jobs.attributesFrom=reports; the attacker's
 # calls carry its token and are checked as in production.
 set -euo pipefail
@@ -33,12 +35,21 @@ cleanup() {
 }
 trap cleanup EXIT
 
+server_cpu=()
+client_cpu=()
+if [[ "${PIN:-0}" == 1 ]]; then
+  server_cpu=(taskset -c 0)
+  client_cpu=(taskset -c 1)
+  SCHEDULER_JAVA_OPTS="-XX:ActiveProcessorCount=2 -XX:+UseG1GC ${SCHEDULER_JAVA_OPTS:-}"
+  BENCH_JAVA_OPTS="-XX:ActiveProcessorCount=2 -XX:+UseG1GC ${BENCH_JAVA_OPTS:-}"
+fi
+
 printf 'auth.nodes.required=false\njobs.attributesFrom=reports\ntls.plaintext=true\n' > "$data/scheduler.properties"
 for kv in ${EXTRA_CONF:-}; do echo "$kv" >> "$data/scheduler.properties"; done
 server_jar="${SCHEDULER_JAR:-$jar}"
 token="$(java -jar "$server_jar" --data-dir "$data" --mint-node-token evil)"
 # shellcheck disable=SC2086
-java -Xmx1g -Xlog:gc:file="$data/gc.log":uptime ${SCHEDULER_JAVA_OPTS:-} -jar "$server_jar" \
+${server_cpu[@]+"${server_cpu[@]}"} java -Xmx1g -Xlog:gc:file="$data/gc.log":uptime ${SCHEDULER_JAVA_OPTS:-} -jar "$server_jar" \
   --data-dir "$data" --grpc-port "$grpc_port" --http-port "$http_port" \
   --config "$data/scheduler.properties" > "$data/scheduler.log" 2>&1 &
 pid=$!
@@ -49,7 +60,7 @@ done
 echo "== scheduler ($server_jar), -Xmx1g, pid $pid"
 out="$data/bench.out"
 # shellcheck disable=SC2086
-java -Xmx2g ${BENCH_JAVA_OPTS:-} -cp "$jar:$classes" io.datcp.scheduler.bench.LoadBenchmark \
+${client_cpu[@]+"${client_cpu[@]}"} java -Xmx2g ${BENCH_JAVA_OPTS:-} -cp "$jar:$classes" io.datcp.scheduler.bench.LoadBenchmark \
   --target "127.0.0.1:$grpc_port" --server-pid "$pid" --hosts 10000 --jobs-per-second 20 \
   --seconds 30 --hostile-seconds 60 --hostile-token "$token" "$@" | grep -v ' INFO ' | tee "$out"
 

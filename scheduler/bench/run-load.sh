@@ -103,7 +103,8 @@ compare() {
       "all requests p99 ms|all requests|7" "policy lookups p99 ms|policy lookups|7" \
       "shuffle reports p99 ms|shuffle reports|7" \
       "job's first report p50 ms| job's first|4" "job's first report p99 ms| job's first|7" \
-      "server CPU ms/1000 req|server CPU|1" "benchmark CPU ms/1000 req|benchmark CPU|1"; do
+      "server CPU ms/1000 req|server CPU|1" "benchmark CPU ms/1000 req|benchmark CPU|1" \
+      "benchmark GC ms in window|benchmark GC|3"; do
     IFS='|' read -r name prefix col <<< "$row"
     local a b
     a="$(field "$o" "$prefix" "$col")"

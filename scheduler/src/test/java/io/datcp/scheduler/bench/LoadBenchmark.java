@@ -251,6 +251,7 @@ public final class LoadBenchmark implements Callable<Integer> {
     long eventsBefore = events.get();
     long cpuBefore = serverCpuTicks();
     long clientCpuBefore = cpuTicks("self");
+    clientGcBefore = clientGc();
     // the set rate starts over with the measurement: jobs the warm-up fell behind on (10,000
     // update streams opening, a cold JIT) are not owed, or their catch-up would be measured
     measureFrom = System.nanoTime();
@@ -304,6 +305,7 @@ public final class LoadBenchmark implements Callable<Integer> {
     long updatesBefore = updates.get();
     long cpuBefore = serverCpuTicks();
     long clientCpuBefore = cpuTicks("self");
+    clientGcBefore = clientGc();
     String from = serverUptime(0);
     attacker.start();
     measuring.set(true);
@@ -386,6 +388,11 @@ public final class LoadBenchmark implements Callable<Integer> {
       printCpu("server CPU", cpuTicks, requests, secs);
     }
     printCpu("benchmark CPU", clientCpuTicks, requests, secs);
+    long[] gc = clientGc();
+    // the client's own collections stop its clock too: they add to every latency above
+    System.out.printf(Locale.ROOT, "benchmark GC     %10d collections, %.0f ms (%.1f%% of the"
+        + " window)%n", gc[0] - clientGcBefore[0], (double) (gc[1] - clientGcBefore[1]),
+        (gc[1] - clientGcBefore[1]) / 10.0 / secs);
     System.out.printf(Locale.ROOT, "load average     %s%n", java.nio.file.Files.readString(
         java.nio.file.Path.of("/proc/loadavg")).trim());
   }
@@ -396,6 +403,19 @@ public final class LoadBenchmark implements Callable<Integer> {
     System.out.printf(Locale.ROOT, "%-16s %10.1f ms per 1000 requests (%.1f%% of one core over"
         + " %.0f s)%n", what, requests == 0 ? 0 : cpuMs * 1000 / requests, cpuMs / 10 / secs,
         secs);
+  }
+
+  private volatile long[] clientGcBefore = {0, 0};
+
+  /** This JVM's collections so far and their time, milliseconds. */
+  private static long[] clientGc() {
+    long count = 0;
+    long millis = 0;
+    for (var gc : java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()) {
+      count += Math.max(0, gc.getCollectionCount());
+      millis += Math.max(0, gc.getCollectionTime());
+    }
+    return new long[] {count, millis};
   }
 
   /** utime + stime of the server process, clock ticks; 0 without --server-pid. */
