@@ -102,9 +102,10 @@ DATCP_API int datcp_load(const struct datcp_load_opts *opts, int *reused);
  * with more than DATCP_MAX_PORTS ports. */
 DATCP_API int datcp_load_held(const struct datcp_load_opts *opts, int *reused, __u32 *hold);
 /* Release hold (0: none) and every hold whose loader is gone (killed): ports that no live
- * hold names leave the datcp port set, the sockops link is detached when no live hold wants
- * it, and when no hold is left at all datcp is unloaded unless flows or switch ports use it
- * (then the registration stays for them, with nothing putting new sockets on datcp). */
+ * hold names leave the datcp port set and the sockops link is detached when no live hold
+ * wants it, so no new socket is put on datcp by them. The registration, the pinned maps and
+ * the flow entries stay: sockets already on datcp keep their entries (an agent restarting
+ * hands its flows over), and datcp_unload removes the rest. */
 DATCP_API int datcp_release(__u32 hold);
 /* The recorded holds, live or not: up to max into out, *n their number (may exceed max). */
 DATCP_API int datcp_holders(struct datcp_holder *out, size_t max, size_t *n);

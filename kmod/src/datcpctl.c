@@ -38,7 +38,7 @@ static const char usage[] =
 	"                               loader (an agent) holds datcp, unless --force\n"
 	"  prune                        release the holds of loaders that are gone (an agent\n"
 	"                               killed with SIGKILL): detach the sockops and remove the\n"
-	"                               ports only they held; unload when no hold is left\n"
+	"                               ports only they held\n"
 	"  status [--json]              what is loaded, and who holds what\n"
 	"  ports add|del PORT           sockets on PORT are put on datcp by sockops\n"
 	"  flow set --src IP:PORT --dst IP:PORT [--size BYTES] [--deadline-ms MS]\n"

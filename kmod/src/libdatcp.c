@@ -991,7 +991,7 @@ static int release_locked(__u32 hold)
 {
 	struct datcp_holder all[DATCP_MAX_HOLDERS];
 	int fd, ports, kept_sockops = 0, dropped_sockops = 0, err;
-	size_t n, i, j, k, removed = 0, live = 0;
+	size_t n, i, j, k;
 
 	err = check_environment();
 	if (err)
@@ -1005,11 +1005,9 @@ static int release_locked(__u32 hold)
 	for (i = 0; i < n; i++) {
 		all[i].live = all[i].live && all[i].id != hold;
 		if (all[i].live) {
-			live++;
 			kept_sockops |= all[i].sockops;
 		} else {
 			bpf_map_delete_elem(fd, &all[i].id);
-			removed++;
 			dropped_sockops |= all[i].sockops;
 		}
 	}
@@ -1027,14 +1025,7 @@ static int release_locked(__u32 hold)
 		close(ports);
 	if (dropped_sockops && !kept_sockops)
 		unlink(PIN_SOCKOPS); /* the last reference: detaches sockops */
-	if (removed && !live) {
-		err = unload_locked(0);
-		if (err == -EBUSY) { /* flows or switch ports still use the registration */
-			errbuf[0] = 0;
-			err = 0;
-		}
-	}
-	return err;
+	return 0;
 }
 
 static int load_holding(const struct datcp_load_opts *opts, int *reused, int pinned, __u32 *hold)

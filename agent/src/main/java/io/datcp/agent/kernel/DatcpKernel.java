@@ -107,9 +107,9 @@ public final class DatcpKernel implements Kernel {
   public record Loaded(DatcpKernel kernel, boolean reused) {}
 
   /**
-   * Ends this process's hold (once; the flow entries stay): the ports and the sockops program
-   * that no other running loader holds stop putting new sockets on datcp, and datcp is unloaded
-   * when nobody holds it and no flow or switch port uses it.
+   * Ends this process's hold (once): the ports and the sockops program that no other running
+   * loader holds stop putting new sockets on datcp. The registration, the maps and the flow
+   * entries stay, so sockets already on datcp keep theirs and the next agent takes them over.
    */
   public void release() throws KernelException {
     if (hold != 0 && released.compareAndSet(false, true)) {
