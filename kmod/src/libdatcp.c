@@ -524,7 +524,8 @@ static void token_close(__u32 id)
 }
 
 /* A hold is alive while its token map exists: map ids are not reused (allocated
- * cyclically), and the name guards against a foreign map after a wrap. */
+ * cyclically), and the name guards against a foreign map after a wrap. A token that
+ * cannot be looked at (no CAP_SYS_ADMIN) counts as alive: never release a live hold. */
 static int hold_live(__u32 id)
 {
 	struct bpf_map_info info = {};
@@ -532,7 +533,7 @@ static int hold_live(__u32 id)
 	int fd = bpf_map_get_fd_by_id(id), live;
 
 	if (fd < 0)
-		return 0;
+		return errno != ENOENT;
 	live = !bpf_obj_get_info_by_fd(fd, &info, &len) && !strcmp(info.name, HOLD_TOKEN_NAME);
 	close(fd);
 	return live;
