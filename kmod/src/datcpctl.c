@@ -257,7 +257,7 @@ static void print_holders(const struct datcp_holder *h, size_t n, int json)
 			continue;
 		}
 		printf("  %s (pid %u, %s): sockops %s, ports", h[i].name, h[i].pid,
-		       !h[i].live  ? "exited; 'datcpctl prune' releases it"
+		       !h[i].live ? "exited; 'datcpctl prune' releases it"
 		       : h[i].pinned ? "until datcpctl unload"
 				     : "running",
 		       h[i].sockops ? "yes" : "no");

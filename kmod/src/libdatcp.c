@@ -598,7 +598,6 @@ static int unload_locked(int force)
 	if (!force) {
 		__u32 flows = count_keys(PIN_FLOWS, sizeof(struct datcp_flow_key));
 		__u32 ports = count_keys(PIN_SWITCH, sizeof(struct datcp_port_key));
-
 		struct datcp_holder h;
 		size_t holds;
 
