@@ -24,7 +24,7 @@ import org.junit.jupiter.api.io.TempDir;
  * What an agent leaves in the shared kernel when it stops (root; holds the kernel lock): a
  * connection made on the shuffle port after the last agent stopped runs the kernel's default
  * congestion control, not datcp, so an `off` run after an `on` run is really off; while another
- * agent still holds the port, its connections stay on datcp; an agent killed with SIGKILL holds
+ * agent or `datcpctl load` still holds the port, its connections stay on datcp; an agent killed with SIGKILL holds
  * nothing once it is gone; a switch-role agent puts no socket on datcp. `datcpctl status`
  * names each holder and what it holds.
  */
@@ -73,6 +73,17 @@ class KernelHoldTest {
       second.close();
     }
     assertThat(runsDatcp()).as("after both stopped").isFalse();
+  }
+
+  @Test
+  void whatDatcpctlLoadHoldsStays() throws Exception {
+    ctl("load", "--port", Integer.toString(listener.getLocalPort()));
+    try {
+      TestAgents.start(settings("h1")).close();
+      assertThat(runsDatcp()).as("after the agent stopped, with datcpctl's hold").isTrue();
+    } finally {
+      ctl("unload"); // datcpctl's hold lasts until then
+    }
   }
 
   @Test
