@@ -49,6 +49,29 @@ struct datcp_load_opts {
 	                         * loaded, or profile "tuned" when loading. Not NULL and
 	                         * different from the loaded ones: replace them when no
 	                         * flow or switch port is in use, else -EBUSY */
+	/* appended (holders): */
+	const char *holder;     /* who holds this load, as datcpctl status shows it
+	                         * (truncated to DATCP_HOLDER_NAME - 1); NULL = "unnamed" */
+};
+
+/* Holders: every load is recorded (DATCP_PIN_DIR/holders) with what it asked for, the
+ * sockops program and its ports, so that a loader that leaves removes what only it held
+ * and keeps what others share. A hold is alive while its token, a one-byte BPF map, exists:
+ * datcp_load's holds (datcpctl load) pin theirs, living until datcp_unload, and holds of the
+ * same name merge; datcp_load_held's token is an open descriptor of the calling process, so
+ * the hold dies with the process even when it is killed, in any pid namespace. */
+#define DATCP_HOLDER_NAME 48
+#define DATCP_MAX_HOLDERS 64
+
+struct datcp_holder {
+	__u32 id;               /* the hold's token (a BPF map id) */
+	__u32 pid;              /* the loader's pid in its own pid namespace */
+	char name[DATCP_HOLDER_NAME];
+	__u8 pinned;            /* 1: held until datcp_unload; 0: while the process lives */
+	__u8 live;              /* the token exists (datcp_holders fills it) */
+	__u8 sockops;           /* wants the sockops program attached */
+	__u8 n_ports;
+	__u16 ports[DATCP_MAX_PORTS]; /* ports it put on datcp */
 };
 
 struct datcp_status {
@@ -74,9 +97,22 @@ DATCP_API __u64 datcp_now_ns(void);
  * params) are replaced when no flow or switch port is in use; otherwise
  * load fails with -EBUSY and a message saying so. */
 DATCP_API int datcp_load(const struct datcp_load_opts *opts, int *reused);
-/* Remove switch ports, sockops, the registration and all pins. Idempotent.
- * Other processes on this kernel may be using datcp: without force it
- * refuses (-EBUSY) while flows are registered or switch ports configured. */
+/* datcp_load held by the calling process (an agent) until datcp_release(*hold) or its
+ * exit: *hold is the hold's id. Holds of loaders that are gone are released. -EINVAL
+ * with more than DATCP_MAX_PORTS ports. */
+DATCP_API int datcp_load_held(const struct datcp_load_opts *opts, int *reused, __u32 *hold);
+/* Release hold (0: none) and every hold whose loader is gone (killed): ports that no live
+ * hold names leave the datcp port set and the sockops link is detached when no live hold
+ * wants it, so no new socket is put on datcp by them. The registration, the pinned maps and
+ * the flow entries stay: sockets already on datcp keep their entries (an agent restarting
+ * hands its flows over), and datcp_unload removes the rest. */
+DATCP_API int datcp_release(__u32 hold);
+/* The recorded holds, live or not: up to max into out, *n their number (may exceed max). */
+DATCP_API int datcp_holders(struct datcp_holder *out, size_t max, size_t *n);
+/* Remove switch ports, sockops, the registration and all pins (the holds
+ * too). Idempotent. Other processes on this kernel may be using datcp:
+ * without force it refuses (-EBUSY) while flows are registered, switch
+ * ports configured or a live process holds datcp (datcp_load_held). */
 DATCP_API int datcp_unload(int force);
 DATCP_API int datcp_get_status(struct datcp_status *st);
 

@@ -32,9 +32,14 @@ static const char usage[] =
 	"        NIC rate of a network namespace (PD2TCP inversion, overdue flows); --dev\n"
 	"        takes the interface's speed from its driver\n"
 	"  line-rate del [--netns NS]\n"
+	"        The load is held by \"datcpctl\" until unload (datcpctl status: holders)\n"
 	"  unload [--force]             remove everything (idempotent); refuses while flows\n"
-	"                               are registered or switch ports configured, unless --force\n"
-	"  status [--json]\n"
+	"                               are registered, switch ports configured or a running\n"
+	"                               loader (an agent) holds datcp, unless --force\n"
+	"  prune                        release the holds of loaders that are gone (an agent\n"
+	"                               killed with SIGKILL): detach the sockops and remove the\n"
+	"                               ports only they held\n"
+	"  status [--json]              what is loaded, and who holds what\n"
 	"  ports add|del PORT           sockets on PORT are put on datcp by sockops\n"
 	"  flow set --src IP:PORT --dst IP:PORT [--size BYTES] [--deadline-ms MS]\n"
 	"           [--importance X] [--phi X] [--mode datcp|dctcp|d2tcp|pd2tcp|reno]\n"
@@ -175,6 +180,7 @@ static int cmd_load(int argc, char **argv)
 		lo.params = &prm;
 	}
 	lo.ports = ports;
+	lo.holder = "datcpctl";
 	err = datcp_load(&lo, &reused);
 	if (err)
 		return runtime_error(err);
@@ -208,16 +214,74 @@ static int has_flag(int argc, char **argv, const char *flag)
 	return 0;
 }
 
+static int cmd_prune(int argc, char **argv)
+{
+	int err;
+
+	(void)argv;
+	if (argc != 1)
+		return usage_error("prune");
+	err = datcp_release(0);
+	return err ? runtime_error(err) : 0;
+}
+
+/* A JSON string: holder names come from the loaders, so they are escaped. */
+static void json_string(const char *s)
+{
+	putchar('"');
+	for (; *s; s++)
+		if (*s == '"' || *s == '\\')
+			printf("\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			printf("\\u%04x", *s);
+		else
+			putchar(*s);
+	putchar('"');
+}
+
+static void print_holders(const struct datcp_holder *h, size_t n, int json)
+{
+	size_t i;
+	int j;
+
+	for (i = 0; i < n; i++) {
+		if (json) {
+			printf("%s{\"id\":%u,\"name\":", i ? "," : "", h[i].id);
+			json_string(h[i].name);
+			printf(",\"pid\":%u,\"kind\":\"%s\",\"live\":%s,\"sockops\":%s,\"ports\":[",
+			       h[i].pid, h[i].pinned ? "pinned" : "process", h[i].live ? "true" : "false",
+			       h[i].sockops ? "true" : "false");
+			for (j = 0; j < h[i].n_ports; j++)
+				printf("%s%u", j ? "," : "", h[i].ports[j]);
+			printf("]}");
+			continue;
+		}
+		printf("  %s (pid %u, %s): sockops %s, ports", h[i].name, h[i].pid,
+		       !h[i].live ? "exited; 'datcpctl prune' releases it"
+		       : h[i].pinned ? "until datcpctl unload"
+				     : "running",
+		       h[i].sockops ? "yes" : "no");
+		for (j = 0; j < h[i].n_ports; j++)
+			printf(" %u", h[i].ports[j]);
+		printf("%s\n", h[i].n_ports ? "" : " (none)");
+	}
+}
+
 static int cmd_status(int argc, char **argv)
 {
+	struct datcp_holder holders[DATCP_MAX_HOLDERS];
 	struct datcp_status st;
 	struct datcp_params prm;
 	char pbuf[768] = "";
 	int err = datcp_get_status(&st), json = has_flag(argc, argv, "--json");
-	size_t i;
+	size_t i, n_holders = 0;
 
+	if (!err)
+		err = datcp_holders(holders, DATCP_MAX_HOLDERS, &n_holders);
 	if (err)
 		return runtime_error(err);
+	if (n_holders > DATCP_MAX_HOLDERS)
+		n_holders = DATCP_MAX_HOLDERS;
 	if (st.pinned && !datcp_params_get(&prm))
 		datcp_params_format(&prm, pbuf, sizeof(pbuf));
 	if (json) {
@@ -228,7 +292,9 @@ static int cmd_status(int argc, char **argv)
 		       st.netns_event_rings);
 		for (i = 0; i < st.n_ports; i++)
 			printf("%s%u", i ? "," : "", st.ports[i]);
-		printf("],\"params\":\"%s\"}\n", pbuf);
+		printf("],\"params\":\"%s\",\"holders\":[", pbuf);
+		print_holders(holders, n_holders, 1);
+		printf("]}\n");
 	} else {
 		printf("congestion control datcp: %s\n", st.cc_registered ? "registered" : "not registered");
 		printf("maps pinned:              %s\n", st.pinned ? "yes" : "no");
@@ -241,6 +307,8 @@ static int cmd_status(int argc, char **argv)
 			printf(" %u", st.ports[i]);
 		printf("%s\n", st.n_ports ? "" : " (none)");
 		printf("parameters:               %s\n", *pbuf ? pbuf : "(not loaded)");
+		printf("holders:%s\n", n_holders ? "" : "                  (none)");
+		print_holders(holders, n_holders, 0);
 	}
 	return 0;
 }
@@ -822,6 +890,8 @@ int main(int argc, char **argv)
 		return cmd_unload(argc, argv);
 	if (!strcmp(cmd, "status"))
 		return cmd_status(argc, argv);
+	if (!strcmp(cmd, "prune"))
+		return cmd_prune(argc, argv);
 	if (!strcmp(cmd, "ports"))
 		return cmd_ports(argc, argv);
 	if (!strcmp(cmd, "flow"))

@@ -55,13 +55,16 @@
 #define PIN_MARKS PIN("marks")
 #define PIN_QUENCH_TIMERS PIN("quench_timers")
 #define PIN_NETNS_EVENTS PIN("netns_events")
+#define PIN_HOLDERS PIN("holders")
+#define HOLD_PIN_PREFIX "hold_" /* pinned holds' tokens: PIN("hold_<id>") */
+#define HOLD_TOKEN_NAME "datcp_hold"
 
 extern char **environ;
 
 static const char *const all_pins[] = { PIN_SOCKOPS,	 PIN_SOCKOPS_PROG, PIN_CC_OPS, PIN_FLOWS,
 					PIN_STATS,	 PIN_EVENTS,	   PIN_PORTS,  PIN_SWITCH,
 					PIN_PARAMS,	 PIN_LINE_RATES,   PIN_MARKS,  PIN_QUENCH_TIMERS,
-					PIN_NETNS_EVENTS };
+					PIN_NETNS_EVENTS, PIN_HOLDERS };
 
 static __thread char errbuf[512];
 
@@ -389,11 +392,20 @@ static int run_tc(int quiet, const char *const *args)
 
 static void unpin_all(void)
 {
+	struct dirent *de;
 	size_t i;
+	DIR *d;
 
 	pins_drop();
 	for (i = 0; i < sizeof(all_pins) / sizeof(all_pins[0]); i++)
 		unlink(all_pins[i]);
+	d = opendir(DATCP_PIN_DIR);
+	if (d) {
+		while ((de = readdir(d)))
+			if (!strncmp(de->d_name, HOLD_PIN_PREFIX, strlen(HOLD_PIN_PREFIX)))
+				unlinkat(dirfd(d), de->d_name, 0);
+		closedir(d);
+	}
 	rmdir(DATCP_PIN_DIR);
 }
 
@@ -462,6 +474,121 @@ static __u32 count_keys(const char *pin, size_t key_size)
 	return n;
 }
 
+/* ---- holders (datcp.h) ---- */
+
+/* This process's tokens of its datcp_load_held holds: closing one ends its hold. */
+static pthread_mutex_t tokens_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	__u32 id;
+	int fd;
+} tokens[DATCP_MAX_HOLDERS];
+static size_t n_tokens;
+
+static int token_keep(__u32 id, int fd)
+{
+	int err = 0;
+
+	pthread_mutex_lock(&tokens_lock);
+	if (n_tokens == DATCP_MAX_HOLDERS)
+		err = fail(-E2BIG, "this process holds datcp %d times already", DATCP_MAX_HOLDERS);
+	else
+		tokens[n_tokens++] = (typeof(tokens[0])){ id, fd };
+	pthread_mutex_unlock(&tokens_lock);
+	return err;
+}
+
+static int token_own(__u32 id)
+{
+	size_t i;
+	int own = 0;
+
+	pthread_mutex_lock(&tokens_lock);
+	for (i = 0; i < n_tokens; i++)
+		own |= tokens[i].id == id;
+	pthread_mutex_unlock(&tokens_lock);
+	return own;
+}
+
+static void token_close(__u32 id)
+{
+	size_t i;
+
+	pthread_mutex_lock(&tokens_lock);
+	for (i = 0; i < n_tokens; i++)
+		if (tokens[i].id == id) {
+			close(tokens[i].fd);
+			tokens[i] = tokens[--n_tokens];
+			break;
+		}
+	pthread_mutex_unlock(&tokens_lock);
+}
+
+/* A hold is alive while its token map exists: map ids are not reused (allocated
+ * cyclically), and the name guards against a foreign map after a wrap. A token that
+ * cannot be looked at (no CAP_SYS_ADMIN) counts as alive: never release a live hold. */
+static int hold_live(__u32 id)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+	int fd = bpf_map_get_fd_by_id(id), live;
+
+	if (fd < 0)
+		return errno != ENOENT;
+	live = !bpf_obj_get_info_by_fd(fd, &info, &len) && !strcmp(info.name, HOLD_TOKEN_NAME);
+	close(fd);
+	return live;
+}
+
+/* The recorded holds of holders map fd, up to max into out (live filled in);
+ * returns how many there are. */
+static size_t holders_read(int fd, struct datcp_holder *out, size_t max)
+{
+	__u32 key, next, *prev = NULL;
+	size_t n = 0;
+
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (n >= max) {
+			n++;
+			continue;
+		}
+		if (!bpf_map_lookup_elem(fd, &key, &out[n])) {
+			out[n].live = hold_live(key);
+			n++;
+		}
+	}
+	return n;
+}
+
+static int holder_has_port(const struct datcp_holder *h, __u16 port)
+{
+	int i;
+
+	for (i = 0; i < h->n_ports; i++)
+		if (h->ports[i] == port)
+			return 1;
+	return 0;
+}
+
+/* Live holds of other processes (not pinned ones, not the caller's: a process that
+ * unloads decides for itself): *first gets one of them. */
+static size_t live_process_holds(struct datcp_holder *first)
+{
+	struct datcp_holder all[DATCP_MAX_HOLDERS];
+	int fd = bpf_obj_get(PIN_HOLDERS);
+	size_t n, i, live = 0;
+
+	if (fd < 0)
+		return 0;
+	n = holders_read(fd, all, DATCP_MAX_HOLDERS);
+	close(fd);
+	for (i = 0; i < n && i < DATCP_MAX_HOLDERS; i++)
+		if (all[i].live && !all[i].pinned && !token_own(all[i].id) && !live++)
+			*first = all[i];
+	return live;
+}
+
 static int unload_locked(int force)
 {
 	int err = check_environment();
@@ -471,10 +598,17 @@ static int unload_locked(int force)
 	if (!force) {
 		__u32 flows = count_keys(PIN_FLOWS, sizeof(struct datcp_flow_key));
 		__u32 ports = count_keys(PIN_SWITCH, sizeof(struct datcp_port_key));
+		struct datcp_holder h;
+		size_t holds;
 
 		if (flows || ports)
 			return fail(-EBUSY, "%u registered flow(s) and %u switch port(s) are in use; "
 					    "unload with --force to remove them anyway", flows, ports);
+		holds = live_process_holds(&h);
+		if (holds)
+			return fail(-EBUSY, "%zu other running loader(s) hold datcp (%s, pid %u%s): stop them "
+					    "(they release it) or unload with --force", holds, h.name, h.pid,
+				    holds > 1 ? ", ..." : "");
 	}
 	remove_switch_ports();
 	unlink(PIN_SOCKOPS); /* the last reference: detaches sockops */
@@ -763,12 +897,196 @@ static void pins_unlock(int fd)
 		close(fd); /* releases the flock */
 }
 
+/* The holders map, created and pinned when create and it is missing. */
+static int holders_open(int create)
+{
+	int fd = bpf_obj_get(PIN_HOLDERS), err;
+
+	if (fd >= 0 || !create)
+		return fd < 0 ? -errno : fd;
+	fd = bpf_map_create(BPF_MAP_TYPE_HASH, "datcp_holders", sizeof(__u32),
+			    sizeof(struct datcp_holder), DATCP_MAX_HOLDERS, NULL);
+	if (fd < 0)
+		return fail(-errno, "creating the holders map: %s", strerror(errno));
+	if (bpf_obj_pin(fd, PIN_HOLDERS)) {
+		err = -errno;
+		close(fd);
+		return fail(err, "pinning %s: %s", PIN_HOLDERS, strerror(-err));
+	}
+	return fd;
+}
+
+/* Records what this load asked for. A pinned hold merges into a live pinned hold of
+ * the same name (datcpctl load run again). */
+static int hold_record(const struct datcp_load_opts *opts, int pinned, __u32 *hold)
+{
+	struct datcp_holder h, all[DATCP_MAX_HOLDERS];
+	int fd = holders_open(1), token, err = 0;
+	char path[PATH_MAX];
+	size_t n, i, j;
+
+	if (fd < 0)
+		return fd;
+	memset(&h, 0, sizeof(h));
+	h.pid = getpid();
+	snprintf(h.name, sizeof(h.name), "%s", opts && opts->holder ? opts->holder : "unnamed");
+	h.pinned = pinned;
+	h.sockops = !(opts && opts->no_sockops);
+	for (i = 0; opts && i < opts->n_ports; i++)
+		if (!holder_has_port(&h, opts->ports[i]))
+			h.ports[h.n_ports++] = opts->ports[i];
+	n = pinned ? holders_read(fd, all, DATCP_MAX_HOLDERS) : 0;
+	for (i = 0; i < n && i < DATCP_MAX_HOLDERS; i++) {
+		struct datcp_holder *m = &all[i];
+
+		if (!m->pinned || !m->live || strcmp(m->name, h.name))
+			continue;
+		m->sockops |= h.sockops;
+		for (j = 0; j < h.n_ports; j++)
+			if (!holder_has_port(m, h.ports[j]) && m->n_ports < DATCP_MAX_PORTS)
+				m->ports[m->n_ports++] = h.ports[j];
+		m->live = 0;
+		if (bpf_map_update_elem(fd, &m->id, m, BPF_EXIST))
+			err = fail(-errno, "updating the hold of %s: %s", m->name, strerror(errno));
+		*hold = m->id;
+		close(fd);
+		return err;
+	}
+	token = bpf_map_create(BPF_MAP_TYPE_ARRAY, HOLD_TOKEN_NAME, sizeof(__u32), 1, 1, NULL);
+	h.id = token < 0 ? 0 : map_id(token);
+	if (!h.id) {
+		err = fail(-errno, "creating a hold token: %s", strerror(errno));
+		goto out;
+	}
+	snprintf(path, sizeof(path), "%s/" HOLD_PIN_PREFIX "%u", DATCP_PIN_DIR, h.id);
+	if (pinned && bpf_obj_pin(token, path)) {
+		err = fail(-errno, "pinning %s: %s", path, strerror(errno));
+		goto out;
+	}
+	if (bpf_map_update_elem(fd, &h.id, &h, BPF_NOEXIST)) {
+		err = fail(-errno, "recording the hold of %s: %s%s", h.name, strerror(errno),
+			   errno == E2BIG ? " (too many loaders hold datcp)" : "");
+		if (pinned)
+			unlink(path);
+		goto out;
+	}
+	if (!pinned) {
+		err = token_keep(h.id, token);
+		if (err)
+			bpf_map_delete_elem(fd, &h.id);
+		else
+			token = -1;
+	}
+	*hold = h.id;
+out:
+	if (token >= 0)
+		close(token);
+	close(fd);
+	return err;
+}
+
+/* Drops hold (0: none) and the holds of loaders that are gone; removes what only
+ * they held (datcp.h, datcp_release). */
+static int release_locked(__u32 hold)
+{
+	struct datcp_holder all[DATCP_MAX_HOLDERS];
+	int fd, ports, kept_sockops = 0, dropped_sockops = 0, err;
+	size_t n, i, j, k;
+
+	err = check_environment();
+	if (err)
+		return err;
+	fd = bpf_obj_get(PIN_HOLDERS);
+	if (fd < 0)
+		return 0; /* nothing recorded: nothing of ours to remove */
+	n = holders_read(fd, all, DATCP_MAX_HOLDERS);
+	if (n > DATCP_MAX_HOLDERS)
+		n = DATCP_MAX_HOLDERS;
+	for (i = 0; i < n; i++) {
+		all[i].live = all[i].live && all[i].id != hold;
+		if (all[i].live) {
+			kept_sockops |= all[i].sockops;
+		} else {
+			bpf_map_delete_elem(fd, &all[i].id);
+			dropped_sockops |= all[i].sockops;
+		}
+	}
+	close(fd);
+	ports = bpf_obj_get(PIN_PORTS);
+	for (i = 0; i < n && ports >= 0; i++)
+		for (j = 0; !all[i].live && j < all[i].n_ports; j++) {
+			for (k = 0; k < n; k++)
+				if (all[k].live && holder_has_port(&all[k], all[i].ports[j]))
+					break;
+			if (k == n)
+				bpf_map_delete_elem(ports, &all[i].ports[j]);
+		}
+	if (ports >= 0)
+		close(ports);
+	if (dropped_sockops && !kept_sockops)
+		unlink(PIN_SOCKOPS); /* the last reference: detaches sockops */
+	return 0;
+}
+
+static int load_holding(const struct datcp_load_opts *opts, int *reused, int pinned, __u32 *hold)
+{
+	int lk, err;
+	__u32 id = 0;
+
+	if (opts && opts->n_ports > DATCP_MAX_PORTS)
+		return fail(-EINVAL, "at most %d ports per load", DATCP_MAX_PORTS);
+	lk = pins_lock();
+	err = load_locked(opts, reused);
+	if (!err)
+		err = hold_record(opts, pinned, &id);
+	if (!err) {
+		char saved[sizeof(errbuf)];
+
+		memcpy(saved, errbuf, sizeof(saved));
+		release_locked(0); /* the holds of loaders that are gone */
+		memcpy(errbuf, saved, sizeof(saved));
+	}
+	pins_unlock(lk);
+	if (hold)
+		*hold = id;
+	return err;
+}
+
 int datcp_load(const struct datcp_load_opts *opts, int *reused)
 {
-	int lk = pins_lock(), err = load_locked(opts, reused);
+	return load_holding(opts, reused, 1, NULL);
+}
 
+int datcp_load_held(const struct datcp_load_opts *opts, int *reused, __u32 *hold)
+{
+	return load_holding(opts, reused, 0, hold);
+}
+
+int datcp_release(__u32 hold)
+{
+	int lk, err;
+
+	if (hold)
+		token_close(hold);
+	lk = pins_lock();
+	err = release_locked(hold);
 	pins_unlock(lk);
 	return err;
+}
+
+int datcp_holders(struct datcp_holder *out, size_t max, size_t *n)
+{
+	int fd, err = check_environment();
+
+	*n = 0;
+	if (err)
+		return err;
+	fd = bpf_obj_get(PIN_HOLDERS);
+	if (fd < 0)
+		return 0;
+	*n = holders_read(fd, out, max);
+	close(fd);
+	return 0;
 }
 
 int datcp_unload(int force)

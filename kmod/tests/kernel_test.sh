@@ -24,7 +24,7 @@ cleanup() {
 	ip netns del $NS_B 2>/dev/null
 	ip netns del $NS_Q 2>/dev/null
 	for n in "${nss[@]}"; do ip netns del "$n" 2>/dev/null; done
-	rm -f /tmp/datcp-kt-ev-*.$$
+	rm -f /tmp/datcp-kt-ev-*.$$ /tmp/datcp-kt-hold.$$.in /tmp/datcp-kt-hold.$$.out
 	$CTL unload --force >/dev/null 2>&1
 }
 trap cleanup EXIT
@@ -700,6 +700,63 @@ $CTL load --profile paper --param theta=5 --port 5201 >/dev/null
 check "load --profile paper --param theta=5 replaces the unused datcp" grep -q '"params":"g=0.05 alpha=0.1 u_max=10 theta=5 quench_p_max=10 quench_draws=1 .*ewma=paper guard_shift=0 slow_start_raise_only=0 hopeful_below_u_max=0' <<<"$($CTL status --json)"
 out=$($CTL load 2>&1)
 check "a load without parameters reuses whatever is loaded" grep -q "reused" <<<"$out"
+
+# --- holders: every load is recorded with what it asked for; a loader that
+# leaves (released or killed) takes away the ports and sockops only it held ---
+# holder NAME PORT: a process holding datcp (datcp_load_held) with sockops on
+# PORT; on "release" from $fifo_h.in it releases, then waits for EOF
+fifo_h=/tmp/datcp-kt-hold.$$
+read -r -d '' holder_py <<'PY'
+import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1]); lib.datcp_last_error.restype = ctypes.c_char_p
+class Opts(ctypes.Structure):  # struct datcp_load_opts
+    _fields_ = [("line_rate_bps", ctypes.c_uint64), ("cgroup_path", ctypes.c_char_p),
+                ("no_sockops", ctypes.c_int), ("ports", ctypes.POINTER(ctypes.c_uint16)),
+                ("n_ports", ctypes.c_size_t), ("params", ctypes.c_void_p),
+                ("holder", ctypes.c_char_p)]
+ports = (ctypes.c_uint16 * 1)(int(sys.argv[3]))
+o = Opts(holder=sys.argv[2].encode(), ports=ports, n_ports=1)
+reused, hold = ctypes.c_int(), ctypes.c_uint32()
+if lib.datcp_load_held(ctypes.byref(o), ctypes.byref(reused), ctypes.byref(hold)):
+    print("holder:", lib.datcp_last_error().decode(), flush=True); sys.exit(1)
+print("holding", hold.value, flush=True)
+for line in open(sys.stdin.fileno()):
+    if line.strip() == "release":
+        print("released", lib.datcp_release(hold.value), flush=True)
+PY
+holder() { python3 -c "$holder_py" build/libdatcp.so "$1" "$2" <$fifo_h.in >$fifo_h.out 2>&1 & }
+mkfifo $fifo_h.in
+exec 7<>$fifo_h.in
+holder kt-killed 5302
+hpid=$!
+pids+=("$hpid")
+for _ in $(seq 100); do grep -q holding $fifo_h.out 2>/dev/null && break; sleep 0.1; done
+st=$($CTL status --json)
+check "status lists datcpctl's pinned hold" grep -q '"name":"datcpctl","pid":[0-9]*,"kind":"pinned","live":true,"sockops":true,"ports":\[5201\]' <<<"$st"
+check "status lists a running holder and its port" grep -q '"name":"kt-killed","pid":'"$hpid"',"kind":"process","live":true,"sockops":true,"ports":\[5302\]' <<<"$st"
+check "the holder's port is on datcp" grep -qE '"ports":\[(5201,5302|5302,5201)\],"params"' <<<"$st"
+out=$($CTL unload 2>&1); rc=$?
+check "unload refuses while another process holds datcp, naming it" test $rc -eq 1 -a -n "$(grep -o "kt-killed, pid $hpid" <<<"$out")"
+kill -9 "$hpid"; wait "$hpid" 2>/dev/null
+check "a killed holder shows as exited" grep -q "kt-killed (pid $hpid, exited; 'datcpctl prune' releases it): sockops yes, ports 5302" <<<"$($CTL status)"
+$CTL prune
+st=$($CTL status --json)
+check "prune releases the killed holder's port" bash -c '! grep -q "5302" <<<"$1"' _ "$st"
+check "prune keeps what datcpctl holds (sockops, port 5201)" grep -q '"sockops_attached":true,.*"ports":\[5201\],"params"' <<<"$st"
+: >$fifo_h.out
+holder kt-clean 5303
+hpid=$!
+pids+=("$hpid")
+for _ in $(seq 100); do grep -q holding $fifo_h.out 2>/dev/null && break; sleep 0.1; done
+echo release >&7
+for _ in $(seq 100); do grep -q released $fifo_h.out 2>/dev/null && break; sleep 0.1; done
+check "a clean release returns 0" grep -q "released 0" $fifo_h.out
+st=$($CTL status --json)
+check "a released hold's port leaves datcp, datcpctl's stays" grep -q '"ports":\[5201\],"params"' <<<"$st"
+check "a released hold is no longer listed" bash -c '! grep -q kt-clean <<<"$1"' _ "$st"
+exec 7>&-
+kill "$hpid" 2>/dev/null; wait "$hpid" 2>/dev/null
+rm -f $fifo_h.in $fifo_h.out
 
 # --- unload ---
 $CTL flow set --src 10.9.9.1:1000 --dst 10.9.9.2:2000 --size 1000

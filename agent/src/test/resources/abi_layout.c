@@ -50,7 +50,7 @@ int main(void)
 	SIZE(datcp_load_opts);
 	OFF(datcp_load_opts, line_rate_bps); OFF(datcp_load_opts, cgroup_path);
 	OFF(datcp_load_opts, no_sockops); OFF(datcp_load_opts, ports); OFF(datcp_load_opts, n_ports);
-	OFF(datcp_load_opts, params);
+	OFF(datcp_load_opts, params); OFF(datcp_load_opts, holder);
 	SIZE(datcp_status);
 	OFF(datcp_status, cc_registered); OFF(datcp_status, pinned);
 	OFF(datcp_status, sockops_attached); OFF(datcp_status, flows);

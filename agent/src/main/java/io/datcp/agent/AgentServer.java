@@ -45,6 +45,8 @@ public final class AgentServer implements AutoCloseable {
   private final PrometheusMeterRegistry meters =
       new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
   private Kernel kernel;
+  /** The datcp this agent loaded and holds (host or switch role); null without one. */
+  private DatcpKernel held;
   private SchedulerClient scheduler;
   private FlowRegistry registry;
   private LocalServer local;
@@ -178,11 +180,12 @@ public final class AgentServer implements AutoCloseable {
     }
     try {
       DatcpKernel.Loaded l = DatcpKernel.load(conf.get(AgentConf.KERNEL_LIBRARY),
-          conf.get(AgentConf.SHUFFLE_PORTS), conf.get(AgentConf.LINE_RATE),
-          conf.get(AgentConf.CGROUP));
+          "agent host " + hostName, conf.get(AgentConf.SHUFFLE_PORTS),
+          conf.get(AgentConf.LINE_RATE), conf.get(AgentConf.CGROUP));
       LOG.log(Level.INFO, l.reused() ? "datcp already loaded: re-attached to its pinned maps"
           : "datcp loaded and pinned under /sys/fs/bpf/datcp");
-      return l.kernel();
+      held = l.kernel();
+      return held;
     } catch (KernelException | LinkageError e) {
       LOG.log(Level.WARNING, "datcp unavailable ({0}); every flow runs as plain TCP",
           e.getMessage());
@@ -191,15 +194,16 @@ public final class AgentServer implements AutoCloseable {
   }
 
   private void startSwitch() {
-    DatcpKernel k;
     try {
-      k = DatcpKernel.load(conf.get(AgentConf.KERNEL_LIBRARY), conf.get(AgentConf.SHUFFLE_PORTS),
+      // no sockops and no ports: a switch puts no socket on datcp (the hosts' agents do)
+      held = DatcpKernel.load(conf.get(AgentConf.KERNEL_LIBRARY),
+          "agent switch " + conf.get(AgentConf.SWITCH_NAME), List.of(),
           conf.get(AgentConf.LINE_RATE), conf.get(AgentConf.CGROUP)).kernel();
     } catch (KernelException | LinkageError e) {
       throw new IllegalStateException("switch role needs datcp: " + e.getMessage(), e);
     }
     switchAgent = new SwitchAgent(conf.get(AgentConf.SWITCH_NAME),
-        new DatcpSwitchDriver(k, conf.get(AgentConf.SWITCH_NETNS)), meters);
+        new DatcpSwitchDriver(held, conf.get(AgentConf.SWITCH_NETNS)), meters);
     if (scheduler != null) {
       switchAgent.watch(scheduler.policyStub(), scheduler.outage(),
           conf.get(AgentConf.RECONNECT_MIN_MS), conf.get(AgentConf.RECONNECT_MAX_MS));
@@ -264,7 +268,9 @@ public final class AgentServer implements AutoCloseable {
 
   /**
    * Stops serving and hands the live flows to the next agent process (state.dir): their
-   * kernel entries stay, so a restart does not disturb them.
+   * kernel entries stay, so a restart does not disturb them. Then it releases its hold of
+   * datcp: what no other running loader holds (the shuffle ports, the sockops program) stops
+   * putting new sockets on datcp, so a later run without the agent is plain TCP.
    */
   @Override
   public void close() {
@@ -298,6 +304,14 @@ public final class AgentServer implements AutoCloseable {
     }
     if (scheduler != null) {
       scheduler.close();
+    }
+    if (held != null) {
+      try {
+        held.release();
+      } catch (KernelException e) {
+        LOG.log(Level.WARNING, "releasing datcp: {0}; `datcpctl prune` releases what this"
+            + " agent held once it has exited", e.getMessage());
+      }
     }
     if (metrics != null) {
       metrics.close();

@@ -59,7 +59,7 @@ class SwitchRoleTest {
       sh("ip", "-n", NS, "link", "set", l, "up");
     }
     sh("ip", "-n", PEER, "link", "set", "h0", "up");
-    kernel = DatcpKernel.load(KernelLock.library(), List.of(13562), 100_000_000L, "").kernel();
+    kernel = DatcpKernel.load(KernelLock.library(), "test switch", List.of(13562), 100_000_000L, "").kernel();
   }
 
   @AfterAll

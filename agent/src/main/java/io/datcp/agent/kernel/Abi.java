@@ -164,7 +164,7 @@ final class Abi {
 
   /** struct datcp_load_opts (datcp.h). */
   @Structure.FieldOrder({"line_rate_bps", "cgroup_path", "no_sockops", "ports", "n_ports",
-      "params"})
+      "params", "holder"})
   public static class LoadOpts extends Structure {
     public long line_rate_bps;
     public String cgroup_path;
@@ -173,6 +173,8 @@ final class Abi {
     public long n_ports;
     /** const struct datcp_params *: null = reuse the loaded parameters (or the defaults). */
     public Pointer params;
+    /** Who holds the load, as `datcpctl status` lists it. */
+    public String holder;
   }
 
   /** struct datcp_status (datcp.h). */

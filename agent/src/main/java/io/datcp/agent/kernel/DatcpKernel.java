@@ -9,6 +9,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
 
 /**
@@ -58,22 +59,32 @@ public final class DatcpKernel implements Kernel {
   private final ThreadLocal<FlowWrite> flowWrites = ThreadLocal.withInitial(() ->
       new FlowWrite(new Memory(new Abi.FlowKey().size()), new Memory(new Abi.FlowMeta().size())));
 
-  private DatcpKernel() {}
+  /** This process's hold of the loaded datcp (datcp_load_held); 0 when only attached. */
+  private final int hold;
+  private final AtomicBoolean released = new AtomicBoolean();
+
+  private DatcpKernel(int hold) {
+    this.hold = hold;
+  }
 
   /**
-   * Binds libdatcp and makes sure datcp is registered with sockops on ports: loads it, or
-   * re-attaches to the objects pinned under /sys/fs/bpf/datcp without disturbing live flows.
+   * Binds libdatcp and makes sure datcp is registered, with sockops on ports when there are
+   * any: loads it, or re-attaches to the objects pinned under /sys/fs/bpf/datcp without
+   * disturbing live flows. The load is held by this process, recorded as holder (what
+   * `datcpctl status` lists), until {@link #release} or the process's exit.
    *
    * @param library "datcp" (found on jna.library.path) or a path to libdatcp.so
    * @param cgroup cgroup v2 directory for sockops; empty = the cgroup v2 mount
    */
-  public static Loaded load(String library, List<Integer> ports, long lineRateBps, String cgroup)
-      throws KernelException {
+  public static Loaded load(String library, String holder, List<Integer> ports, long lineRateBps,
+      String cgroup) throws KernelException {
     LibDatcp.bind(library);
     Abi.LoadOpts opts = new Abi.LoadOpts(); // JNA zeroes it: params NULL = reuse / defaults
     opts.params = null;
     opts.line_rate_bps = lineRateBps;
     opts.cgroup_path = cgroup.isEmpty() ? null : cgroup;
+    opts.no_sockops = ports.isEmpty() ? 1 : 0; // sockops without ports would put nothing on datcp
+    opts.holder = holder;
     Memory portMem = new Memory(2L * Math.max(1, ports.size()));
     for (int i = 0; i < ports.size(); i++) {
       portMem.setShort(2L * i, (short) (int) ports.get(i));
@@ -81,22 +92,34 @@ public final class DatcpKernel implements Kernel {
     opts.ports = portMem;
     opts.n_ports = ports.size();
     int[] reused = new int[1];
-    check(LibDatcp.datcp_load(opts, reused));
-    return new Loaded(new DatcpKernel(), reused[0] != 0);
+    int[] hold = new int[1];
+    check(LibDatcp.datcp_load_held(opts, reused, hold));
+    return new Loaded(new DatcpKernel(hold[0]), reused[0] != 0);
   }
 
   /** Binds libdatcp without loading (for reading state, or when another process loads). */
   public static DatcpKernel attach(String library) {
     LibDatcp.bind(library);
-    return new DatcpKernel();
+    return new DatcpKernel(0);
   }
 
   /** Result of {@link #load}: the kernel and whether datcp was already loaded. */
   public record Loaded(DatcpKernel kernel, boolean reused) {}
 
   /**
-   * Unregisters datcp unless flows or switch ports are still in use (other processes share the
-   * kernel); returns false then.
+   * Ends this process's hold (once): the ports and the sockops program that no other running
+   * loader holds stop putting new sockets on datcp. The registration, the maps and the flow
+   * entries stay, so sockets already on datcp keep theirs and the next agent takes them over.
+   */
+  public void release() throws KernelException {
+    if (hold != 0 && released.compareAndSet(false, true)) {
+      check(LibDatcp.datcp_release(hold));
+    }
+  }
+
+  /**
+   * Unregisters datcp unless flows or switch ports are still in use or a running process holds
+   * it (other processes share the kernel); returns false then.
    */
   public boolean unloadIfUnused() throws KernelException {
     int rc = LibDatcp.datcp_unload(0);

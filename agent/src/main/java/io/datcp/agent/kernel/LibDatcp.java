@@ -43,6 +43,11 @@ final class LibDatcp {
 
   static native int datcp_load(Abi.LoadOpts opts, int[] reused);
 
+  /** hold[0]: the hold's id, for datcp_release. */
+  static native int datcp_load_held(Abi.LoadOpts opts, int[] reused, int[] hold);
+
+  static native int datcp_release(int hold);
+
   static native int datcp_unload(int force);
 
   static native int datcp_get_status(Abi.Status st);

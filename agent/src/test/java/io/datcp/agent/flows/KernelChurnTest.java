@@ -28,7 +28,7 @@ class KernelChurnTest {
   @Test
   void registeringAndEndingFlowsLeavesTheFlowMapAsItWas() throws Exception {
     int total = Integer.getInteger("datcp.churn.flows", 100_000);
-    DatcpKernel kernel = DatcpKernel.load(KernelLock.library(), java.util.List.of(13562),
+    DatcpKernel kernel = DatcpKernel.load(KernelLock.library(), "test churn", java.util.List.of(13562),
         100_000_000L, "").kernel();
     int before = kernel.flowCount();
     AtomicLong outcomes = new AtomicLong();

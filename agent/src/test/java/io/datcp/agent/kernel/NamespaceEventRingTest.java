@@ -18,7 +18,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 class NamespaceEventRingTest {
   @Test
   void openingRegistersTheNamespacesRingAndOnlyTheCurrentOwnerUnregistersIt() throws Exception {
-    DatcpKernel kernel = DatcpKernel.load(KernelLock.library(), List.of(), 0, "").kernel();
+    DatcpKernel kernel = DatcpKernel.load(KernelLock.library(), "test", List.of(), 0, "").kernel();
     int before = rings();
     Kernel.Events first = kernel.openEvents(e -> {});
     assertThat(rings()).as("rings after the first agent opens").isEqualTo(before + 1);

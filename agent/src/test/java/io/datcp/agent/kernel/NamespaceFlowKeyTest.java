@@ -26,7 +26,7 @@ class NamespaceFlowKeyTest {
 
   @Test
   void aNeighbourNamespaceNeitherChangesNorEndsTheAgentsEntryOnTheSame4Tuple() throws Exception {
-    DatcpKernel kernel = DatcpKernel.load(KernelLock.library(), List.of(), 0, "").kernel();
+    DatcpKernel kernel = DatcpKernel.load(KernelLock.library(), "test", List.of(), 0, "").kernel();
     FlowTuple shared = FlowTuple.of("192.0.2.31", 13562, "192.0.2.32", 40031);
     FlowTuple neighbours = FlowTuple.of("192.0.2.33", 13562, "192.0.2.34", 40033);
     FlowMeta mine = new FlowMeta(1_000_000, 0, kernel.nowNs(), 1, 1.0, 0.0, FlowMeta.Mode.DATCP,
