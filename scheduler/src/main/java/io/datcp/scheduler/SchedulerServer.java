@@ -18,7 +18,6 @@ import com.linecorp.armeria.server.grpc.GrpcService;
 import com.linecorp.armeria.server.healthcheck.HealthCheckService;
 import com.linecorp.armeria.server.metric.MetricCollectingService;
 import io.datcp.scheduler.api.grpc.FlowPolicyGrpcService;
-import io.datcp.scheduler.api.grpc.LargeRequests;
 import io.datcp.scheduler.api.grpc.PolicyAdminGrpcService;
 import io.datcp.scheduler.api.grpc.ShuffleReportGrpcService;
 import io.datcp.scheduler.api.rest.JobResource;
@@ -77,8 +76,6 @@ public final class SchedulerServer implements AutoCloseable {
   private static final int GRPC_FRAMING_BYTES = 1024;
   /** HTTP body cap on the gRPC port, in largest messages. */
   private static final int HTTP_CAP_MESSAGES = 4;
-  /** Large requests that may wait for the workers at once (each at most reports.maxMessageBytes). */
-  private static final int LARGE_REQUESTS_QUEUED = 64;
 
   private static final Logger LOG = LoggerFactory.getLogger(SchedulerServer.class);
 
@@ -100,7 +97,6 @@ public final class SchedulerServer implements AutoCloseable {
   private final EventLoopGroup eventLoops;
   /** The ResourceManager's client, on the servers' event loops. */
   private final ClientFactory clients;
-  private final LargeRequests large;
   private final Server grpc;
   private final Server http;
 
@@ -168,9 +164,6 @@ public final class SchedulerServer implements AutoCloseable {
       }, pollMillis, pollMillis, TimeUnit.MILLISECONDS);
     }
     int maxMessage = conf.get(SchedulerConf.REPORT_MAX_MESSAGE_BYTES);
-    // Half the CPUs, so that the event loops keep the other half while large reports are parsed.
-    large = new LargeRequests(Math.max(1, Runtime.getRuntime().availableProcessors() / 2),
-        LARGE_REQUESTS_QUEUED);
 
     ServerBuilder gb = Server.builder();
     if (tls == null) {
@@ -194,11 +187,11 @@ public final class SchedulerServer implements AutoCloseable {
         // Policy update streams live as long as the agent; clients bound unary calls themselves.
         .requestTimeout(Duration.ZERO)
         .service(GrpcService.builder()
-            .addService(budget.guard(large.offload(
-                new ShuffleReportGrpcService(service.reports()).bindService()), nodeAuth))
-            .addService(budget.guard(large.offload(new FlowPolicyGrpcService(service.lookups(),
+            .addService(budget.guard(
+                new ShuffleReportGrpcService(service.reports()).bindService(), nodeAuth))
+            .addService(budget.guard(new FlowPolicyGrpcService(service.lookups(),
                 service.reports(), service.switches(), conf.get(SchedulerConf.WATCH_MAX_QUEUED))
-                .bindService()), nodeAuth))
+                .bindService(), nodeAuth))
             .addService(new PolicyAdminGrpcService(service.rules(), service.switches()))
             // v1alpha: the reflection flavour Armeria wires to its server; grpcurl falls back
             // to it.
@@ -364,7 +357,6 @@ public final class SchedulerServer implements AutoCloseable {
   public void close() {
     sweeper.shutdownNow();
     CompletableFuture.allOf(http.stop(), grpc.stop()).join();
-    large.close();
     clients.close();
     eventLoops.shutdownGracefully(0, 0, TimeUnit.SECONDS);
     store.close();

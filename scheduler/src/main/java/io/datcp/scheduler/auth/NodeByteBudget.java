@@ -5,7 +5,6 @@ import com.linecorp.armeria.common.HttpResponse;
 import com.linecorp.armeria.server.DecoratingHttpServiceFunction;
 import com.linecorp.armeria.server.ServiceRequestContext;
 import io.datcp.scheduler.common.HostBuckets;
-import io.datcp.scheduler.common.ReceivedMessage;
 import io.grpc.ForwardingServerCallListener.SimpleForwardingServerCallListener;
 import io.grpc.Metadata;
 import io.grpc.ServerCall;
@@ -111,8 +110,7 @@ public final class NodeByteBudget implements ServerInterceptor {
     return new SimpleForwardingServerCallListener<>(next.startCall(call, headers)) {
       @Override
       public void onMessage(Q message) {
-        charge(host, message instanceof ReceivedMessage r ? r.size()
-            : message instanceof MessageLite m ? m.getSerializedSize() : 0);
+        charge(host, message instanceof MessageLite m ? m.getSerializedSize() : 0);
         super.onMessage(message);
       }
     };
