@@ -33,7 +33,9 @@ client_cpu=()
 if [[ "${PIN:-0}" == 1 ]]; then
   server_cpu=(taskset -c 0)
   client_cpu=(taskset -c 1)
-  SCHEDULER_JAVA_OPTS="-XX:ActiveProcessorCount=2 -XX:+UseG1GC ${SCHEDULER_JAVA_OPTS:-}"
+  # G1 as on 2 CPUs (a JVM that sees one CPU picks the serial collector) unless one is asked for
+  [[ "${SCHEDULER_JAVA_OPTS:-}" == *-XX:+Use*GC* ]] || SCHEDULER_JAVA_OPTS="-XX:+UseG1GC ${SCHEDULER_JAVA_OPTS:-}"
+  SCHEDULER_JAVA_OPTS="-XX:ActiveProcessorCount=2 ${SCHEDULER_JAVA_OPTS}"
   BENCH_JAVA_OPTS="-XX:ActiveProcessorCount=2 -XX:+UseG1GC ${BENCH_JAVA_OPTS:-}"
 fi
 results="$(mktemp -d)"
