@@ -235,7 +235,8 @@ class ShuffleOnMiniYarnTest {
 
     // the reduces reported over the events socket, the NodeManager over Forward
     List<ShuffleEvent> reduceSide = b.events().stream().filter(e -> switch (e.getEventCase()) {
-      case REDUCE_STARTED, MAP_COMPLETED, FETCH_STARTED, FETCH_FINISHED, SHUFFLE_FINISHED -> true;
+      case REDUCE_STARTED, MAP_COMPLETED, MAP_LOST, FETCH_STARTED, FETCH_FINISHED,
+          SHUFFLE_FINISHED -> true;
       default -> false;
     }).toList();
     assertThat(b.socketEvents()).containsExactlyInAnyOrderElementsOf(reduceSide);
