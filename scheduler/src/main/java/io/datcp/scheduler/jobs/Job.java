@@ -118,8 +118,7 @@ public final class Job {
   private int mapsDone;
   /**
    * Entries of per-map state held (completed maps, partition sizes, reduces' output sizes, lost
-   * attempts):
-   * what this job counts against jobs.maxShuffleEntries until {@link #release}.
+   * attempts): what this job counts against jobs.maxShuffleEntries until {@link #release}.
    */
   private int entries;
   /** Of {@link #entries}, those each reporting host's events added. */
