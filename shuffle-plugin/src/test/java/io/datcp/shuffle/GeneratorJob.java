@@ -34,6 +34,8 @@ public final class GeneratorJob {
   static final String MAPS = "datcp.test.generator.maps";
   static final String RECORDS = "datcp.test.generator.records-per-partition";
   static final String VALUE_BYTES = "datcp.test.generator.value-bytes";
+  /** Index of a map whose first attempt fails (before writing anything); none when unset. */
+  static final String FAIL_FIRST_ATTEMPT_OF = "datcp.test.generator.fail-first-attempt-of-map";
 
   private GeneratorJob() { }
 
@@ -178,6 +180,10 @@ public final class GeneratorJob {
     protected void map(IntWritable map, NullWritable ignored, Context context)
         throws IOException, InterruptedException {
       Configuration conf = context.getConfiguration();
+      if (map.get() == conf.getInt(FAIL_FIRST_ATTEMPT_OF, -1)
+          && context.getTaskAttemptID().getId() == 0) {
+        throw new IOException("the first attempt of map " + map.get() + " fails (test)");
+      }
       int records = conf.getInt(RECORDS, 1);
       int size = conf.getInt(VALUE_BYTES, 1);
       int reduces = context.getNumReduceTasks();

@@ -10,6 +10,7 @@ import static org.awaitility.Awaitility.await;
 import io.datcp.proto.v1.FlowAction;
 import io.datcp.proto.v1.FlowEnd;
 import io.datcp.proto.v1.FlowEndReason;
+import io.datcp.proto.v1.MapLost;
 import io.datcp.proto.v1.ShuffleEvent;
 import io.datcp.shuffle.agent.EventsClient;
 import io.datcp.shuffle.mapside.FlowMetrics;
@@ -234,7 +235,8 @@ class ShuffleOnMiniYarnTest {
 
     // the reduces reported over the events socket, the NodeManager over Forward
     List<ShuffleEvent> reduceSide = b.events().stream().filter(e -> switch (e.getEventCase()) {
-      case REDUCE_STARTED, MAP_COMPLETED, FETCH_STARTED, FETCH_FINISHED, SHUFFLE_FINISHED -> true;
+      case REDUCE_STARTED, MAP_COMPLETED, MAP_LOST, FETCH_STARTED, FETCH_FINISHED,
+          SHUFFLE_FINISHED -> true;
       default -> false;
     }).toList();
     assertThat(b.socketEvents()).containsExactlyInAnyOrderElementsOf(reduceSide);
@@ -326,8 +328,51 @@ class ShuffleOnMiniYarnTest {
     assertThat(refetched).containsAll(killed.registration().getMapIdsList());
   }
 
+  /**
+   * A map attempt that fails: the reduces report its loss (the FAILED completion event) and the
+   * success of the attempt that ran after it. One NodeManager cannot be lost here, so OBSOLETE
+   * and KILLED are covered by the unit tests only.
+   */
   @Test
   @Order(6)
+  void aFailedMapAttemptIsReportedLostAndItsRetryDone() throws Exception {
+    int failing = 1;
+    Run run = runGenerator(c -> c.setInt(GeneratorJob.FAIL_FIRST_ATTEMPT_OF, failing));
+    assertThat(run.output()).isEqualTo(expected());
+    String jobId = run.job().getJobID().toString();
+
+    await().atMost(Duration.ofSeconds(10)).untilAsserted(() ->
+        assertThat(agent.events(ShuffleEvent.EventCase.SHUFFLE_FINISHED)).hasSize(REDUCES));
+    List<MapLost> lost = agent.events(ShuffleEvent.EventCase.MAP_LOST).stream()
+        .map(ShuffleEvent::getMapLost).toList();
+    assertThat(lost).as("each reduce reports the failed attempt once").hasSize(REDUCES)
+        .allSatisfy(l -> {
+          assertThat(l.getJobId()).isEqualTo(jobId);
+          assertThat(l.getMapId()).isEqualTo(failing);
+          assertThat(l.getAttempt()).isZero();
+          assertThat(l.getHost()).isNotEmpty();
+        });
+    assertThat(lost).extracting(MapLost::getReduceId).containsExactlyInAnyOrder(0, 1);
+    assertThat(agent.events(ShuffleEvent.EventCase.MAP_COMPLETED).stream()
+        .map(ShuffleEvent::getMapCompleted).filter(m -> m.getMapId() == failing).toList())
+        .as("the retry's success, once per reduce").hasSize(REDUCES)
+        .allSatisfy(m -> assertThat(m.getAttempt()).isEqualTo(1));
+    // each reduce learnt of the loss before the retry's success, as the scheduler must apply them
+    for (int reduce = 0; reduce < REDUCES; reduce++) {
+      int r = reduce;
+      List<ShuffleEvent.EventCase> order = agent.events.stream()
+          .filter(e -> e.hasMapLost() && e.getMapLost().getReduceId() == r
+              && e.getMapLost().getMapId() == failing
+              || e.hasMapCompleted() && e.getMapCompleted().getReduceId() == r
+              && e.getMapCompleted().getMapId() == failing)
+          .map(ShuffleEvent::getEventCase).toList();
+      assertThat(order).as("reduce %d", r).containsExactly(ShuffleEvent.EventCase.MAP_LOST,
+          ShuffleEvent.EventCase.MAP_COMPLETED);
+    }
+  }
+
+  @Test
+  @Order(7)
   void withoutAnAgentTheShuffleIsPlainHadoop() throws Exception {
     agent.close();
     assertThat(agent.socket).doesNotExist();

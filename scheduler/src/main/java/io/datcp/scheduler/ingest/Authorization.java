@@ -116,6 +116,8 @@ final class Authorization {
       beyond = e.mapId() >= maps;
     } else if (event instanceof JobEvent.MapCompleted e) {
       beyond = e.mapId() >= maps;
+    } else if (event instanceof JobEvent.MapLost e) {
+      beyond = e.mapId() >= maps;
     } else if (event instanceof JobEvent.FetchStarted e) {
       beyond = e.mapIds().stream().anyMatch(m -> m >= maps);
     } else if (event instanceof JobEvent.FetchFinished e) {
@@ -124,7 +126,8 @@ final class Authorization {
       return null;
     }
     String field = event instanceof JobEvent.MapOutputIndexed
-        || event instanceof JobEvent.MapCompleted ? "mapId" : "mapIds";
+        || event instanceof JobEvent.MapCompleted || event instanceof JobEvent.MapLost ? "mapId"
+        : "mapIds";
     return beyond ? prefix + field + ": must be below " + maps + ", the job's maps" : null;
   }
 
@@ -176,6 +179,9 @@ final class Authorization {
 
   private static int reduceOf(JobEvent event) {
     if (event instanceof JobEvent.MapCompleted e) {
+      return e.reduceId();
+    } else if (event instanceof JobEvent.MapLost e) {
+      // as MapCompleted: only a reduce of the job may say a map of it is lost (or done)
       return e.reduceId();
     } else if (event instanceof JobEvent.FetchStarted e) {
       return e.reduceId();

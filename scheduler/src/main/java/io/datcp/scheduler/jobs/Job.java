@@ -7,9 +7,11 @@ import java.util.BitSet;
 import java.util.Collection;
 import java.util.Comparator;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.PriorityQueue;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentSkipListMap;
 
@@ -27,8 +29,15 @@ import java.util.concurrent.ConcurrentSkipListMap;
  */
 public final class Job {
 
-  /** A completed map: where its output lives, how long it ran, when it finished. */
-  public record CompletedMap(String host, long runTimeNanos, long completedAtUnixNanos) {}
+  /**
+   * A completed map: where its output lives, which attempt of the map made it ({@link
+   * #ATTEMPT_UNKNOWN} when learnt from a lookup), how long it ran, when it finished.
+   */
+  public record CompletedMap(String host, int attempt, long runTimeNanos,
+      long completedAtUnixNanos) {}
+
+  /** The attempt of a map whose output a lookup's flow carries: lookups do not name it. */
+  static final int ATTEMPT_UNKNOWN = -1;
 
   /** One reduce task and its shuffle. */
   public static final class Reduce {
@@ -90,6 +99,13 @@ public final class Job {
   private boolean timedOut;
   /** Map-side partition sizes: map id -> bytes per reduce (MapOutputIndexed). */
   private final Map<Integer, long[]> partitions = new HashMap<>();
+  /** The host each of {@link #partitions} was indexed on, whose loss takes them back. */
+  private final Map<Integer, String> indexedOn = new HashMap<>();
+  /**
+   * Map attempts reported lost, as {@link #attemptKey}: a success of one reported after its loss
+   * (by a reduce that learnt the events later) must not make the map done again.
+   */
+  private final Set<Long> lostAttempts = new HashSet<>();
   private final Map<String, Integer> containersByHost = new HashMap<>();
   private final int totalMaps;
   private final int totalReduces;
@@ -101,8 +117,8 @@ public final class Job {
   /** Maps in {@link #maps} or {@link #partitions}. */
   private int mapsDone;
   /**
-   * Entries of per-map state held (completed maps, partition sizes, reduces' output sizes):
-   * what this job counts against jobs.maxShuffleEntries until {@link #release}.
+   * Entries of per-map state held (completed maps, partition sizes, reduces' output sizes, lost
+   * attempts): what this job counts against jobs.maxShuffleEntries until {@link #release}.
    */
   private int entries;
   /** Of {@link #entries}, those each reporting host's events added. */
@@ -405,8 +421,11 @@ public final class Job {
    * output size that unknown sizes are estimated with), else only reduce {@code reduceId}'s
    * remaining bytes changed, if anything.
    */
-  boolean mapCompleted(int reduceId, int mapId, String host, long runTimeNanos, long outputBytes,
-      int running, long time) {
+  boolean mapCompleted(int reduceId, int mapId, String host, int attempt, long runTimeNanos,
+      long outputBytes, int running, long time) {
+    if (lostAttempts.contains(attemptKey(mapId, attempt))) {
+      return false;
+    }
     boolean jobWide = false;
     if (!maps.containsKey(mapId)) {
       boolean wasDone = partitions.containsKey(mapId);
@@ -414,7 +433,7 @@ public final class Job {
         mapsDone++;
       }
       reduces.values().forEach(r -> account(r, mapId, -1));
-      maps.put(mapId, new CompletedMap(host, runTimeNanos, time));
+      maps.put(mapId, new CompletedMap(host, attempt, runTimeNanos, time));
       entries++;
       reduces.values().forEach(r -> account(r, mapId, 1));
       if (runTimeNanos > 0) {
@@ -454,7 +473,8 @@ public final class Job {
     for (int m : mapIds) {
       if (m < totalMaps && !maps.containsKey(m) && !partitions.containsKey(m)) {
         // one map per flow: the flow's size is that map's partition for the reduce
-        mapCompleted(reduceId, m, host, 0, mapIds.size() == 1 ? bytes : -1, -1, time);
+        mapCompleted(reduceId, m, host, ATTEMPT_UNKNOWN, 0, mapIds.size() == 1 ? bytes : -1, -1,
+            time);
         learnt = true;
       }
     }
@@ -470,7 +490,7 @@ public final class Job {
     return false;
   }
 
-  void mapOutputIndexed(int mapId, long[] partitionBytes) {
+  void mapOutputIndexed(int mapId, String host, long[] partitionBytes) {
     if (partitions.containsKey(mapId)) {
       return;
     }
@@ -479,12 +499,62 @@ public final class Job {
     }
     reduces.values().forEach(r -> account(r, mapId, -1));
     partitions.put(mapId, partitionBytes);
+    indexedOn.put(mapId, host);
     entries += partitionBytes.length;
     reduces.values().forEach(r -> account(r, mapId, 1));
     for (long b : partitionBytes) {
       knownOutputBytes += b;
     }
     knownOutputs += partitionBytes.length;
+  }
+
+  /**
+   * Attempt {@code attempt} of map {@code mapId} on {@code host} is lost (failed, killed or
+   * obsolete): the map is no longer done, nor are its bytes waiting for the reduces that have
+   * not fetched them, unless what counts it done is another attempt's (a newer one's: this loss
+   * came late, or was of a speculative twin) or another host's index. Reduces that fetched it
+   * keep it, as Hadoop's reduces do. Returns whether the map stopped being done.
+   */
+  boolean mapLost(int mapId, String host, int attempt) {
+    if (lostAttempts.add(attemptKey(mapId, attempt))) {
+      entries++;
+    }
+    CompletedMap done = maps.get(mapId);
+    boolean completionLost = done != null && done.host().equals(host)
+        && (done.attempt() == attempt || done.attempt() == ATTEMPT_UNKNOWN);
+    if (done != null && !completionLost) {
+      return false;
+    }
+    boolean indexLost = host.equals(indexedOn.get(mapId));
+    if (!completionLost && !indexLost) {
+      return false;
+    }
+    reduces.values().forEach(r -> account(r, mapId, -1));
+    if (completionLost) {
+      // its run time stays among the samples of the median: the attempt did run that long
+      maps.remove(mapId);
+      entries--;
+    }
+    if (indexLost) {
+      // the sizes stay in the mean output size: a new attempt writes the same partitions
+      entries -= partitions.remove(mapId).length;
+      indexedOn.remove(mapId);
+    }
+    boolean undone = !maps.containsKey(mapId) && !partitions.containsKey(mapId);
+    if (undone) {
+      mapsDone--;
+    }
+    reduces.values().forEach(r -> account(r, mapId, 1));
+    return undone;
+  }
+
+  /** Whether a MapLost of {@code mapId}'s {@code attempt} would add an entry. */
+  boolean wouldAddLoss(int mapId, int attempt) {
+    return !lostAttempts.contains(attemptKey(mapId, attempt));
+  }
+
+  private static long attemptKey(int mapId, int attempt) {
+    return ((long) mapId << 32) | (attempt & 0xffffffffL);
   }
 
   /** Entries this job holds against jobs.maxShuffleEntries. */
@@ -521,6 +591,8 @@ public final class Job {
   int release() {
     maps.clear();
     partitions.clear();
+    indexedOn.clear();
+    lostAttempts.clear();
     lowerRunTimes.clear();
     upperRunTimes.clear();
     for (Reduce r : reduces.values()) {

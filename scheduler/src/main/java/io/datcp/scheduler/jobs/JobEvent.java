@@ -32,17 +32,44 @@ public sealed interface JobEvent {
     }
   }
 
-  /** A map finished; {@code outputBytes} is its partition for {@code reduceId}, -1 if unknown. */
+  /**
+   * A map finished; {@code outputBytes} is its partition for {@code reduceId}, -1 if unknown;
+   * {@code attempt} the attempt number of the map task attempt that produced it.
+   */
   record MapCompleted(long timeUnixNanos, String jobId, int reduceId, int mapId, String host,
-      long runTimeNanos, long outputBytes, int mapsRunning) implements JobEvent {
+      long runTimeNanos, long outputBytes, int mapsRunning, int attempt) implements JobEvent {
+    /** By a map's first attempt (0), as reporters built before the attempt field say. */
+    public MapCompleted(long timeUnixNanos, String jobId, int reduceId, int mapId, String host,
+        long runTimeNanos, long outputBytes, int mapsRunning) {
+      this(timeUnixNanos, jobId, reduceId, mapId, host, runTimeNanos, outputBytes, mapsRunning,
+          0);
+    }
+
     @Override
     public void validate(String prefix) {
       common(prefix, timeUnixNanos, jobId, reduceId);
       require(mapId >= 0, prefix, "mapId", "must be >= 0");
+      require(attempt >= 0, prefix, "attempt", "must be >= 0 (an attempt number)");
       require(runTimeNanos >= 0, prefix, "runTimeNanos",
           "must be >= 0 (nanoseconds; 0 = unknown)");
       require(outputBytes >= -1, prefix, "outputBytes", "must be >= 0 bytes, or -1 when unknown");
       require(mapsRunning >= -1, prefix, "mapsRunning", "must be >= 0, or -1 when unknown");
+    }
+  }
+
+  /**
+   * Attempt {@code attempt} of map {@code mapId} on {@code host} failed, was killed or its
+   * output went obsolete, as reduce {@code reduceId} learnt: that output cannot be fetched.
+   */
+  record MapLost(long timeUnixNanos, String jobId, int reduceId, int mapId, String host,
+      int attempt) implements JobEvent {
+    @Override
+    public void validate(String prefix) {
+      common(prefix, timeUnixNanos, jobId, reduceId);
+      require(mapId >= 0, prefix, "mapId", "must be >= 0");
+      require(host != null && !host.isEmpty() && host.length() <= 255, prefix, "host",
+          "must be a host name of 1-255 characters");
+      require(attempt >= 0, prefix, "attempt", "must be >= 0 (an attempt number)");
     }
   }
 

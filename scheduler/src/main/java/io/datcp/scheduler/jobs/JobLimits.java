@@ -37,6 +37,8 @@ public record JobLimits(int maxRunning, int maxMaps, int maxReduces, int maxRedu
       }
     } else if (event instanceof JobEvent.MapCompleted e) {
       mapId(e.mapId(), prefix);
+    } else if (event instanceof JobEvent.MapLost e) {
+      mapId(e.mapId(), prefix);
     } else if (event instanceof JobEvent.MapOutputIndexed e) {
       mapId(e.mapId(), prefix);
       if (e.partitionBytes().size() > maxReduces) {

@@ -38,8 +38,11 @@ public final class JobRegistry {
   private final Object shared = new Object();
   private final LinkedHashMap<String, Job> finished = new LinkedHashMap<>();
   /** Map-side partition sizes of jobs no reduce has reported yet, oldest job first. */
-  private final LinkedHashMap<String, Map<Integer, long[]>> pendingOutputs =
+  private final LinkedHashMap<String, Map<Integer, HeldOutput>> pendingOutputs =
       new LinkedHashMap<>();
+
+  /** A map output indexed on {@code host} before any reduce of its job started. */
+  private record HeldOutput(String host, long[] partitionBytes) {}
   /** Partition sizes in {@link #pendingOutputs}; guarded by {@code shared}. */
   private long pendingEntries;
   /** Entries held against jobs.maxShuffleEntries: running jobs' and pending outputs'. */
@@ -184,6 +187,8 @@ public final class JobRegistry {
     } else if (event instanceof JobEvent.MapCompleted e
         && job.wouldAdd(e.reduceId(), e.mapId(), e.outputBytes())) {
       adds = 2;
+    } else if (event instanceof JobEvent.MapLost e && job.wouldAddLoss(e.mapId(), e.attempt())) {
+      adds = 1;
     }
     if (adds > 0 && shuffleEntries.get() + adds > limits.maxShuffleEntries()) {
       throw new LimitReachedException("jobs.maxShuffleEntries", limits.maxShuffleEntries(),
@@ -200,14 +205,17 @@ public final class JobRegistry {
   }
 
   private static int mapId(JobEvent event) {
-    return event instanceof JobEvent.MapOutputIndexed e ? e.mapId()
+    if (event instanceof JobEvent.MapOutputIndexed e) {
+      return e.mapId();
+    }
+    return event instanceof JobEvent.MapLost e ? e.mapId()
         : ((JobEvent.MapCompleted) event).mapId();
   }
 
   private Job applyTo(Job job, JobEvent event, Set<String> touched, long nowUnixNanos) {
     job.reported(nowUnixNanos);
     if (event instanceof JobEvent.MapOutputIndexed e) {
-      job.mapOutputIndexed(e.mapId(), toArray(e.partitionBytes()));
+      job.mapOutputIndexed(e.mapId(), e.host(), toArray(e.partitionBytes()));
       touchAll(job, touched);
     } else if (event instanceof JobEvent.ContainersRunning e) {
       job.containersRunning(e.host(), e.running());
@@ -216,11 +224,16 @@ public final class JobRegistry {
       // Every reduce reports every map: only the first report of a map (or a new running count)
       // moves the job's demand on all its hosts; re-planning them all on each report made a
       // job's reports cost O(reduces^2) per map.
-      if (job.mapCompleted(e.reduceId(), e.mapId(), e.host(), e.runTimeNanos(),
+      if (job.mapCompleted(e.reduceId(), e.mapId(), e.host(), e.attempt(), e.runTimeNanos(),
           e.outputBytes(), e.mapsRunning(), e.timeUnixNanos())) {
         touchAll(job, touched);
       } else {
         touch(job, e.reduceId(), touched);
+      }
+    } else if (event instanceof JobEvent.MapLost e) {
+      // every reduce reports the loss too: only the one that un-marks the map moves demand
+      if (job.mapLost(e.mapId(), e.host(), e.attempt())) {
+        touchAll(job, touched);
       }
     } else if (event instanceof JobEvent.FetchStarted e) {
       touch(job, e.reduceId(), touched);
@@ -293,7 +306,7 @@ public final class JobRegistry {
     Job job = new Job(e.jobId(), trustReportedAttributes ? e.conf() : UNKNOWN,
         trustReportedAttributes, e.totalMaps(), e.totalReduces(),
         e.jobSubmitTimeUnixNanos() > 0 ? e.jobSubmitTimeUnixNanos() : e.timeUnixNanos());
-    Map<Integer, long[]> held;
+    Map<Integer, HeldOutput> held;
     synchronized (shared) {
       held = pendingOutputs.remove(e.jobId());
       if (held != null) {
@@ -303,7 +316,7 @@ public final class JobRegistry {
       }
     }
     if (held != null) {
-      held.forEach(job::mapOutputIndexed);
+      held.forEach((map, out) -> job.mapOutputIndexed(map, out.host(), out.partitionBytes()));
       shuffleEntries.addAndGet(job.entries());
     }
     return job;
@@ -317,7 +330,7 @@ public final class JobRegistry {
   }
 
   private void holdPendingLocked(JobEvent.MapOutputIndexed e) {
-    Map<Integer, long[]> held = pendingOutputs.get(e.jobId());
+    Map<Integer, HeldOutput> held = pendingOutputs.get(e.jobId());
     if (held != null && held.containsKey(e.mapId())) {
       return;
     }
@@ -328,10 +341,10 @@ public final class JobRegistry {
               + " not held");
     }
     pendingOutputs.computeIfAbsent(e.jobId(), j -> new HashMap<>())
-        .put(e.mapId(), toArray(e.partitionBytes()));
+        .put(e.mapId(), new HeldOutput(e.host(), toArray(e.partitionBytes())));
     pendingEntries += size;
     shuffleEntries.addAndGet(size);
-    Iterator<Map.Entry<String, Map<Integer, long[]>>> oldest =
+    Iterator<Map.Entry<String, Map<Integer, HeldOutput>>> oldest =
         pendingOutputs.entrySet().iterator();
     long share = limits.maxShuffleEntries() / PENDING_SHARE_DIVISOR;
     while (pendingEntries > share && oldest.hasNext()) {
@@ -342,10 +355,10 @@ public final class JobRegistry {
     }
   }
 
-  private static long entries(Map<Integer, long[]> held) {
+  private static long entries(Map<Integer, HeldOutput> held) {
     long n = 0;
-    for (long[] sizes : held.values()) {
-      n += sizes.length;
+    for (HeldOutput out : held.values()) {
+      n += out.partitionBytes().length;
     }
     return n;
   }

@@ -14,6 +14,7 @@ import io.datcp.proto.v1.FlowPolicy;
 import io.datcp.proto.v1.FlowPolicyServiceGrpc;
 import io.datcp.proto.v1.JobPriority;
 import io.datcp.proto.v1.MapCompleted;
+import io.datcp.proto.v1.MapLost;
 import io.datcp.proto.v1.MapOutputIndexed;
 import io.datcp.proto.v1.MarkMode;
 import io.datcp.proto.v1.PolicyAdminServiceGrpc;
@@ -112,6 +113,41 @@ class ContractTest {
   private static PolicyLookup lookup(FlowKey k) {
     return PolicyLookup.newBuilder().setJobId(JOB).setReduceId(0).setBytes(10 * MB)
         .addAllMapIds(k.getMapIdsList()).setFlow(k).build();
+  }
+
+  @Test
+  void aLostMapOutputIsNoLongerWaitedForAndOnlyAReduceOfTheJobMayReportIt() throws Exception {
+    start(Map.of());
+    long t0 = clock.nanos();
+    plugin("node1").report(batch(reduceStarted(t0, 0, "node1", 2, 1), mapDone(t0, 0, 10 * MB, 1),
+        mapDone(t0, 1, 10 * MB, 0)));
+    PolicyLookup flow = PolicyLookup.newBuilder().setJobId(JOB).setReduceId(0)
+        .setBytes(10 * MB).build();
+    // 20 MB to fetch at 80 Mbit/s
+    assertThat(agent("m1").lookupPolicy(flow).getDeadlineNanos()).isEqualTo(2 * S);
+    ShuffleEvent lost = at(t0).setMapLost(MapLost.newBuilder().setJobId(JOB).setReduceId(0)
+        .setMapId(0).setHost("m0").setAttempt(0)).build();
+
+    // node2 runs no reduce of the job: refused, nothing changes
+    ReportAck refused = plugin("node2").report(batch(lost));
+    assertThat(refused.getRefusedList()).singleElement().satisfies(r ->
+        assertThat(r.getCode()).isEqualTo(Status.Code.PERMISSION_DENIED.value()));
+    assertThat(server.service().job(JOB).orElseThrow().mapsDone()).isEqualTo(2);
+
+    assertThat(plugin("node1").report(batch(lost)).getAccepted()).isEqualTo(1);
+    assertThat(server.service().job(JOB).orElseThrow().mapsDone()).isEqualTo(1);
+    assertThat(server.service().job(JOB).orElseThrow().reduces().get(0).remainingBytes())
+        .isEqualTo(10 * MB);
+    // a map is not done again: the job's shuffle waits for it, a median map length (5 s)
+    assertThat(agent("m1").lookupPolicy(flow).getDeadlineNanos()).isEqualTo(5 * S);
+
+    plugin("node1").report(batch(at(t0).setMapCompleted(MapCompleted.newBuilder().setJobId(JOB)
+        .setReduceId(0).setMapId(0).setHost("m2").setAttempt(1).setOutputBytes(10 * MB)
+        .setMapsRunning(0)).build()));
+    assertThat(server.service().job(JOB).orElseThrow().mapsDone()).isEqualTo(2);
+    assertThat(server.service().job(JOB).orElseThrow().reduces().get(0).remainingBytes())
+        .isEqualTo(20 * MB);
+    assertThat(agent("m1").lookupPolicy(flow).getDeadlineNanos()).isEqualTo(2 * S);
   }
 
   @Test

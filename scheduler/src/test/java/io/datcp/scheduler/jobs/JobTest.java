@@ -24,7 +24,12 @@ class JobTest {
 
   /** What a job was told, and the remaining bytes and median counted from it from scratch. */
   private static final class Recount {
-    final Map<Integer, Long> runTimes = new HashMap<>();
+    /** Maps a reduce reported done, not lost since. */
+    final Set<Integer> completed = new HashSet<>();
+    /** Run times of every completion counted (a lost attempt's too: it ran that long). */
+    final List<Long> runTimes = new ArrayList<>();
+    /** Maps whose attempt 0 was lost: its completion reported later is stale. */
+    final Set<Integer> lost = new HashSet<>();
     final Map<Integer, long[]> partitions = new HashMap<>();
     final Map<Integer, Map<Integer, Long>> reported = new HashMap<>();
     final Map<Integer, Set<Integer>> fetched = new HashMap<>();
@@ -34,7 +39,7 @@ class JobTest {
 
     long remaining(int reduce) {
       long estimate = known > 0 ? knownBytes / known : 0;
-      Set<Integer> done = new HashSet<>(runTimes.keySet());
+      Set<Integer> done = new HashSet<>(completed);
       done.addAll(partitions.keySet());
       long left = 0;
       for (int m : done) {
@@ -49,7 +54,7 @@ class JobTest {
     }
 
     long median() {
-      List<Long> times = new ArrayList<>(runTimes.values());
+      List<Long> times = new ArrayList<>(runTimes);
       if (times.isEmpty()) {
         return -1;
       }
@@ -70,7 +75,7 @@ class JobTest {
       for (int step = 0; step < 300; step++) {
         int map = rnd.nextInt(totalMaps);
         int reduce = rnd.nextInt(totalReduces);
-        switch (rnd.nextInt(5)) {
+        switch (rnd.nextInt(6)) {
           case 0 -> {
             job.reduceStarted(reduce, "node" + reduce % 3, T);
             r.reduces.add(reduce);
@@ -78,9 +83,11 @@ class JobTest {
           case 1 -> {
             long runTime = 1 + rnd.nextInt(1000);
             long bytes = rnd.nextInt(4) == 0 ? -1 : rnd.nextInt(1_000_000);
-            job.mapCompleted(reduce, map, "m", runTime, bytes, rnd.nextInt(5) - 1, T + step);
-            r.runTimes.putIfAbsent(map, runTime);
-            if (r.reduces.contains(reduce) && bytes >= 0
+            job.mapCompleted(reduce, map, "m", 0, runTime, bytes, rnd.nextInt(5) - 1, T + step);
+            if (!r.lost.contains(map) && r.completed.add(map)) {
+              r.runTimes.add(runTime);
+            }
+            if (!r.lost.contains(map) && r.reduces.contains(reduce) && bytes >= 0
                 && r.reported.computeIfAbsent(reduce, x -> new HashMap<>()).put(map, bytes)
                 == null) {
               r.knownBytes += bytes;
@@ -93,13 +100,20 @@ class JobTest {
             for (int i = 0; i < parts.length; i++) {
               parts[i] = rnd.nextInt(1_000_000);
             }
-            job.mapOutputIndexed(map, parts);
+            job.mapOutputIndexed(map, "m", parts);
             if (r.partitions.putIfAbsent(map, parts) == null) {
               for (long b : parts) {
                 r.knownBytes += b;
               }
               r.known += parts.length;
             }
+          }
+          case 3 -> {
+            // attempt 0 on m is lost: its completion and m's index with it
+            job.mapLost(map, "m", 0);
+            r.lost.add(map);
+            r.completed.remove(map);
+            r.partitions.remove(map);
           }
           default -> {
             List<Integer> maps = List.of(map, rnd.nextInt(totalMaps));
@@ -113,7 +127,7 @@ class JobTest {
           assertThat(job.remainingBytes(job.reduce(id))).as("round %d step %d reduce %d",
               round, step, id).isEqualTo(r.remaining(id));
         }
-        Set<Integer> done = new HashSet<>(r.runTimes.keySet());
+        Set<Integer> done = new HashSet<>(r.completed);
         done.addAll(r.partitions.keySet());
         assertThat(job.mapsDone()).isEqualTo(done.size());
         assertThat(job.medianMapRunTimeNanos()).isEqualTo(r.median());
@@ -127,12 +141,12 @@ class JobTest {
     // it): counted as a length, it made every job's maps look instant ("median map 0.00 s")
     Job job = new Job("j", CONF, true, 4, 1, T);
     job.reduceStarted(0, "node1", T);
-    job.mapCompleted(0, 0, "m", 0, 10, -1, T);
-    job.mapCompleted(0, 1, "m", 0, 10, -1, T);
+    job.mapCompleted(0, 0, "m", 0, 0, 10, -1, T);
+    job.mapCompleted(0, 1, "m", 0, 0, 10, -1, T);
     assertThat(job.mapsDone()).isEqualTo(2);
     assertThat(job.medianMapRunTimeNanos()).isEqualTo(-1);
 
-    job.mapCompleted(0, 2, "m", 5_000_000_000L, 10, -1, T);
+    job.mapCompleted(0, 2, "m", 0, 5_000_000_000L, 10, -1, T);
     assertThat(job.medianMapRunTimeNanos()).isEqualTo(5_000_000_000L);
   }
 

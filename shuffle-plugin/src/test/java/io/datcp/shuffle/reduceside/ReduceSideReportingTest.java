@@ -6,6 +6,7 @@ import static org.awaitility.Awaitility.await;
 
 import io.datcp.proto.v1.FetchFinished;
 import io.datcp.proto.v1.MapCompleted;
+import io.datcp.proto.v1.MapLost;
 import io.datcp.proto.v1.ShuffleEvent;
 import io.datcp.shuffle.FakeAgent;
 import io.datcp.shuffle.agent.AgentConfig;
@@ -133,17 +134,30 @@ class ReduceSideReportingTest {
     assertThat(failed.getBytes()).isZero();
   }
 
+  private static TaskCompletionEvent event(int id, String attempt,
+      TaskCompletionEvent.Status status, String trackerHttp) {
+    TaskAttemptID a = TaskAttemptID.forName(attempt);
+    return new TaskCompletionEvent(id, a, a.getTaskID().getId(), true, status, trackerHttp);
+  }
+
   @Test
-  void succeededMapsOfTheCompletionEventsAreReportedAndTheUpdatePassesUnchanged() {
-    TaskCompletionEvent done = new TaskCompletionEvent(0,
-        TaskAttemptID.forName("attempt_1700000000000_0007_m_000001_0"), 1, true,
+  void mapOutputsMadeAndLostAreReportedAndTheUpdatePassesUnchanged() {
+    TaskCompletionEvent done = event(0, "attempt_1700000000000_0007_m_000001_0",
         TaskCompletionEvent.Status.SUCCEEDED, "http://nm-1.example:13562");
     done.setTaskRunTime(1500);
-    TaskCompletionEvent lost = new TaskCompletionEvent(1,
-        TaskAttemptID.forName("attempt_1700000000000_0007_m_000002_0"), 2, true,
-        TaskCompletionEvent.Status.FAILED, "http://nm-2.example:13562");
-    MapTaskCompletionEventsUpdate update =
-        new MapTaskCompletionEventsUpdate(new TaskCompletionEvent[] {done, lost}, false);
+    TaskCompletionEvent[] all = {done,
+        event(1, "attempt_1700000000000_0007_m_000002_0", TaskCompletionEvent.Status.FAILED,
+            "http://nm-2.example:13562"),
+        event(2, "attempt_1700000000000_0007_m_000003_1", TaskCompletionEvent.Status.KILLED,
+            "http://nm-3.example:13562"),
+        event(3, "attempt_1700000000000_0007_m_000001_0", TaskCompletionEvent.Status.OBSOLETE,
+            "http://nm-1.example:13562"),
+        // the whole map failed (its job fails), and an attempt killed before it ran anywhere
+        event(4, "attempt_1700000000000_0007_m_000004_3", TaskCompletionEvent.Status.TIPFAILED,
+            "http://nm-2.example:13562"),
+        event(5, "attempt_1700000000000_0007_m_000005_0", TaskCompletionEvent.Status.KILLED,
+            null)};
+    MapTaskCompletionEventsUpdate update = new MapTaskCompletionEventsUpdate(all, false);
     TaskUmbilicalProtocol real = (TaskUmbilicalProtocol) Proxy.newProxyInstance(
         getClass().getClassLoader(), new Class<?>[] {TaskUmbilicalProtocol.class},
         (proxy, method, args) -> method.getName().equals("getMapCompletionEvents") ? update : null);
@@ -153,13 +167,22 @@ class ReduceSideReportingTest {
 
     Object got = invoke(watched);
     assertThat(got).isSameAs(update);
-    await().atMost(Duration.ofSeconds(5)).until(() -> agent.events.size() == 1);
+    await().atMost(Duration.ofSeconds(5)).until(() -> agent.events.size() >= 4);
     MapCompleted m = agent.events.get(0).getMapCompleted();
     assertThat(m.getJobId()).isEqualTo(JOB);
     assertThat(m.getMapId()).isEqualTo(1);
     assertThat(m.getHost()).isEqualTo("nm-1.example");
+    assertThat(m.getAttempt()).isZero();
     assertThat(m.getRunTimeNanos()).isEqualTo(1_500_000_000L);
     assertThat(m.getOutputBytes()).isEqualTo(-1);
+    assertThat(agent.events.subList(1, agent.events.size())).extracting(ShuffleEvent::getMapLost)
+        .containsExactly(
+            lost(2, "nm-2.example", 0), lost(3, "nm-3.example", 1), lost(1, "nm-1.example", 0));
+  }
+
+  private static MapLost lost(int map, String host, int attempt) {
+    return MapLost.newBuilder().setJobId(JOB).setReduceId(0).setMapId(map).setHost(host)
+        .setAttempt(attempt).build();
   }
 
   private static Object invoke(TaskUmbilicalProtocol umbilical) {

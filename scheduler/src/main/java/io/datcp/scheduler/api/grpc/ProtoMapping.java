@@ -39,7 +39,13 @@ final class ProtoMapping {
       case MAP_COMPLETED: {
         var m = e.getMapCompleted();
         return new JobEvent.MapCompleted(t, m.getJobId(), m.getReduceId(), m.getMapId(),
-            m.getHost(), m.getRunTimeNanos(), m.getOutputBytes(), m.getMapsRunning());
+            m.getHost(), m.getRunTimeNanos(), m.getOutputBytes(), m.getMapsRunning(),
+            m.getAttempt());
+      }
+      case MAP_LOST: {
+        var m = e.getMapLost();
+        return new JobEvent.MapLost(t, m.getJobId(), m.getReduceId(), m.getMapId(), m.getHost(),
+            m.getAttempt());
       }
       case FETCH_STARTED: {
         var f = e.getFetchStarted();
