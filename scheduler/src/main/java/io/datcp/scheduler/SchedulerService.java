@@ -63,6 +63,7 @@ public final class SchedulerService {
   private final SwitchBook switches;
   private final JobRegistry registry;
   private final FlowLog flowLog;
+  private final Stripes jobLocks;
 
   /**
    * @param yarn the ResourceManager, asked how jobs ended and, unless they come from reports
@@ -73,6 +74,7 @@ public final class SchedulerService {
       HostRateLimiter limiter, MeterRegistry meters, YarnApps yarn) {
     this.clock = clock;
     Stripes jobLocks = new Stripes(Replanner.STRIPES);
+    this.jobLocks = jobLocks;
     JobRegistry registry = new JobRegistry(conf.get(SchedulerConf.RETAIN_FINISHED_JOBS),
         conf.get(SchedulerConf.JOB_ATTRIBUTES_FROM).equals("reports"), limits(conf));
     FlowLog flowLog = new FlowLog(conf.get(SchedulerConf.RETAIN_FLOWS_PER_JOB),
@@ -100,6 +102,11 @@ public final class SchedulerService {
     this.lookups = new Lookups(live, policies, flowPolicies, rules, hub, meters);
     this.views = new JobViews(live, policies, flowLog);
     this.registry = registry;
+  }
+
+  /** The per-job locks every call takes, for tests that hold one. */
+  Stripes jobLocks() {
+    return jobLocks;
   }
 
   /** The bounds on the job model, from their config keys. */

@@ -41,15 +41,17 @@ final class Authorization {
   }
 
   /**
-   * Refuses each event {@code caller} may not send: marks it in {@code refused} and adds why to
-   * {@code out}. Events already marked (invalid) are skipped, so they start nothing. The caller
-   * holds the locks of every job the batch names. Returns how many events it let through on
-   * host checks alone because the ResourceManager did not answer.
+   * Refuses each of {@code events} at {@code indexes} (one job's, in batch order) that {@code
+   * caller} may not send: marks it in {@code refused} and adds why to {@code out}. Events already
+   * marked (invalid) are skipped, so they start nothing. The caller holds the job's lock. Returns
+   * how many events it let through on host checks alone because the ResourceManager did not
+   * answer.
    */
-  int check(List<JobEvent> events, Caller caller, boolean[] refused, List<Refused> out) {
+  int check(List<JobEvent> events, List<Integer> indexes, Caller caller, boolean[] refused,
+      List<Refused> out) {
     Set<String> started = new HashSet<>();
     int unverified = 0;
-    for (int i = 0; i < events.size(); i++) {
+    for (int i : indexes) {
       if (refused[i]) {
         continue;
       }
