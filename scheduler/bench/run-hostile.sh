@@ -35,16 +35,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-server_cpu=()
-client_cpu=()
-if [[ "${PIN:-0}" == 1 ]]; then
-  server_cpu=(taskset -c 0)
-  client_cpu=(taskset -c 1)
-  # G1 as on 2 CPUs (a JVM that sees one CPU picks the serial collector) unless one is asked for
-  [[ "${SCHEDULER_JAVA_OPTS:-}" == *-XX:+Use*GC* ]] || SCHEDULER_JAVA_OPTS="-XX:+UseG1GC ${SCHEDULER_JAVA_OPTS:-}"
-  SCHEDULER_JAVA_OPTS="-XX:ActiveProcessorCount=2 ${SCHEDULER_JAVA_OPTS}"
-  BENCH_JAVA_OPTS="-XX:ActiveProcessorCount=2 -XX:+UseG1GC ${BENCH_JAVA_OPTS:-}"
-fi
+# shellcheck source=pin.sh
+source "$here/bench/pin.sh"
 
 printf 'auth.nodes.required=false\njobs.attributesFrom=reports\ntls.plaintext=true\n' > "$data/scheduler.properties"
 for kv in ${EXTRA_CONF:-}; do echo "$kv" >> "$data/scheduler.properties"; done

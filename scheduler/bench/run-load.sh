@@ -25,19 +25,8 @@ grpc_port="${GRPC_PORT:-19090}"
 http_port="${HTTP_PORT:-18080}"
 pid=""
 data=""
-# PIN=1: the scheduler on CPU 0, the benchmark client (and a fake RM it serves) on CPU 1, each
-# JVM still sized for 2 CPUs: the client's work no longer takes the scheduler's CPU, so a
-# closed loop measures what the scheduler itself can serve.
-server_cpu=()
-client_cpu=()
-if [[ "${PIN:-0}" == 1 ]]; then
-  server_cpu=(taskset -c 0)
-  client_cpu=(taskset -c 1)
-  # G1 as on 2 CPUs (a JVM that sees one CPU picks the serial collector) unless one is asked for
-  [[ "${SCHEDULER_JAVA_OPTS:-}" == *-XX:+Use*GC* ]] || SCHEDULER_JAVA_OPTS="-XX:+UseG1GC ${SCHEDULER_JAVA_OPTS:-}"
-  SCHEDULER_JAVA_OPTS="-XX:ActiveProcessorCount=2 ${SCHEDULER_JAVA_OPTS}"
-  BENCH_JAVA_OPTS="-XX:ActiveProcessorCount=2 -XX:+UseG1GC ${BENCH_JAVA_OPTS:-}"
-fi
+# shellcheck source=pin.sh
+source "$here/bench/pin.sh"
 results="$(mktemp -d)"
 trap 'cleanup; rm -rf "$results"' EXIT
 cleanup() {

@@ -1,0 +1,14 @@
+# Sourced by run-load.sh and run-hostile.sh. PIN=1: the scheduler on CPU 0, the benchmark
+# clients (and a fake RM they serve) on CPU 1, each JVM still sized for 2 CPUs: the clients' work
+# no longer takes the scheduler's CPU, nor the scheduler the clients' clocks. Sets server_cpu and
+# client_cpu (command prefixes) and adds to SCHEDULER_JAVA_OPTS and BENCH_JAVA_OPTS.
+server_cpu=()
+client_cpu=()
+if [[ "${PIN:-0}" == 1 ]]; then
+  server_cpu=(taskset -c 0)
+  client_cpu=(taskset -c 1)
+  # G1 as on 2 CPUs (a JVM that sees one CPU picks the serial collector) unless one is asked for
+  [[ "${SCHEDULER_JAVA_OPTS:-}" == *-XX:+Use*GC* ]] || SCHEDULER_JAVA_OPTS="-XX:+UseG1GC ${SCHEDULER_JAVA_OPTS:-}"
+  SCHEDULER_JAVA_OPTS="-XX:ActiveProcessorCount=2 ${SCHEDULER_JAVA_OPTS}"
+  BENCH_JAVA_OPTS="-XX:ActiveProcessorCount=2 -XX:+UseG1GC ${BENCH_JAVA_OPTS:-}"
+fi
