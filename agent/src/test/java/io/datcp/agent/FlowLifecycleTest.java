@@ -116,8 +116,10 @@ class FlowLifecycleTest {
     return subscribeToOrders("nm-1");
   }
 
+  /** Subscribes and waits until the agent holds the subscription, so no order misses it. */
   private List<FlowOrder> subscribeToOrders(String subscriberId) {
     List<FlowOrder> orders = new CopyOnWriteArrayList<>();
+    double before = subscriptions();
     client.async().orders(OrdersRequest.newBuilder().setSubscriberId(subscriberId).build(),
         new StreamObserver<>() {
           @Override
@@ -131,7 +133,12 @@ class FlowLifecycleTest {
           @Override
           public void onCompleted() {}
         });
+    await().atMost(Duration.ofSeconds(10)).until(() -> subscriptions() > before);
     return orders;
+  }
+
+  private double subscriptions() {
+    return agent.meters().get("datcp.agent.orders.subscribers").gauge().value();
   }
 
   private List<FlowOutcome> outcomes() {
