@@ -2,12 +2,12 @@ package io.datcp.scheduler;
 
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.linecorp.armeria.client.ClientFactory;
 import com.linecorp.armeria.common.HttpMethod;
 import com.linecorp.armeria.common.HttpResponse;
 import com.linecorp.armeria.common.MediaType;
 import com.linecorp.armeria.common.metric.MeterIdPrefixFunction;
 import com.linecorp.armeria.common.metric.MoreMeters;
-import com.linecorp.armeria.client.ClientFactory;
 import com.linecorp.armeria.common.util.EventLoopGroups;
 import com.linecorp.armeria.server.Server;
 import com.linecorp.armeria.server.ServerBuilder;
@@ -18,6 +18,7 @@ import com.linecorp.armeria.server.grpc.GrpcService;
 import com.linecorp.armeria.server.healthcheck.HealthCheckService;
 import com.linecorp.armeria.server.metric.MetricCollectingService;
 import io.datcp.scheduler.api.grpc.FlowPolicyGrpcService;
+import io.datcp.scheduler.api.grpc.HeavyLane;
 import io.datcp.scheduler.api.grpc.PolicyAdminGrpcService;
 import io.datcp.scheduler.api.grpc.ShuffleReportGrpcService;
 import io.datcp.scheduler.api.rest.JobResource;
@@ -76,6 +77,10 @@ public final class SchedulerServer implements AutoCloseable {
   private static final int GRPC_FRAMING_BYTES = 1024;
   /** HTTP body cap on the gRPC port, in largest messages. */
   private static final int HTTP_CAP_MESSAGES = 4;
+  /** Messages of one host that may wait for the heavy-host lane (each at most reports.maxMessageBytes). */
+  private static final int HEAVY_LANE_PER_HOST = 4;
+  /** Messages of all hosts that may. */
+  private static final int HEAVY_LANE_QUEUED = 64;
 
   private static final Logger LOG = LoggerFactory.getLogger(SchedulerServer.class);
 
@@ -97,6 +102,7 @@ public final class SchedulerServer implements AutoCloseable {
   private final EventLoopGroup eventLoops;
   /** The ResourceManager's client, on the servers' event loops. */
   private final ClientFactory clients;
+  private final HeavyLane heavyLane;
   private final Server grpc;
   private final Server http;
 
@@ -129,6 +135,8 @@ public final class SchedulerServer implements AutoCloseable {
     NodeByteBudget budget = new NodeByteBudget(
         conf.get(SchedulerConf.MAX_BYTES_PER_SECOND_PER_HOST),
         conf.get(SchedulerConf.BURST_BYTES_PER_HOST), b.nanoTime, meters);
+    heavyLane = new HeavyLane(budget::heavy, HEAVY_LANE_PER_HOST, HEAVY_LANE_QUEUED,
+        System::nanoTime);
     if (!conf.get(SchedulerConf.AUTH_NODES_REQUIRED)) {
       LOG.warn("auth.nodes.required=false: reports and agents without a node token are trusted"
           + " (development only)");
@@ -187,11 +195,11 @@ public final class SchedulerServer implements AutoCloseable {
         // Policy update streams live as long as the agent; clients bound unary calls themselves.
         .requestTimeout(Duration.ZERO)
         .service(GrpcService.builder()
-            .addService(budget.guard(
-                new ShuffleReportGrpcService(service.reports()).bindService(), nodeAuth))
-            .addService(budget.guard(new FlowPolicyGrpcService(service.lookups(),
+            .addService(budget.guard(heavyLane.offload(
+                new ShuffleReportGrpcService(service.reports()).bindService()), nodeAuth))
+            .addService(budget.guard(heavyLane.offload(new FlowPolicyGrpcService(service.lookups(),
                 service.reports(), service.switches(), conf.get(SchedulerConf.WATCH_MAX_QUEUED))
-                .bindService(), nodeAuth))
+                .bindService()), nodeAuth))
             .addService(new PolicyAdminGrpcService(service.rules(), service.switches()))
             // v1alpha: the reflection flavour Armeria wires to its server; grpcurl falls back
             // to it.
@@ -357,6 +365,7 @@ public final class SchedulerServer implements AutoCloseable {
   public void close() {
     sweeper.shutdownNow();
     CompletableFuture.allOf(http.stop(), grpc.stop()).join();
+    heavyLane.close();
     clients.close();
     eventLoops.shutdownGracefully(0, 0, TimeUnit.SECONDS);
     store.close();

@@ -5,6 +5,7 @@ import com.linecorp.armeria.common.HttpResponse;
 import com.linecorp.armeria.server.DecoratingHttpServiceFunction;
 import com.linecorp.armeria.server.ServiceRequestContext;
 import io.datcp.scheduler.common.HostBuckets;
+import io.datcp.scheduler.common.ReceivedMessage;
 import io.grpc.ForwardingServerCallListener.SimpleForwardingServerCallListener;
 import io.grpc.Metadata;
 import io.grpc.ServerCall;
@@ -53,9 +54,13 @@ public final class NodeByteBudget implements ServerInterceptor {
   /** Set on a call refused here: how long to hold its answer back. */
   private static final AttributeKey<Duration> REFUSAL_DELAY =
       AttributeKey.valueOf(NodeByteBudget.class, "refusalDelay");
+  /** A light host sends at most this fraction of the budget: 1/8, 1 MiB/s by default. */
+  private static final int LIGHT_SHARE = 8;
   private static final Logger LOG = LoggerFactory.getLogger(NodeByteBudget.class);
 
   private final HostBuckets buckets;
+  /** A host is heavy while it sends more than an eighth of its budget ({@link #heavy}). */
+  private final HostBuckets light;
   private final Counter refused;
   /** The refusal's description up to the host's name, built once. */
   private final String refusal;
@@ -70,6 +75,8 @@ public final class NodeByteBudget implements ServerInterceptor {
   public NodeByteBudget(long bytesPerSecond, long burst, LongSupplier nanoTime,
       MeterRegistry meters) {
     this.buckets = new HostBuckets(bytesPerSecond, burst, nanoTime);
+    this.light = new HostBuckets(bytesPerSecond / (double) LIGHT_SHARE,
+        burst / (double) LIGHT_SHARE, nanoTime);
     this.refused = Counter.builder("datcp.report.rejected").tag("reason", "bytes")
         .description("Report batches refused").register(meters);
     this.refusal = RATE_KEY + " (" + bytesPerSecond + " bytes/s, reports.burstBytesPerHost "
@@ -110,7 +117,8 @@ public final class NodeByteBudget implements ServerInterceptor {
     return new SimpleForwardingServerCallListener<>(next.startCall(call, headers)) {
       @Override
       public void onMessage(Q message) {
-        charge(host, message instanceof MessageLite m ? m.getSerializedSize() : 0);
+        charge(host, message instanceof ReceivedMessage r ? r.size()
+            : message instanceof MessageLite m ? m.getSerializedSize() : 0);
         super.onMessage(message);
       }
     };
@@ -129,6 +137,17 @@ public final class NodeByteBudget implements ServerInterceptor {
     };
   }
 
+  /**
+   * Holds back the answer of the call being started on this thread, refused by another bound
+   * (the heavy-host lane), as this budget holds back its own: see the class comment.
+   */
+  public static void holdRefusal(Duration delay) {
+    ServiceRequestContext ctx = ServiceRequestContext.currentOrNull();
+    if (ctx != null) {
+      ctx.setAttr(REFUSAL_DELAY, delay);
+    }
+  }
+
   /** 0 when {@code host}'s bucket holds bytes now, else nanoseconds until it will (at least 1). */
   long nanosUntilAdmitted(String host) {
     return buckets.nanosUntilPositive(host);
@@ -137,5 +156,16 @@ public final class NodeByteBudget implements ServerInterceptor {
   /** Takes {@code bytes} from {@code host}'s bucket, into debt if need be. */
   void charge(String host, long bytes) {
     buckets.take(host, bytes);
+    light.take(host, bytes);
+  }
+
+  /**
+   * Whether {@code host} sends more than an eighth of the budget now (its burst spent at more
+   * than an eighth of the rate): its calls then go to the heavy-host lane
+   * ({@code api.grpc.HeavyLane}), off the event loops. An honest host sends far less (see
+   * scheduler/README, "Why 8 MiB/s").
+   */
+  public boolean heavy(String host) {
+    return light.nanosUntilPositive(host) > 0;
   }
 }

@@ -125,4 +125,25 @@ class NodeByteBudgetTest {
     assertThat(evil.report(message).getAccepted()).isEqualTo(30);
     assertThat(parsed).hasValue(3);
   }
+
+  @Test
+  void aHostSendingMoreThanAnEighthOfItsBudgetIsHeavyUntilItHasPaidItBackAndALightOneNever() {
+    // 8 MiB/s and a burst of 32 MiB: heavy beyond 1 MiB/s once a 4 MiB burst is spent
+    NodeByteBudget budget = new NodeByteBudget(8L << 20, 32L << 20, nanos::get,
+        new SimpleMeterRegistry());
+    for (int second = 0; second < 10; second++) {
+      budget.charge("agent", 512L << 10);
+      budget.charge("evil", 2L << 20);
+      assertThat(budget.heavy("agent")).isFalse();
+      // the 4 MiB burst and 1 MiB/s of refill are spent by the third 2 MiB
+      assertThat(budget.heavy("evil")).isEqualTo(second >= 2);
+      nanos.addAndGet(SECOND);
+    }
+    // 7 MiB in debt a second after the last: light again once 1 MiB/s has paid it back
+    nanos.addAndGet(5 * SECOND);
+    assertThat(budget.heavy("evil")).isTrue();
+    nanos.addAndGet(2 * SECOND);
+    assertThat(budget.heavy("evil")).isFalse();
+    assertThat(budget.nanosUntilAdmitted("evil")).isZero();
+  }
 }
