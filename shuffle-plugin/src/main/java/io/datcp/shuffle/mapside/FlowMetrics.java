@@ -94,10 +94,10 @@ public final class FlowMetrics implements MetricsSource {
     }
   }
 
-  /** A registration failed: the response goes as plain TCP. */
+  /** A registration failed: the response goes as plain TCP. The total last, for readers. */
   void countNotRegistered(NotRegistered why) {
-    notRegistered.incr();
     notRegisteredBy.incrementAndGet(why.ordinal());
+    notRegistered.incr();
   }
 
   /** The agent accepted a registration latencyNanos after the call. */

@@ -216,8 +216,8 @@ final class FlowTracker extends ChannelDuplexHandler {
 
           @Override
           public void onFailure(Throwable t) {
-            service.metrics().countNotRegistered(notRegisteredBecause(t));
             service.metrics().untagged.incr();
+            service.metrics().countNotRegistered(notRegisteredBecause(t));
             ctx.executor().execute(() -> registrationSettled(f));
           }
         }, MoreExecutors.directExecutor());
