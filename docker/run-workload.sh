@@ -273,6 +273,22 @@ for j in json.load(open(sys.argv[1]))["jobs"].values(): print(j["history"]["jobI
 	} >"$out/raw/$mode/round-$i-scheduler.json"
 }
 
+# shuffle_service_metrics MODE I: each NodeManager's DatcpShuffleFlows counters (registrations,
+# untagged flows, the registration latency histogram: shuffle-plugin/README.md), cumulative since
+# the mode's cluster started, as its JMX servlet gives them
+shuffle_service_metrics() {
+	local mode=$1 i=$2 nm sep=""
+	{
+		echo '{'
+		for nm in "${nms[@]}"; do
+			printf '%s"%s": ' "$sep" "$nm"
+			docker exec "$DATCP_CLUSTER-$nm" curl -fsS "http://localhost:8042/jmx?qry=Hadoop:name=DatcpShuffleFlows,*" || echo null
+			sep=,
+		done
+		echo '}'
+	} >"$out/raw/$mode/round-$i-shuffle-service.json"
+}
+
 run_mode() {
 	local mode=$1 i jc=() rc
 	# with the scheduler, the reduces report their side through the DATCP consumer plugin
@@ -295,6 +311,7 @@ run_mode() {
 			die "$mode round $i: the jobs did not all succeed with their exact bytes (log $out/raw/$mode/round-$i.log)"
 		fi
 		if [[ " ${services[*]} " == *" scheduler "* ]]; then scheduler_records "$mode" "$i"; fi
+		if [ "$mode" != off ]; then shuffle_service_metrics "$mode" "$i"; fi
 		PYTHONPATH=$root/bench python3 -m datcpbench.dockerrun check --mode "$mode" \
 			--samples "$out/raw/$mode/round-$i-samples" --out "$out/raw/$mode/round-$i-check.json" ||
 			die "$mode round $i: the kernel's shuffle connections are not what mode $mode defines (above)"

@@ -271,22 +271,27 @@ public final class AgentClient implements ReportTransport {
   private void expireRegistrations() {
     long limit = System.nanoTime() - config.rpcTimeout().toNanos();
     RegistrationStream overdue = null;
-    synchronized (streamLock) { // the call's sends and cancel are not thread-safe
+    synchronized (streamLock) {
       if (stream == null) {
         return;
       }
       for (Pending p : stream.pending.values()) {
         if (p.sentNanos - limit < 0) {
           overdue = stream;
-          overdue.requests.cancel("registration answers overdue (" + AgentConfig.RPC_TIMEOUT_MS
-              + ")", null);
           break;
         }
       }
     }
-    if (overdue != null) { // onError fails them too; this makes sure, whatever the call did
-      overdue.failAll(Status.DEADLINE_EXCEEDED.withDescription("no answer within "
-          + AgentConfig.RPC_TIMEOUT_MS).asRuntimeException());
+    if (overdue == null) {
+      return;
+    }
+    // before the cancel, whose onError would fail them as CANCELLED: callers tell an agent that
+    // does not answer from one that is gone by the status
+    overdue.failAll(Status.DEADLINE_EXCEEDED.withDescription("no answer within "
+        + AgentConfig.RPC_TIMEOUT_MS).asRuntimeException());
+    synchronized (streamLock) { // the call's sends and cancel are not thread-safe
+      overdue.requests.cancel("registration answers overdue (" + AgentConfig.RPC_TIMEOUT_MS
+          + ")", null);
     }
   }
 

@@ -8,6 +8,7 @@ import io.datcp.proto.v1.FlowEnd;
 import io.datcp.proto.v1.FlowEndReason;
 import io.datcp.proto.v1.FlowRegistered;
 import io.datcp.proto.v1.FlowRegistration;
+import io.grpc.Status;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelDuplexHandler;
 import io.netty.channel.ChannelHandlerContext;
@@ -203,25 +204,37 @@ final class FlowTracker extends ChannelDuplexHandler {
         registrationSettled(f);
       }, waitMs, TimeUnit.MILLISECONDS);
     }
+    long calledNanos = System.nanoTime(); // as the wait above: both start before the call
     Futures.addCallback(service.agent().registerFlow(registration),
         new FutureCallback<FlowRegistered>() {
           @Override
           public void onSuccess(FlowRegistered reply) {
             service.metrics().registered.incr();
+            service.metrics().countAnswer(System.nanoTime() - calledNanos);
             ctx.executor().execute(() -> registered(f, reply));
           }
 
           @Override
           public void onFailure(Throwable t) {
-            service.metrics().notRegistered.incr();
+            service.metrics().untagged.incr();
+            service.metrics().countNotRegistered(notRegisteredBecause(t));
             ctx.executor().execute(() -> registrationSettled(f));
           }
         }, MoreExecutors.directExecutor());
   }
 
+  private static FlowMetrics.NotRegistered notRegisteredBecause(Throwable t) {
+    return switch (Status.fromThrowable(t).getCode()) {
+      case UNAVAILABLE, CANCELLED -> FlowMetrics.NotRegistered.NO_AGENT;
+      case DEADLINE_EXCEEDED -> FlowMetrics.NotRegistered.NO_ANSWER;
+      default -> FlowMetrics.NotRegistered.REFUSED;
+    };
+  }
+
   private void registered(Flow f, FlowRegistered reply) {
     f.flowId = reply.getFlowId();
     if (f.ended) {
+      service.metrics().untagged.incr(); // the kernel got its entry after the last byte
       service.agent().endFlow(endOf(f, FlowEndReason.FLOW_END_REASON_WRITTEN));
       registrationSettled(f);
       return;

@@ -80,7 +80,7 @@ class EventForwarderTest {
     AgentConfig defaults = AgentConfig.from(new Configuration(false));
     assertThat(defaults.socketPath()).isEqualTo(AgentConfig.DEFAULT_AGENT_SOCKET);
     assertThat(defaults.eventsSocketPath()).isEqualTo("/run/datcp/events.sock");
-    assertThat(defaults.registerTimeout()).isEqualTo(Duration.ofMillis(5));
+    assertThat(defaults.registerTimeout()).isEqualTo(Duration.ofMillis(200));
 
     Configuration moved = new Configuration(false);
     moved.set(AgentConfig.AGENT_SOCKET, "/var/run/x/agent.sock");

@@ -40,9 +40,13 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.hadoop.metrics2.AbstractMetric;
+import org.apache.hadoop.metrics2.impl.MetricsCollectorImpl;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -65,6 +69,7 @@ class FlowTrackerTest {
   private final FlowMetrics metrics = new FlowMetrics();
   private final List<String> served = new CopyOnWriteArrayList<>();
   private long registerTimeoutMs = 2000;
+  private long rpcTimeoutMs = 5000;
 
   @BeforeEach
   void startAgent() throws Exception {
@@ -75,7 +80,7 @@ class FlowTrackerTest {
   private void startServer() throws InterruptedException {
     AgentConfig config = new AgentConfig(agent.socket.toString(),
         agent.eventsSocket.toString(), Duration.ofMillis(registerTimeoutMs),
-        Duration.ofSeconds(5), 100, 10);
+        Duration.ofMillis(rpcTimeoutMs), 100, 10);
     client = new AgentClient(config, "tracker-test");
     FlowOrders orders = new FlowOrders();
     client.subscribeOrders("tracker-test", orders::dispatch);
@@ -172,20 +177,24 @@ class FlowTrackerTest {
     }
   }
 
-  private static String request(int maps) {
+  private static String request(int maps, String job) {
     StringBuilder m = new StringBuilder();
     for (int i = 0; i < maps; i++) {
       m.append(i == 0 ? "" : ",").append("attempt_1700000000000_0001_m_00000").append(i)
           .append("_0");
     }
-    return "GET /mapOutput?job=" + JOB + "&reduce=3&map=" + m + " HTTP/1.1\r\n"
+    return "GET /mapOutput?job=" + job + "&reduce=3&map=" + m + " HTTP/1.1\r\n"
         + "name: mapreduce\r\nversion: 1.0.0\r\n\r\n";
   }
 
   /** Sends a fetch on the socket and returns the body, or null when the connection closed. */
   private static byte[] fetch(Socket s, int maps) throws IOException {
+    return fetch(s, maps, JOB);
+  }
+
+  private static byte[] fetch(Socket s, int maps, String job) throws IOException {
     OutputStream out = s.getOutputStream();
-    out.write(request(maps).getBytes(StandardCharsets.US_ASCII));
+    out.write(request(maps, job).getBytes(StandardCharsets.US_ASCII));
     out.flush();
     InputStream in = s.getInputStream();
     ByteArrayOutputStream head = new ByteArrayOutputStream();
@@ -236,7 +245,33 @@ class FlowTrackerTest {
       assertThat(served).hasSize(3);
       assertThat(metrics.registered()).isEqualTo(2);
       assertThat(metrics.registerTimeouts()).isZero();
+      assertThat(metrics.untagged()).isZero();
+      assertThat(metrics.answeredWithin(2000)).isEqualTo(2); // both waited less than 2 s
     }
+  }
+
+  @Test
+  void theRegistrationLatencyHistogramCountsEachAnswerInItsBucket() throws Exception {
+    agent.replyDelayMs = 300;
+    startServer();
+    try (Socket s = new Socket("127.0.0.1", port)) {
+      assertBody(fetch(s, 1), 1);
+    }
+    assertThat(metrics.registered()).isEqualTo(1);
+    assertThat(metrics.answeredWithin(200)).isZero(); // the agent took at least 300 ms
+    assertThat(metrics.answeredWithin(2000)).isEqualTo(1); // the wait (2 s) did not run out
+    assertThat(metrics.untagged()).isZero();
+    MetricsCollectorImpl collector = new MetricsCollectorImpl();
+    metrics.getMetrics(collector, true);
+    Map<String, Number> exposed = new HashMap<>();
+    for (AbstractMetric m : collector.getRecords().get(0).metrics()) {
+      exposed.put(m.name(), m.value());
+    }
+    assertThat(exposed).containsEntry("RegisterAnsweredWithin200ms", 0L)
+        .containsEntry("RegisterAnsweredWithin2000ms", 1L)
+        .containsEntry("FlowsUntagged", 0L)
+        .containsKeys("FlowsNotRegisteredNoAgent", "FlowsNotRegisteredNoAnswer",
+            "FlowsNotRegisteredRefused", "RegisterAnsweredWithin1ms");
   }
 
   @Test
@@ -256,7 +291,44 @@ class FlowTrackerTest {
           .isEqualTo(FlowEndReason.FLOW_END_REASON_WRITTEN);
       assertThat(metrics.registerTimeouts()).isEqualTo(1);
       assertThat(metrics.registered()).isEqualTo(1);
+      // the answer came after the response's last byte: the flow ran as plain TCP throughout
+      assertThat(metrics.untagged()).isEqualTo(1);
+      assertThat(metrics.answeredWithin(2000)).isZero();
     }
+  }
+
+  @Test
+  void anAgentThatNeverAnswersCostsTheRegisterTimeoutAndTheFlowGoesUntagged() throws Exception {
+    registerTimeoutMs = 100;
+    rpcTimeoutMs = 500;
+    agent.replyDelayMs = 3000; // past the rpc timeout: the client gives the registration up
+    startServer();
+    try (Socket s = new Socket("127.0.0.1", port)) {
+      long start = System.nanoTime();
+      assertBody(fetch(s, 2), 2);
+      assertThat(Duration.ofNanos(System.nanoTime() - start))
+          .isGreaterThanOrEqualTo(Duration.ofMillis(100));
+    }
+    // the total is counted last: once it is 1, the reason and FlowsUntagged are too
+    await().atMost(Duration.ofSeconds(10)).until(() -> metrics.notRegistered() == 1);
+    assertThat(metrics.notRegistered(FlowMetrics.NotRegistered.NO_ANSWER)).isEqualTo(1);
+    assertThat(metrics.notRegistered(FlowMetrics.NotRegistered.NO_AGENT)).isZero();
+    assertThat(metrics.notRegistered(FlowMetrics.NotRegistered.REFUSED)).isZero();
+    assertThat(metrics.registerTimeouts()).isEqualTo(1);
+    assertThat(metrics.untagged()).isEqualTo(1);
+    assertThat(metrics.registered()).isZero();
+  }
+
+  @Test
+  void aRefusedRegistrationCountsAsRefusedAndTheFlowGoesUntagged() throws Exception {
+    startServer();
+    try (Socket s = new Socket("127.0.0.1", port)) {
+      assertBody(fetch(s, 1, "job_bad"), 1); // the fake agent refuses this job
+    }
+    await().atMost(Duration.ofSeconds(5)).until(() -> metrics.notRegistered() == 1);
+    assertThat(metrics.notRegistered(FlowMetrics.NotRegistered.REFUSED)).isEqualTo(1);
+    assertThat(metrics.untagged()).isEqualTo(1);
+    assertThat(metrics.registerTimeouts()).isZero();
   }
 
   @Test
@@ -271,6 +343,8 @@ class FlowTrackerTest {
       assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofMillis(1900));
     }
     assertThat(metrics.notRegistered()).isEqualTo(1);
+    assertThat(metrics.notRegistered(FlowMetrics.NotRegistered.NO_AGENT)).isEqualTo(1);
+    assertThat(metrics.untagged()).isEqualTo(1);
     assertThat(metrics.registered()).isZero();
     agent = null;
   }
