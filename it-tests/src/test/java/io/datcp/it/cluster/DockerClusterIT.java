@@ -413,15 +413,18 @@ class DockerClusterIT {
     String src = best.get("src").asText();
     String host = c.nodeManagers().stream().filter(nm -> src.equals(c.ipOf(nm) + ":13562"))
         .findFirst().orElseThrow(() -> new AssertionError("no map host has " + src));
+    String flow = "--src " + src + " --dst " + best.get("dst").asText();
     String out = c.exec(host, "sh", "-c", "count() { echo \"$m\" | grep"
         + " \"^datcp_agent_orders_total{.*action=.$1.\" | awk '{s+=$NF} END {printf \"%d\", s}'; };"
         + " metrics() { m=$(curl -fsS http://localhost:9464/metrics); };"
-        + " metrics && s0=$(count SUSPEND) && r0=$(count RESUME) &&"
-        + " /opt/datcp/kmod/datcpctl flow set --src " + src + " --dst " + best.get("dst").asText()
+        + " metrics && s0=$(count SUSPEND) && r0=$(count RESUME) || exit 1;"
+        // set again each round: the agent writes the scheduler's updates into live flows
+        + " for i in $(seq 600); do /opt/datcp/kmod/datcpctl flow set " + flow
         + " --size 1000000000 --deadline-ms 100000 --importance 0 --phi 1 --quench suspend"
-        + " --epoch " + best.get("epoch").asInt() + " || exit 1;"
-        + " for _ in $(seq 600); do metrics; [ $(count SUSPEND) -gt $s0 ] && break; sleep 0.05;"
-        + " done; [ $(count SUSPEND) -gt $s0 ] || { echo 'the agent sent no SUSPEND' >&2; exit 1; };"
+        + " --epoch " + best.get("epoch").asInt() + " || exit 1; metrics;"
+        + " [ $(count SUSPEND) -gt $s0 ] && break; sleep 0.05; [ $((i % 20)) = 1 ] &&"
+        + " /opt/datcp/kmod/datcpctl flow get " + flow + " --json >&2; done;"
+        + " [ $(count SUSPEND) -gt $s0 ] || { echo 'the agent sent no SUSPEND' >&2; exit 1; };"
         + " pid=$(cat /run/datcp/agent.pid); kill -KILL $pid;"
         + " echo \"SUSPEND $s0 -> $(count SUSPEND), RESUME $r0 -> $(count RESUME)\"; "
         + UNTIL_GONE).getStdout().trim();
