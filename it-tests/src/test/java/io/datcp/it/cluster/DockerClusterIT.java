@@ -62,8 +62,6 @@ class DockerClusterIT {
    * shuffles ~66 MB, at most 12.5 MB/s through that port.
    */
   static final long FAULT_SHUFFLED_BYTES = 10_000_000;
-  /** Hadoop's mapreduce.reduce.shuffle.read.timeout, default (the cluster keeps it). */
-  static final long HADOOP_READ_TIMEOUT_MILLIS = 180_000;
 
   private Path data;
   private DatcpCluster cluster;
@@ -263,29 +261,6 @@ class DockerClusterIT {
 
   @Test
   @Order(8)
-  void killingTheAgentWhileAFetchIsSuspendedLosesNoWord() throws Exception {
-    requireDatcpImage();
-    assumeTrue(faultJobUndisturbedMillis > 0, "needs the undisturbed run");
-    DatcpCluster c = cluster(Mode.ON);
-    Map<String, Long> heldBefore = new TreeMap<>();
-    for (String nm : c.nodeManagers()) {
-      heldBefore.put(nm, flowsSuspended(c, nm));
-    }
-    String[] host = new String[1];
-    long millis = faultRun(c, "agent killed while a fetch is suspended", "fault-suspended",
-        () -> host[0] = suspendAFetchAndKillItsAgent(c));
-    assertThat(flowsSuspended(c, host[0])).as(host[0] + "'s shuffle service held a response")
-        .isGreaterThan(heldBefore.get(host[0]));
-    // Hadoop's reducer gives up on a silent fetch after its read timeout and fetches again: a
-    // held response the plugin never releases costs that much
-    assertThat(millis - faultJobUndisturbedMillis).as("time the job lost: the suspended fetch"
-        + " must resume without its agent (issue 19 item 1), not wait for Hadoop's "
-        + HADOOP_READ_TIMEOUT_MILLIS + " ms read timeout").isLessThan(HADOOP_READ_TIMEOUT_MILLIS);
-    restartAgents(c, List.of(host[0]));
-  }
-
-  @Test
-  @Order(9)
   void killingTheAgentsWhileBytesFlowLosesNoWord() throws Exception {
     requireDatcpImage();
     assumeTrue(faultJobUndisturbedMillis > 0, "needs the undisturbed run");
@@ -301,11 +276,11 @@ class DockerClusterIT {
         c.exec(nm, "sh", "-c", "pid=$(cat /run/datcp/agent.pid); kill -KILL $pid; " + UNTIL_GONE);
       }
     });
-    restartAgents(c, c.nodeManagers());
+    restartAgents(c); // the next faults need them
   }
 
   @Test
-  @Order(10)
+  @Order(9)
   void restartingTheTorsAgentMidShuffleLosesNoWord() throws Exception {
     requireDatcpImage();
     assumeTrue(faultJobUndisturbedMillis > 0, "needs the undisturbed run");
@@ -322,7 +297,7 @@ class DockerClusterIT {
   }
 
   @Test
-  @Order(11)
+  @Order(10)
   void killingTheSchedulerMidShuffleWithTheAgentsAliveLosesNoWord() throws Exception {
     requireDatcpImage();
     assumeTrue(faultJobUndisturbedMillis > 0, "needs the undisturbed run");
@@ -356,7 +331,7 @@ class DockerClusterIT {
    * output, word by word, and as many bytes must cross the port after the fault (so it landed
    * mid-shuffle). Prints the time the job lost against the undisturbed run.
    */
-  private long faultRun(DatcpCluster c, String fault, String out, Action action) throws Exception {
+  private void faultRun(DatcpCluster c, String fault, String out, Action action) throws Exception {
     String port = torPortDev(c, DatcpCluster.REDUCER);
     long before = portBytes(c, port);
     long start = System.nanoTime();
@@ -381,79 +356,16 @@ class DockerClusterIT {
     assertThat(after).as("bytes through the reducer's port after the fault: it landed mid-shuffle")
         .isGreaterThanOrEqualTo(FAULT_SHUFFLED_BYTES);
     assertThat(words).as("output with the fault vs off, word by word").isEqualTo(faultJobOff);
-    return millis;
   }
 
-  /**
-   * Makes the kernel quench a live fetch toward the reducer and kills the agent of its map host
-   * while the fetch is suspended; returns that host. The fault job's flows never get quenched
-   * on their own (the first job's quench mode is off), so the flow with the most bytes left
-   * is rewritten, same epoch, as one that cannot make its deadline at its share: 1 GB in 100 s
-   * (80 Mbit/s, within the 100 Mbit/s line rate, so not given up), importance 0, phi 1, quench
-   * suspend. Algorithm 2 quenches it once its urgency is at U_max; the agent relays SUSPEND and
-   * the shuffle service holds the response (its FlowsSuspended counter moves). The map host's
-   * other fetch toward the reducer keeps seeing the ToR's marks, so the kernel does not lift
-   * the quench for quiet, and the agent yields it to that flow: the fetch stays suspended
-   * until the kill, which one shell does at once.
-   */
-  private static String suspendAFetchAndKillItsAgent(DatcpCluster c) throws Exception {
-    String reducer = c.ipOf(DatcpCluster.REDUCER);
-    JsonNode best = null;
-    long bestLeft = 0;
-    for (JsonNode f : JSON.readTree(c.exec(DatcpCluster.REDUCER, "/opt/datcp/kmod/datcpctl",
-        "flow", "list", "--json").getStdout())) {
-      long left = f.path("size_bytes").asLong() - f.path("stats").path("bytes_acked").asLong();
-      if (f.get("src").asText().endsWith(":13562") && f.get("dst").asText().startsWith(reducer + ":")
-          && !f.path("stats").path("finished").asBoolean() && left > bestLeft) {
-        best = f;
-        bestLeft = left;
-      }
-    }
-    assertThat(best).as("a live fetch toward the reducer in the kernel").isNotNull();
-    String src = best.get("src").asText();
-    String host = c.nodeManagers().stream().filter(nm -> src.equals(c.ipOf(nm) + ":13562"))
-        .findFirst().orElseThrow(() -> new AssertionError("no map host has " + src));
-    String flow = "--src " + src + " --dst " + best.get("dst").asText();
-    String out = c.exec(host, "sh", "-c", "count() { echo \"$m\" | grep"
-        + " \"^datcp_agent_orders_total{.*action=.$1.\" | awk '{s+=$NF} END {printf \"%d\", s}'; };"
-        + " metrics() { m=$(curl -fsS http://localhost:9464/metrics); };"
-        + " metrics && s0=$(count SUSPEND) && r0=$(count RESUME) || exit 1;"
-        // set again each round: the agent writes the scheduler's updates into live flows
-        + " for i in $(seq 600); do /opt/datcp/kmod/datcpctl flow set " + flow
-        + " --size 1000000000 --deadline-ms 100000 --importance 0 --phi 1 --quench suspend"
-        + " --epoch " + best.get("epoch").asInt() + " || exit 1; metrics;"
-        + " [ $(count SUSPEND) -gt $s0 ] && break; sleep 0.05; [ $((i % 20)) = 1 ] &&"
-        + " /opt/datcp/kmod/datcpctl flow get " + flow + " --json >&2; done;"
-        + " [ $(count SUSPEND) -gt $s0 ] || { echo 'the agent sent no SUSPEND' >&2; exit 1; };"
-        + " pid=$(cat /run/datcp/agent.pid); kill -KILL $pid;"
-        + " echo \"SUSPEND $s0 -> $(count SUSPEND), RESUME $r0 -> $(count RESUME)\"; "
-        + UNTIL_GONE).getStdout().trim();
-    System.out.printf("%s's agent killed with a fetch suspended, its orders: %s%n", host, out);
-    // the agent had sent SUSPEND and no RESUME since, a moment before it died
-    assertThat(out).as("the agent's orders before the kill").matches(
-        "SUSPEND (\\d+) -> (?!\\1\\b)\\d+, RESUME (\\d+) -> \\3");
-    return host;
-  }
-
-  /** The shuffle service's FlowsSuspended counter on {@code host} (metrics2 over JMX). */
-  private static long flowsSuspended(DatcpCluster c, String host) throws Exception {
-    JsonNode jmx = JSON.readTree(c.exec(host, "curl", "-fsS",
-        "http://localhost:8042/jmx?qry=Hadoop:name=DatcpShuffleFlows,*").getStdout());
-    long n = 0;
-    for (JsonNode bean : jmx.path("beans")) {
-      n += bean.path("FlowsSuspended").asLong();
-    }
-    return n;
-  }
-
-  /** Starts the agents of {@code hosts} again and waits until their shuffle services subscribed. */
-  private static void restartAgents(DatcpCluster c, List<String> hosts) throws Exception {
-    for (String nm : hosts) {
+  /** Starts the NodeManagers' agents again and waits until their shuffle services subscribed. */
+  private static void restartAgents(DatcpCluster c) throws Exception {
+    for (String nm : c.nodeManagers()) {
       c.exec(nm, "/opt/datcp/bin/start-agent.sh");
     }
     Awaitility.await().atMost(Duration.ofMinutes(1)).pollInterval(Duration.ofMillis(500))
         .untilAsserted(() -> {
-          for (String nm : hosts) {
+          for (String nm : c.nodeManagers()) {
             var r = c.node(nm).execInContainer("curl", "-fsS", "http://localhost:9464/metrics");
             assertThat(r.getExitCode()).as(nm + " agent metrics").isZero();
             assertThat(metric(r.getStdout(), "datcp_agent_orders_subscribers"))
