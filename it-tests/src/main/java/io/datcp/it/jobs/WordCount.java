@@ -16,8 +16,13 @@ import org.apache.hadoop.util.GenericOptionsParser;
 /**
  * Word count, the correctness job: its output must be byte-identical with DATCP on and off.
  * Usage: {@code WordCount [-D k=v]... INPUT OUTPUT REDUCES}; exits 0 when the job succeeded.
+ * {@code -D datcp.wordcount.combine=false} leaves out the combiner, so that every token
+ * crosses the shuffle (the fault tests need a shuffle that lasts seconds).
  */
 public final class WordCount {
+  /** Whether maps combine their counts before the shuffle (default true). */
+  public static final String COMBINE = "datcp.wordcount.combine";
+
   private WordCount() {}
 
   public static void main(String[] args) throws Exception {
@@ -35,7 +40,9 @@ public final class WordCount {
     Job job = Job.getInstance(conf, "datcp-wordcount");
     job.setJarByClass(WordCount.class);
     job.setMapperClass(TokenMapper.class);
-    job.setCombinerClass(SumReducer.class);
+    if (conf.getBoolean(COMBINE, true)) {
+      job.setCombinerClass(SumReducer.class);
+    }
     job.setReducerClass(SumReducer.class);
     job.setOutputKeyClass(Text.class);
     job.setOutputValueClass(IntWritable.class);

@@ -234,7 +234,9 @@ public final class DatcpCluster implements Startable {
         }));
     return c.withNetworkMode(networkName(first))
         .withImagePullPolicy(neverPull())
-        .withEnv("TOR_SHAPER", "datcp")
+        // on: the ToR's agent (switch role) holds datcp as in a deployment, so that a test can
+        // restart it
+        .withEnv("TOR_SHAPER", mode == Mode.ON ? "agent" : "datcp")
         .withEnv("TOR_PORTS", Integer.toString(subnets.size() + 1)) // + lo
         .withCreateContainerCmdModifier(cmd -> {
           at(cmd, first, TOR_HOST, "tor");

@@ -8,6 +8,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.datcp.it.cluster.DatcpCluster.Mode;
+import io.datcp.it.jobs.WordCount;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -39,6 +40,9 @@ import org.testcontainers.DockerClientFactory;
  * Real MapReduce jobs on the Docker cluster, first with the system off (Hadoop's
  * ShuffleHandler, cubic, the ToR's RED/ECN ports), then on (the DATCP plugin, agent and
  * scheduler) when the node image carries the plugin and the agent. One cluster per mode.
+ * The fault tests (issue 19 item 7) run last on the on cluster, each on the same word count:
+ * the fault lands mid-shuffle, the job succeeds with the off run's output word by word, and
+ * the time it lost against an undisturbed on run is printed.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @TestMethodOrder(OrderAnnotation.class)
@@ -50,17 +54,31 @@ class DockerClusterIT {
   static final String AB_SPEC = "ab.json";
   static final long LINK_BITS_PER_SECOND = 100_000_000;
   static final ObjectMapper JSON = new ObjectMapper();
+  /** Input of the fault tests' word count (see {@link #writeFaultJobInput}). */
+  static final String FAULT_INPUT = "fault-in";
+  /**
+   * A fault is injected once this much has crossed the reducer's ToR port since the job began,
+   * and proven to have landed mid-shuffle when as much crosses it after the fault: the job
+   * shuffles ~66 MB, at most 12.5 MB/s through that port.
+   */
+  static final long FAULT_SHUFFLED_BYTES = 10_000_000;
 
   private Path data;
   private DatcpCluster cluster;
   private Map<String, Integer> expectedWords;
   private Map<String, String> wordCountOff;
   private JsonNode abOff;
+  private Map<String, Integer> faultWords;
+  /** The fault job's output with the system off: what every faulted run must produce. */
+  private Map<String, Integer> faultJobOff;
+  /** The fault job's time on the on-mode cluster, undisturbed: what a fault costs is against it. */
+  private long faultJobUndisturbedMillis;
 
   @BeforeAll
   void createInput() throws IOException {
     data = Files.createTempDirectory("datcp-it-");
     expectedWords = writeWordCountInput(data.resolve("wc-in"));
+    faultWords = writeFaultJobInput(data.resolve(FAULT_INPUT));
     Path root = Path.of(System.getProperty("datcp.repo.root", "..")).toRealPath();
     Files.copy(root.resolve("docker/workloads").resolve(AB_SPEC), data.resolve(AB_SPEC));
   }
@@ -101,6 +119,15 @@ class DockerClusterIT {
 
   @Test
   @Order(2)
+  void faultJobOffIsTheReference() throws Exception {
+    long start = System.nanoTime();
+    faultJobOff = wordsOf(runFaultJob(cluster(Mode.OFF), "fault-off"));
+    System.out.printf("fault job off: %d ms%n", (System.nanoTime() - start) / 1_000_000);
+    assertThat(faultJobOff).isEqualTo(faultWords);
+  }
+
+  @Test
+  @Order(3)
   void abScenarioOffShufflesThroughTheTorBottleneck() throws Exception {
     DatcpCluster c = cluster(Mode.OFF);
     abOff = runAb(c, "off", AB_ROUNDS, false);
@@ -133,7 +160,7 @@ class DockerClusterIT {
   }
 
   @Test
-  @Order(3)
+  @Order(4)
   void onModeAgentsPutShuffleSocketsOnDatcp() throws Exception {
     requireDatcpImage();
     DatcpCluster c = cluster(Mode.ON);
@@ -157,7 +184,7 @@ class DockerClusterIT {
   }
 
   @Test
-  @Order(4)
+  @Order(5)
   void abScenarioOnMeetsJobBsDeadlineWithoutDelayingJobA() throws Exception {
     requireDatcpImage();
     assumeTrue(abOff != null, "needs the off run");
@@ -213,7 +240,7 @@ class DockerClusterIT {
   }
 
   @Test
-  @Order(5)
+  @Order(6)
   void wordCountOnIsByteIdenticalToOff() throws Exception {
     requireDatcpImage();
     assumeTrue(wordCountOff != null, "needs the off run");
@@ -221,26 +248,67 @@ class DockerClusterIT {
   }
 
   @Test
-  @Order(6)
-  void killingTheSchedulerMidShuffleDoesNotFailTheJobs() throws Exception {
+  @Order(7)
+  void faultJobOnUndisturbedIsTheTimeReference() throws Exception {
     requireDatcpImage();
-    DatcpCluster c = cluster(Mode.ON);
-    JsonNode result = abWhile(c, "kill-scheduler", () -> c.node("scheduler").getDockerClient()
-        .killContainerCmd(c.node("scheduler").getContainerId()).exec());
-    assertCompleteShuffle(result.get("rounds").get(0));
+    assumeTrue(faultJobOff != null, "needs the off run");
+    long start = System.nanoTime();
+    assertThat(wordsOf(runFaultJob(cluster(Mode.ON), "fault-on"))).as("on vs off, word by word")
+        .isEqualTo(faultJobOff);
+    faultJobUndisturbedMillis = (System.nanoTime() - start) / 1_000_000;
+    System.out.printf("fault job on, undisturbed: %d ms%n", faultJobUndisturbedMillis);
   }
 
   @Test
-  @Order(7)
-  void killingTheAgentsMidShuffleDoesNotFailTheJobs() throws Exception {
+  @Order(8)
+  void killingTheAgentsWhileBytesFlowLosesNoWord() throws Exception {
     requireDatcpImage();
+    assumeTrue(faultJobUndisturbedMillis > 0, "needs the undisturbed run");
     DatcpCluster c = cluster(Mode.ON);
-    JsonNode result = abWhile(c, "kill-agent", () -> {
+    faultRun(c, "agents killed while bytes flow", "fault-kill-agents", () -> {
+      long live = 0;
       for (String nm : c.nodeManagers()) {
-        c.exec(nm, "sh", "-c", "kill -KILL $(cat /run/datcp/agent.pid)");
+        live += metric(c.exec(nm, "curl", "-fsS", "http://localhost:9464/metrics").getStdout(),
+            "datcp_agent_flows_live");
+      }
+      assertThat(live).as("flows the agents track when they are killed").isPositive();
+      for (String nm : c.nodeManagers()) {
+        c.exec(nm, "sh", "-c", "pid=$(cat /run/datcp/agent.pid); kill -KILL $pid; " + UNTIL_GONE);
       }
     });
-    assertCompleteShuffle(result.get("rounds").get(0));
+    restartAgents(c); // the next faults need them
+  }
+
+  @Test
+  @Order(9)
+  void restartingTheTorsAgentMidShuffleLosesNoWord() throws Exception {
+    requireDatcpImage();
+    assumeTrue(faultJobUndisturbedMillis > 0, "needs the undisturbed run");
+    DatcpCluster c = cluster(Mode.ON);
+    faultRun(c, "ToR agent restarted", "fault-restart-tor-agent", () -> {
+      c.exec("tor", "sh", "-c", "pid=$(cat /run/datcp-agent.pid); kill -TERM $pid; "
+          + UNTIL_GONE + "; nohup java -Xmx256m -jar /opt/datcp/agent/datcp-agent.jar --config"
+          + " /etc/datcp/agent.properties >>/tmp/datcp-agent.log 2>&1 & echo $! >/run/datcp-agent.pid");
+      // the restarted agent is up: a second start-up line in the log the first one began
+      Awaitility.await().atMost(Duration.ofMinutes(1)).pollInterval(Duration.ofMillis(200))
+          .until(() -> c.exec("tor", "grep", "-c", "datcp agent ready",
+              "/tmp/datcp-agent.log").getStdout().trim().equals("2"));
+    });
+  }
+
+  @Test
+  @Order(10)
+  void killingTheSchedulerMidShuffleWithTheAgentsAliveLosesNoWord() throws Exception {
+    requireDatcpImage();
+    assumeTrue(faultJobUndisturbedMillis > 0, "needs the undisturbed run");
+    DatcpCluster c = cluster(Mode.ON);
+    faultRun(c, "scheduler killed", "fault-kill-scheduler", () -> c.node("scheduler")
+        .getDockerClient().killContainerCmd(c.node("scheduler").getContainerId()).exec());
+    // the agents lived through it and saw the scheduler go
+    for (String nm : c.nodeManagers()) {
+      String metrics = c.exec(nm, "curl", "-fsS", "http://localhost:9464/metrics").getStdout();
+      assertThat(metric(metrics, "datcp_agent_scheduler_up")).as(nm + " scheduler up").isZero();
+    }
   }
 
   // ---- helpers
@@ -249,22 +317,68 @@ class DockerClusterIT {
     void run() throws Exception;
   }
 
-  /** Runs the A/B scenario and does {@code action} one second into its shuffle. */
-  private JsonNode abWhile(DatcpCluster c, String label, Action action) throws Exception {
-    CompletableFuture<JsonNode> run = CompletableFuture.supplyAsync(() -> {
+  /**
+   * Shell: waits up to 30 s until process $pid has exited. A zombie counts as gone (a process
+   * started by docker exec is reaped by the container's first process, which may never reap).
+   */
+  private static final String UNTIL_GONE = "for _ in $(seq 150); do [ -e /proc/$pid ] &&"
+      + " ! grep -q '^State:.*Z' /proc/$pid/status 2>/dev/null || break; sleep 0.2; done;"
+      + " ! { [ -e /proc/$pid ] && ! grep -q '^State:.*Z' /proc/$pid/status; }";
+
+  /**
+   * Runs the fault job on {@code c} and does {@code fault} once its shuffle is under way (a
+   * tenth of its bytes crossed the reducer's ToR port); the job must succeed with the off run's
+   * output, word by word, and as many bytes must cross the port after the fault (so it landed
+   * mid-shuffle). Prints the time the job lost against the undisturbed run.
+   */
+  private void faultRun(DatcpCluster c, String fault, String out, Action action) throws Exception {
+    String port = torPortDev(c, DatcpCluster.REDUCER);
+    long before = portBytes(c, port);
+    long start = System.nanoTime();
+    CompletableFuture<Map<String, String>> job = CompletableFuture.supplyAsync(() -> {
       try {
-        return runAb(c, label, 1, false);
+        return runFaultJob(c, out);
       } catch (Exception e) {
         throw new CompletionException(e);
       }
     });
-    Path release = data.resolve("ab-" + label).resolve("release");
-    Awaitility.await().atMost(Duration.ofMinutes(3)).pollInterval(Duration.ofMillis(50))
-        .until(() -> Files.exists(release) || run.isDone());
-    assertThat(run).as("the scenario ended before its maps were released").isNotDone();
-    Thread.sleep(1000);
+    Awaitility.await().atMost(Duration.ofMinutes(3)).pollInterval(Duration.ofMillis(100))
+        .until(() -> job.isDone() || portBytes(c, port) - before >= FAULT_SHUFFLED_BYTES);
+    assertThat(job).as("the job ended before its shuffle was under way").isNotDone();
+    long atFault = portBytes(c, port);
     action.run();
-    return run.get(5, TimeUnit.MINUTES);
+    Map<String, Integer> words = wordsOf(job.get(5, TimeUnit.MINUTES));
+    long millis = (System.nanoTime() - start) / 1_000_000;
+    long after = portBytes(c, port) - atFault;
+    System.out.printf("fault job, %s: %d ms vs %d ms undisturbed: lost %d ms (%d MB before the"
+        + " fault, %d MB after)%n", fault, millis, faultJobUndisturbedMillis,
+        millis - faultJobUndisturbedMillis, (atFault - before) / 1_000_000, after / 1_000_000);
+    assertThat(after).as("bytes through the reducer's port after the fault: it landed mid-shuffle")
+        .isGreaterThanOrEqualTo(FAULT_SHUFFLED_BYTES);
+    assertThat(words).as("output with the fault vs off, word by word").isEqualTo(faultJobOff);
+  }
+
+  /** Starts the NodeManagers' agents again and waits until their shuffle services subscribed. */
+  private static void restartAgents(DatcpCluster c) throws Exception {
+    for (String nm : c.nodeManagers()) {
+      c.exec(nm, "/opt/datcp/bin/start-agent.sh");
+    }
+    Awaitility.await().atMost(Duration.ofMinutes(1)).pollInterval(Duration.ofMillis(500))
+        .untilAsserted(() -> {
+          for (String nm : c.nodeManagers()) {
+            var r = c.node(nm).execInContainer("curl", "-fsS", "http://localhost:9464/metrics");
+            assertThat(r.getExitCode()).as(nm + " agent metrics").isZero();
+            assertThat(metric(r.getStdout(), "datcp_agent_orders_subscribers"))
+                .as(nm + " shuffle service subscribed to the restarted agent").isPositive();
+          }
+        });
+  }
+
+  /** The value of an unlabelled metric in Prometheus text. */
+  private static long metric(String text, String name) {
+    return text.lines().filter(l -> l.startsWith(name + " ")).findFirst()
+        .map(l -> (long) Double.parseDouble(l.substring(name.length() + 1).trim()))
+        .orElseThrow(() -> new AssertionError("no metric " + name + " in\n" + text));
   }
 
   /** Both jobs of one round succeeded and moved exactly their map outputs. */
@@ -401,7 +515,37 @@ class DockerClusterIT {
     return parts;
   }
 
-  /** The ToR's counters of the port that leads to {@code host}. */
+  /**
+   * The fault tests' word count: no combiner, so all ~66 MB of tokens cross the shuffle; maps
+   * placed on the map nodes and both reduces on the reducer node as the A/B's (5 vcores, 3072 MB:
+   * docker/README.md, "Placing the A/B tasks"), so every shuffled byte crosses the reducer's
+   * ToR port. Returns part file name -> content.
+   */
+  private Map<String, String> runFaultJob(DatcpCluster c, String out) throws Exception {
+    c.exec("rm", command(jobClient(c, "io.datcp.it.jobs.WordCount"), "-D",
+        WordCount.COMBINE + "=false", "-D", "mapreduce.map.cpu.vcores=5", "-D",
+        "mapreduce.reduce.memory.mb=3072", "/data/" + FAULT_INPUT, "/data/" + out, "2"));
+    Map<String, String> parts = new TreeMap<>();
+    try (Stream<Path> files = Files.list(data.resolve(out))) {
+      for (Path p : files.filter(f -> f.getFileName().toString().startsWith("part-")).toList()) {
+        parts.put(p.getFileName().toString(), Files.readString(p));
+      }
+    }
+    assertThat(parts).hasSize(2);
+    return parts;
+  }
+
+  /** word -> count over a word count's part files. */
+  private static Map<String, Integer> wordsOf(Map<String, String> parts) {
+    Map<String, Integer> words = new TreeMap<>();
+    parts.values().forEach(text -> text.lines().forEach(line -> {
+      String[] kv = line.split("\t");
+      assertThat(words.put(kv[0], Integer.parseInt(kv[1]))).as("word " + kv[0] + " twice")
+          .isNull();
+    }));
+    return words;
+  }
+
   /** Bytes a ToR port's counters show per priority band (0 first). */
   private static long[] bandBytes(JsonNode port) {
     assertThat(port.get("bands")).as("port counters " + port).hasSize(3);
@@ -412,11 +556,26 @@ class DockerClusterIT {
     return bytes;
   }
 
+  /** The ToR's counters of the port that leads to {@code host}. */
   private static JsonNode torPort(DatcpCluster c, String host) throws Exception {
+    return portCounters(c, torPortDev(c, host));
+  }
+
+  /** The ToR's interface toward {@code host}. */
+  private static String torPortDev(DatcpCluster c, String host) throws Exception {
     String route = c.exec("tor", "ip", "-o", "route", "get", c.ipOf(host)).getStdout();
-    String dev = route.replaceAll("(?s).* dev (\\S+).*", "$1");
+    return route.replaceAll("(?s).* dev (\\S+).*", "$1");
+  }
+
+  private static JsonNode portCounters(DatcpCluster c, String dev) throws Exception {
     return JSON.readTree(c.exec("tor", "/opt/datcp/kmod/datcpctl", "switch", "counters",
         "--dev", dev, "--json").getStdout());
+  }
+
+  /** Bytes a ToR port sent, all bands. */
+  private static long portBytes(DatcpCluster c, String dev) throws Exception {
+    long[] bands = bandBytes(portCounters(c, dev));
+    return bands[0] + bands[1] + bands[2];
   }
 
   /**
@@ -439,6 +598,34 @@ class DockerClusterIT {
     } finally {
       docker.removeContainerCmd(id).withForce(true).exec();
     }
+  }
+
+  /**
+   * The fault tests' input: three files (one map each) of 920,000 tokens drawn from 5,000 words
+   * of 16 characters; without a combiner each token is 23 bytes of map output, ~66 MB in all.
+   * Returns the exact counts.
+   */
+  private static Map<String, Integer> writeFaultJobInput(Path dir) throws IOException {
+    Files.createDirectories(dir);
+    String[] vocabulary = new String[5000];
+    for (int i = 0; i < vocabulary.length; i++) {
+      vocabulary[i] = String.format("shuffleword%05d", i);
+    }
+    Random random = new Random(19);
+    Map<String, Integer> counts = new TreeMap<>();
+    for (int f = 0; f < 3; f++) {
+      StringBuilder text = new StringBuilder();
+      for (int line = 0; line < 46_000; line++) {
+        for (int w = 0; w < 20; w++) {
+          String word = vocabulary[random.nextInt(vocabulary.length)];
+          counts.merge(word, 1, Integer::sum);
+          text.append(w == 0 ? "" : " ").append(word);
+        }
+        text.append('\n');
+      }
+      Files.writeString(dir.resolve("part" + f + ".txt"), text, StandardCharsets.UTF_8);
+    }
+    return counts;
   }
 
   /** Three files of words drawn from a fixed vocabulary; returns the exact counts. */
