@@ -25,6 +25,10 @@ public final class FlowMetrics implements MetricsSource {
       "Fetch responses that started before the agent answered (register timeout passed)", 0L);
   final MutableCounterLong suspended = registry.newCounter("FlowsSuspended",
       "SUSPEND orders applied", 0L);
+  final MutableCounterLong resumedOnTimeout = registry.newCounter("FlowsResumedOnTimeout",
+      "Suspended responses resumed by the plugin: suspended for datcp.shuffle.suspend.max-ms", 0L);
+  final MutableCounterLong resumedAgentLost = registry.newCounter("FlowsResumedAgentLost",
+      "Suspended responses resumed by the plugin: the orders stream to the agent broke", 0L);
   final MutableCounterLong killed = registry.newCounter("FlowsKilled",
       "Connections closed on KILL orders", 0L);
 
@@ -57,6 +61,14 @@ public final class FlowMetrics implements MetricsSource {
 
   public long suspended() {
     return suspended.value();
+  }
+
+  public long resumedOnTimeout() {
+    return resumedOnTimeout.value();
+  }
+
+  public long resumedAgentLost() {
+    return resumedAgentLost.value();
   }
 
   public long killed() {

@@ -37,6 +37,9 @@ final class FlowOrders {
     return early.remove(flowId);
   }
 
+  synchronized void ordersLost() {
+  }
+
   synchronized void unbind(long flowId) {
     live.remove(flowId);
   }
