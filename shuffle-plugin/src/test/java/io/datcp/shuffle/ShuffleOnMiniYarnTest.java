@@ -371,8 +371,44 @@ class ShuffleOnMiniYarnTest {
     }
   }
 
+  /**
+   * The agent dies while a flow is suspended and no RESUME will come: the held response goes at
+   * once (not after datcp.shuffle.suspend.max-ms, and not after the reducer's 180 s read
+   * timeout), the rest of the shuffle is plain Hadoop, and the output is exact.
+   */
   @Test
   @Order(7)
+  void aFlowSuspendedWhenTheAgentDiesResumesAtOnce() throws Exception {
+    long lostBefore = flowMetrics().resumedAgentLost();
+    long timedOutBefore = flowMetrics().resumedOnTimeout();
+    long suspendedBefore = flowMetrics().suspended();
+    AtomicBoolean first = new AtomicBoolean(true);
+    agent.ordersBeforeReply(
+        r -> first.getAndSet(false) ? FlowAction.FLOW_ACTION_SUSPEND : null);
+    FakeAgent a = agent;
+    Thread killer = new Thread(() -> {
+      await().atMost(Duration.ofMinutes(2))
+          .until(() -> flowMetrics().suspended() > suspendedBefore);
+      try {
+        a.close(); // the orders stream breaks mid-suspend
+      } catch (Exception e) {
+        throw new IllegalStateException(e);
+      }
+    });
+    killer.start();
+    Run run;
+    try {
+      run = runGenerator();
+    } finally {
+      killer.join();
+    }
+    assertThat(run.output()).isEqualTo(expected());
+    assertThat(flowMetrics().resumedAgentLost() - lostBefore).isEqualTo(1);
+    assertThat(flowMetrics().resumedOnTimeout()).isEqualTo(timedOutBefore);
+  }
+
+  @Test
+  @Order(8)
   void withoutAnAgentTheShuffleIsPlainHadoop() throws Exception {
     agent.close();
     assertThat(agent.socket).doesNotExist();

@@ -321,12 +321,17 @@ public final class AgentClient implements ReportTransport {
   /**
    * Follows the agent's orders for this subscriber until close(); re-subscribes with backoff
    * after the stream breaks (agent restart), so orders resume without the caller's help.
+   * {@code onLost} runs at each break, before the pause: orders sent meanwhile are lost (a
+   * restarted agent has also forgotten what it suspended), so the caller must not wait for them.
    */
-  public void subscribeOrders(String subscriberId, Consumer<FlowOrder> onOrder) {
-    subscribe(OrdersRequest.newBuilder().setSubscriberId(subscriberId).build(), onOrder, 100);
+  public void subscribeOrders(String subscriberId, Consumer<FlowOrder> onOrder,
+      Runnable onLost) {
+    subscribe(OrdersRequest.newBuilder().setSubscriberId(subscriberId).build(), onOrder, onLost,
+        100);
   }
 
-  private void subscribe(OrdersRequest request, Consumer<FlowOrder> onOrder, long retryMs) {
+  private void subscribe(OrdersRequest request, Consumer<FlowOrder> onOrder, Runnable onLost,
+      long retryMs) {
     if (closed) {
       return;
     }
@@ -350,8 +355,10 @@ public final class AgentClient implements ReportTransport {
           public void onError(Throwable t) {
             if (!closed) {
               outage.failed(t);
+              onLost.run();
               long next = gotAny ? 100 : Math.min(retryMs * 2, MAX_RESUBSCRIBE_DELAY_MS);
-              timer.schedule(() -> subscribe(request, onOrder, next), next, TimeUnit.MILLISECONDS);
+              timer.schedule(() -> subscribe(request, onOrder, onLost, next), next,
+                  TimeUnit.MILLISECONDS);
             }
           }
 

@@ -12,7 +12,7 @@ import org.apache.hadoop.conf.Configuration;
  */
 public record AgentConfig(
     String socketPath, String eventsSocketPath, Duration registerTimeout, Duration rpcTimeout,
-    int reportQueueSize, int reportBatchSize) {
+    int reportQueueSize, int reportBatchSize, Duration suspendMax) {
 
   /** Unix domain socket of the host's DATCP agent (LocalAgentService). */
   public static final String AGENT_SOCKET = "datcp.shuffle.agent.socket";
@@ -39,6 +39,15 @@ public record AgentConfig(
   /** Deadline of one call to the agent (registration reply, EndFlow, Forward), milliseconds. */
   public static final String RPC_TIMEOUT_MS = "datcp.shuffle.agent.rpc-timeout-ms";
   public static final long DEFAULT_RPC_TIMEOUT_MS = 2000;
+
+  /**
+   * Longest time a fetch response spends suspended, in total over all the agent's SUSPEND
+   * orders for it, milliseconds; then it resumes on its own (fail open: an agent that died, or
+   * a RESUME lost while the orders stream was down, must not hold a reducer until Hadoop's read
+   * timeout). A few seconds: DATCP's quenching pauses a flow for a few flow times, not minutes.
+   */
+  public static final String SUSPEND_MAX_MS = "datcp.shuffle.suspend.max-ms";
+  public static final long DEFAULT_SUSPEND_MAX_MS = 5000;
 
   /** Events waiting to be forwarded; when full, new events are dropped and counted. */
   public static final String REPORT_QUEUE_SIZE = "datcp.shuffle.report.queue-size";
@@ -75,8 +84,10 @@ public record AgentConfig(
         Integer.MAX_VALUE);
     int batch = (int) positiveLong(conf, REPORT_BATCH_SIZE, DEFAULT_REPORT_BATCH_SIZE, 1,
         MAX_REPORT_BATCH_SIZE);
+    long suspend = positiveLong(conf, SUSPEND_MAX_MS, DEFAULT_SUSPEND_MAX_MS, 1,
+        Integer.MAX_VALUE);
     return new AgentConfig(socket, events, Duration.ofMillis(register), Duration.ofMillis(rpc),
-        queue, batch);
+        queue, batch, Duration.ofMillis(suspend));
   }
 
   private static long positiveLong(Configuration conf, String key, long dflt, long min,

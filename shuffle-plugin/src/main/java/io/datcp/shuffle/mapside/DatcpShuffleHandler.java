@@ -97,7 +97,7 @@ public class DatcpShuffleHandler extends ShuffleHandler implements FlowHost {
       return t;
     });
     subscriberId = host + "/" + ManagementFactory.getRuntimeMXBean().getPid();
-    agent.subscribeOrders(subscriberId, orders::dispatch);
+    agent.subscribeOrders(subscriberId, orders::dispatch, orders::ordersLost);
     super.serviceStart();
     LOG.info("DATCP shuffle service: agent socket {}, register timeout {} ms",
         config.socketPath(), config.registerTimeout().toMillis());

@@ -68,6 +68,10 @@ public final class FlowMetrics implements MetricsSource {
           + " after the last byte was handed to the socket", 0L);
   final MutableCounterLong suspended = registry.newCounter("FlowsSuspended",
       "SUSPEND orders applied", 0L);
+  final MutableCounterLong resumedOnTimeout = registry.newCounter("FlowsResumedOnTimeout",
+      "Suspended responses resumed by the plugin: suspended for datcp.shuffle.suspend.max-ms", 0L);
+  final MutableCounterLong resumedAgentLost = registry.newCounter("FlowsResumedAgentLost",
+      "Suspended responses resumed by the plugin: the orders stream to the agent broke", 0L);
   final MutableCounterLong killed = registry.newCounter("FlowsKilled",
       "Connections closed on KILL orders", 0L);
 
@@ -147,6 +151,14 @@ public final class FlowMetrics implements MetricsSource {
 
   public long suspended() {
     return suspended.value();
+  }
+
+  public long resumedOnTimeout() {
+    return resumedOnTimeout.value();
+  }
+
+  public long resumedAgentLost() {
+    return resumedAgentLost.value();
   }
 
   public long killed() {

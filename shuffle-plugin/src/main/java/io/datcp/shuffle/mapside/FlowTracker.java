@@ -30,6 +30,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import org.apache.hadoop.mapreduce.TaskAttemptID;
 
@@ -40,7 +41,10 @@ import org.apache.hadoop.mapreduce.TaskAttemptID;
  * Content-Length, which Hadoop sums from the index records, and the 4-tuple) and its writes are
  * held until the agent answers or the register timeout passes. Suspend holds the writes not yet
  * passed on, resume releases them, kill closes the connection so the reducer fetches again.
- * All state is touched on the channel's event loop only.
+ * A response is held suspended at most datcp.shuffle.suspend.max-ms in total: when that is
+ * spent it resumes by itself and later SUSPENDs for it are ignored, so a dead agent or a lost
+ * RESUME delays a fetch by that much at most; it also resumes at once when the orders stream to
+ * the agent breaks. All state is touched on the channel's event loop only.
  */
 final class FlowTracker extends ChannelDuplexHandler {
   private final FlowHost service;
@@ -50,6 +54,10 @@ final class FlowTracker extends ChannelDuplexHandler {
   private Flow flow;
   private Flow awaiting; // the flow whose registration holds the writes
   private boolean suspended;
+  private long suspendedAtNanos;
+  /** What the current response has left of its suspend bound (datcp.shuffle.suspend.max-ms). */
+  private long suspendLeftNanos;
+  private ScheduledFuture<?> selfResume;
   private boolean flushHeld;
   private final Set<Long> boundFlowIds = new HashSet<>();
 
@@ -151,6 +159,7 @@ final class FlowTracker extends ChannelDuplexHandler {
 
   @Override
   public void channelInactive(ChannelHandlerContext ctx) throws Exception {
+    endSuspension();
     held.removeAndFailAll(new ClosedChannelException());
     if (flow != null) {
       end(flow, FlowEndReason.FLOW_END_REASON_ABORTED);
@@ -183,6 +192,7 @@ final class FlowTracker extends ChannelDuplexHandler {
   private void startFlow(HttpResponse response, Request req) {
     Flow f = new Flow(HttpUtil.getContentLength(response, -1L));
     flow = f;
+    suspendLeftNanos = service.config().suspendMax().toNanos();
     service.mapOutputsServed(req.jobId(), req.mapAttempts());
     InetSocketAddress local = (InetSocketAddress) ctx.channel().localAddress();
     InetSocketAddress remote = (InetSocketAddress) ctx.channel().remoteAddress();
@@ -262,12 +272,9 @@ final class FlowTracker extends ChannelDuplexHandler {
 
   private void apply(FlowAction action, String reason) {
     switch (action) {
-      case FLOW_ACTION_SUSPEND -> {
-        suspended = true;
-        service.metrics().suspended.incr();
-      }
-      case FLOW_ACTION_RESUME -> {
-        suspended = false;
+      case FLOW_ACTION_SUSPEND -> suspend();
+      case FLOW_ACTION_RESUME -> { // also one that comes after a self-resume: nothing to do
+        endSuspension();
         release();
       }
       case FLOW_ACTION_KILL -> {
@@ -277,6 +284,43 @@ final class FlowTracker extends ChannelDuplexHandler {
       }
       default -> { } // unknown actions from a newer agent are ignored (fail open)
     }
+  }
+
+  /** The orders stream broke, from any thread: a RESUME for this connection may never come. */
+  void ordersLost() {
+    ctx.executor().execute(() -> {
+      if (endSuspension()) {
+        service.metrics().resumedAgentLost.incr();
+        release();
+      }
+    });
+  }
+
+  private void suspend() {
+    if (suspended || suspendLeftNanos <= 0) {
+      return; // already held, or the response has been held its whole bound
+    }
+    suspended = true;
+    suspendedAtNanos = System.nanoTime();
+    service.metrics().suspended.incr();
+    selfResume = ctx.executor().schedule(() -> {
+      if (endSuspension()) {
+        service.metrics().resumedOnTimeout.incr();
+        service.orders().suspendOutlasted(service.config().suspendMax());
+        release();
+      }
+    }, suspendLeftNanos, TimeUnit.NANOSECONDS);
+  }
+
+  /** Ends the suspension, if any, charging its time to the response's bound. */
+  private boolean endSuspension() {
+    if (!suspended) {
+      return false;
+    }
+    suspended = false;
+    suspendLeftNanos -= System.nanoTime() - suspendedAtNanos;
+    selfResume.cancel(false);
+    return true;
   }
 
   private void release() {

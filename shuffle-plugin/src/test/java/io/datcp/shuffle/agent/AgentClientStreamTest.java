@@ -51,7 +51,7 @@ class AgentClientStreamTest {
   private AgentClient client(long rpcTimeoutMs) {
     client = new AgentClient(new AgentConfig(dir.resolve("agent.sock").toString(),
         dir.resolve("events.sock").toString(), Duration.ofMillis(5),
-        Duration.ofMillis(rpcTimeoutMs), 100, 10), "stream-test");
+        Duration.ofMillis(rpcTimeoutMs), 100, 10, Duration.ofSeconds(5)), "stream-test");
     return client;
   }
 

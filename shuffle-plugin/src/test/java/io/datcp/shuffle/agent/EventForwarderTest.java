@@ -68,6 +68,10 @@ class EventForwarderTest {
     conf.set(AgentConfig.REGISTER_TIMEOUT_MS, "soon");
     assertThatThrownBy(() -> AgentConfig.from(conf))
         .hasMessageContaining(AgentConfig.REGISTER_TIMEOUT_MS).hasMessageContaining("soon");
+    Configuration noSuspend = new Configuration(false);
+    noSuspend.set(AgentConfig.SUSPEND_MAX_MS, "0"); // a suspend must end by itself
+    assertThatThrownBy(() -> AgentConfig.from(noSuspend))
+        .hasMessageContaining(AgentConfig.SUSPEND_MAX_MS).hasMessageContaining("[1, ");
     Configuration relative = new Configuration(false);
     relative.set(AgentConfig.AGENT_SOCKET, "agent.sock");
     assertThatThrownBy(() -> AgentConfig.from(relative))
@@ -81,6 +85,7 @@ class EventForwarderTest {
     assertThat(defaults.socketPath()).isEqualTo(AgentConfig.DEFAULT_AGENT_SOCKET);
     assertThat(defaults.eventsSocketPath()).isEqualTo("/run/datcp/events.sock");
     assertThat(defaults.registerTimeout()).isEqualTo(Duration.ofMillis(200));
+    assertThat(defaults.suspendMax()).isEqualTo(Duration.ofSeconds(5));
 
     Configuration moved = new Configuration(false);
     moved.set(AgentConfig.AGENT_SOCKET, "/var/run/x/agent.sock");

@@ -57,7 +57,7 @@ class EventsClientTest {
   void setUp() throws Exception {
     config = new AgentConfig(dir.resolve("agent.sock").toString(),
         dir.resolve("events.sock").toString(), Duration.ofMillis(5),
-        Duration.ofMillis(RPC_TIMEOUT_MS), 100, 10);
+        Duration.ofMillis(RPC_TIMEOUT_MS), 100, 10, Duration.ofSeconds(5));
     Logger.getLogger(OutageLog.class).addAppender(capture);
   }
 
@@ -173,7 +173,7 @@ class EventsClientTest {
   @Test
   void closeAndInterruptEndAWaitingReportAtOnce() throws Exception {
     AgentConfig patient = new AgentConfig(config.socketPath(), config.eventsSocketPath(),
-        Duration.ofMillis(5), Duration.ofSeconds(30), 100, 10);
+        Duration.ofMillis(5), Duration.ofSeconds(30), 100, 10, Duration.ofSeconds(5));
     try (FakeAgent agent = new FakeAgent(dir)) {
       agent.eventsReplyDelayMs = 20_000;
       EventsClient client = new EventsClient(patient, "t");

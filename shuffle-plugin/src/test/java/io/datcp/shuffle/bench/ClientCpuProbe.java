@@ -164,7 +164,7 @@ public final class ClientCpuProbe {
     LoggerFactory.getLogger(ClientCpuProbe.class).debug("probe child {}", v);
     double boot = cpuSeconds();
     AgentConfig config = new AgentConfig(socket, eventsSocket, Duration.ofMillis(5),
-        Duration.ofSeconds(10), 10_000, 500);
+        Duration.ofSeconds(10), 10_000, 500, Duration.ofSeconds(5));
     ReportTransport client = v == Variant.GRPC ? new AgentClient(config, "cpu probe")
         : new EventsClient(config, "cpu probe");
     double built = cpuSeconds();

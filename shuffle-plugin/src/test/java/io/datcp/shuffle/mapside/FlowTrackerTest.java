@@ -1,11 +1,13 @@
 package io.datcp.shuffle.mapside;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import io.datcp.proto.v1.FlowAction;
 import io.datcp.proto.v1.FlowEnd;
 import io.datcp.proto.v1.FlowEndReason;
+import io.datcp.proto.v1.FlowOrder;
 import io.datcp.proto.v1.FlowRegistration;
 import io.datcp.shuffle.FakeAgent;
 import io.datcp.shuffle.agent.AgentClient;
@@ -43,7 +45,11 @@ import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.hadoop.metrics2.AbstractMetric;
 import org.apache.hadoop.metrics2.impl.MetricsCollectorImpl;
@@ -70,6 +76,12 @@ class FlowTrackerTest {
   private final List<String> served = new CopyOnWriteArrayList<>();
   private long registerTimeoutMs = 2000;
   private long rpcTimeoutMs = 5000;
+  private long suspendMaxMs = 30_000;
+  /** Orders the service took from the agent's stream, in the order they came. */
+  private final List<FlowOrder> ordersSeen = new CopyOnWriteArrayList<>();
+  /** The stand-in sends a response's second map only once this completes. */
+  private volatile CompletableFuture<Void> secondMap = CompletableFuture.completedFuture(null);
+  private final CountDownLatch atSecondMap = new CountDownLatch(1);
 
   @BeforeEach
   void startAgent() throws Exception {
@@ -80,10 +92,13 @@ class FlowTrackerTest {
   private void startServer() throws InterruptedException {
     AgentConfig config = new AgentConfig(agent.socket.toString(),
         agent.eventsSocket.toString(), Duration.ofMillis(registerTimeoutMs),
-        Duration.ofMillis(rpcTimeoutMs), 100, 10);
+        Duration.ofMillis(rpcTimeoutMs), 100, 10, Duration.ofMillis(suspendMaxMs));
     client = new AgentClient(config, "tracker-test");
     FlowOrders orders = new FlowOrders();
-    client.subscribeOrders("tracker-test", orders::dispatch);
+    client.subscribeOrders("tracker-test", order -> {
+      orders.dispatch(order);
+      ordersSeen.add(order);
+    }, orders::ordersLost);
     FlowHost host = new FlowHost() {
       @Override
       public AgentConfig config() {
@@ -138,7 +153,7 @@ class FlowTrackerTest {
   @AfterEach
   void stop() throws Exception {
     if (group != null) {
-      group.shutdownGracefully(0, 1, java.util.concurrent.TimeUnit.SECONDS).sync();
+      group.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
     }
     if (client != null) {
       client.close();
@@ -149,7 +164,7 @@ class FlowTrackerTest {
   }
 
   /** Answers GET /mapOutput?...&map=a,b with, per map, an 8-byte header and MAP_BYTES of body. */
-  private static final class HadoopLikeShuffle extends SimpleChannelInboundHandler<FullHttpRequest> {
+  private final class HadoopLikeShuffle extends SimpleChannelInboundHandler<FullHttpRequest> {
     @Override
     protected void channelRead0(ChannelHandlerContext ctx, FullHttpRequest request) {
       String maps = request.uri().replaceAll(".*map=([^&]*).*", "$1");
@@ -161,9 +176,14 @@ class FlowTrackerTest {
       sendMap(ctx.channel(), attempts.length, 0);
     }
 
-    private static void sendMap(Channel ch, int maps, int index) {
+    private void sendMap(Channel ch, int maps, int index) {
       if (index == maps) {
         ch.writeAndFlush(LastHttpContent.EMPTY_LAST_CONTENT);
+        return;
+      }
+      if (index == 1 && !secondMap.isDone()) {
+        atSecondMap.countDown();
+        secondMap.thenRun(() -> sendMap(ch, maps, index));
         return;
       }
       ch.write(Unpooled.wrappedBuffer(new byte[8]));
@@ -374,6 +394,97 @@ class FlowTrackerTest {
       resume.join();
     }
     assertThat(metrics.suspended()).isEqualTo(1);
+  }
+
+  /** A fetch on its own thread; the socket gives up after 10 s, far below any bound tested. */
+  private static CompletableFuture<byte[]> fetchAsync(Socket s, int maps) throws IOException {
+    s.setSoTimeout(10_000);
+    return CompletableFuture.supplyAsync(() -> {
+      try {
+        return fetch(s, maps);
+      } catch (IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
+    });
+  }
+
+  /** Lets the held second map go, on the connections' event loop, after what is queued there. */
+  private void releaseSecondMap() {
+    group.execute(() -> secondMap.complete(null));
+  }
+
+  private void assertWrittenInFull() {
+    await().atMost(Duration.ofSeconds(5)).until(() -> agent.ends.size() == 1);
+    FlowEnd end = agent.ends.values().iterator().next();
+    assertThat(end.getReason()).isEqualTo(FlowEndReason.FLOW_END_REASON_WRITTEN);
+    assertThat(end.getBytesWritten()).isEqualTo(agent.flows.get(0).registration().getBytes());
+  }
+
+  @Test
+  void aSuspendedResponseResumesByItselfAfterTheSuspendBound() throws Exception {
+    suspendMaxMs = 300;
+    agent.ordersBeforeReply(r -> FlowAction.FLOW_ACTION_SUSPEND); // and no RESUME ever comes
+    startServer();
+    try (Socket s = new Socket("127.0.0.1", port)) {
+      long start = System.nanoTime();
+      assertBody(fetchAsync(s, 2).get(), 2);
+      assertThat(Duration.ofNanos(System.nanoTime() - start))
+          .isGreaterThanOrEqualTo(Duration.ofMillis(300))
+          .isLessThan(Duration.ofMillis(5000)); // loose: the point is far below Hadoop's 180 s
+    }
+    assertWrittenInFull();
+    assertThat(metrics.suspended()).isEqualTo(1);
+    assertThat(metrics.resumedOnTimeout()).isEqualTo(1);
+    assertThat(metrics.resumedAgentLost()).isZero();
+  }
+
+  @Test
+  void losingTheAgentMidSuspendResumesAtOnce() throws Exception {
+    suspendMaxMs = 60_000;
+    secondMap = new CompletableFuture<>();
+    startServer();
+    try (Socket s = new Socket("127.0.0.1", port)) {
+      CompletableFuture<byte[]> body = fetchAsync(s, 2);
+      assertThat(atSecondMap.await(10, TimeUnit.SECONDS)).isTrue(); // first map sent
+      agent.order(agent.flows.get(0).flowId(), FlowAction.FLOW_ACTION_SUSPEND);
+      await().atMost(Duration.ofSeconds(5)).until(() -> ordersSeen.size() == 1);
+      releaseSecondMap(); // runs after the SUSPEND: the second map is held by it
+      assertThatThrownBy(() -> body.get(300, TimeUnit.MILLISECONDS))
+          .isInstanceOf(TimeoutException.class);
+      assertThat(metrics.suspended()).isEqualTo(1);
+
+      FakeAgent dying = agent;
+      agent = null;
+      long killed = System.nanoTime();
+      dying.close(); // the orders stream breaks; no RESUME will ever come
+      assertBody(body.get(), 2);
+      assertThat(Duration.ofNanos(System.nanoTime() - killed))
+          .isLessThan(Duration.ofSeconds(15)); // loose, and far below the 60 s bound
+    }
+    assertThat(metrics.resumedAgentLost()).isEqualTo(1);
+    assertThat(metrics.resumedOnTimeout()).isZero();
+  }
+
+  @Test
+  void afterResumingByItselfAResumeIsHarmlessAndTheSpentBoundRefusesSuspend() throws Exception {
+    suspendMaxMs = 300;
+    agent.ordersBeforeReply(r -> FlowAction.FLOW_ACTION_SUSPEND);
+    secondMap = new CompletableFuture<>();
+    startServer();
+    try (Socket s = new Socket("127.0.0.1", port)) {
+      CompletableFuture<byte[]> body = fetchAsync(s, 2);
+      assertThat(atSecondMap.await(10, TimeUnit.SECONDS)).isTrue(); // resumed by itself
+      assertThat(metrics.resumedOnTimeout()).isEqualTo(1);
+      long flowId = agent.flows.get(0).flowId();
+      agent.order(flowId, FlowAction.FLOW_ACTION_RESUME); // late: nothing to resume
+      agent.order(flowId, FlowAction.FLOW_ACTION_SUSPEND); // the response's 300 ms are spent
+      await().atMost(Duration.ofSeconds(5)).until(() -> ordersSeen.size() == 3);
+      releaseSecondMap(); // runs after both orders were applied
+      assertBody(body.get(), 2);
+    }
+    assertWrittenInFull();
+    assertThat(metrics.suspended()).isEqualTo(1); // the second SUSPEND was not applied
+    assertThat(metrics.resumedOnTimeout()).isEqualTo(1);
   }
 
   @Test

@@ -46,7 +46,8 @@ class ReduceSideReportingTest {
     agent = new FakeAgent(dir);
     // as DatcpShuffle builds it: over the events socket
     events = EventForwarder.connecting(new AgentConfig(agent.socket.toString(),
-        agent.eventsSocket.toString(), Duration.ofMillis(5), Duration.ofSeconds(5), 100, 10),
+        agent.eventsSocket.toString(), Duration.ofMillis(5), Duration.ofSeconds(5), 100, 10,
+        Duration.ofSeconds(5)),
         "reduce-test", "reduce-host");
   }
 
