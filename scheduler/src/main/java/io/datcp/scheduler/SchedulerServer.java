@@ -135,6 +135,7 @@ public final class SchedulerServer implements AutoCloseable {
     NodeByteBudget budget = new NodeByteBudget(
         conf.get(SchedulerConf.MAX_BYTES_PER_SECOND_PER_HOST),
         conf.get(SchedulerConf.BURST_BYTES_PER_HOST), b.nanoTime, meters);
+    service.reports().onLimitRefusals(budget::refusedForLimits);
     heavyLane = new HeavyLane(budget::heavy, HEAVY_LANE_PER_HOST, HEAVY_LANE_QUEUED,
         System::nanoTime);
     if (!conf.get(SchedulerConf.AUTH_NODES_REQUIRED)) {

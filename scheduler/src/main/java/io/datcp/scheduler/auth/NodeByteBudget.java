@@ -54,11 +54,17 @@ public final class NodeByteBudget implements ServerInterceptor {
   /** Set on a call refused here: how long to hold its answer back. */
   private static final AttributeKey<Duration> REFUSAL_DELAY =
       AttributeKey.valueOf(NodeByteBudget.class, "refusalDelay");
+  /** Events a host may have refused for a limit, per second and at once, before its calls are. */
+  private static final double STRIKES_PER_SECOND = 100;
+  private static final double STRIKES_BURST = 2_000;
   /** A light host sends at most this fraction of the budget: 1/8, 1 MiB/s by default. */
   private static final int LIGHT_SHARE = 8;
   private static final Logger LOG = LoggerFactory.getLogger(NodeByteBudget.class);
 
   private final HostBuckets buckets;
+  /** Events of a host refused for a limit ({@link #refusedForLimits}). */
+  private final HostBuckets strikes;
+  private final Counter refusedForStrikes;
   /** A host is heavy while it sends more than an eighth of its budget ({@link #heavy}). */
   private final HostBuckets light;
   private final Counter refused;
@@ -75,6 +81,9 @@ public final class NodeByteBudget implements ServerInterceptor {
   public NodeByteBudget(long bytesPerSecond, long burst, LongSupplier nanoTime,
       MeterRegistry meters) {
     this.buckets = new HostBuckets(bytesPerSecond, burst, nanoTime);
+    this.strikes = new HostBuckets(STRIKES_PER_SECOND, STRIKES_BURST, nanoTime);
+    this.refusedForStrikes = Counter.builder("datcp.report.rejected").tag("reason", "limits")
+        .description("Report batches refused").register(meters);
     this.light = new HostBuckets(bytesPerSecond / (double) LIGHT_SHARE,
         burst / (double) LIGHT_SHARE, nanoTime);
     this.refused = Counter.builder("datcp.report.rejected").tag("reason", "bytes")
@@ -96,6 +105,16 @@ public final class NodeByteBudget implements ServerInterceptor {
     String host = NodeAuthInterceptor.HOST.get();
     if (host == null) {
       return next.startCall(call, headers);
+    }
+    long struck = strikes.nanosUntilPositive(host);
+    if (struck > 0) {
+      refusedForStrikes.increment();
+      holdRefusal(Duration.ofNanos(Math.min(struck, MAX_REFUSAL_DELAY_NANOS)));
+      call.close(Status.RESOURCE_EXHAUSTED.withDescription("host '" + host + "' had more than "
+          + (long) STRIKES_BURST + " events refused for a limit (and " + (long) STRIKES_PER_SECOND
+          + " a second since): its calls are refused unread until that has paid back; retry"
+          + " later"), new Metadata());
+      return new ServerCall.Listener<>() {};
     }
     long wait = nanosUntilAdmitted(host);
     if (wait > 0) {
@@ -157,6 +176,17 @@ public final class NodeByteBudget implements ServerInterceptor {
   void charge(String host, long bytes) {
     buckets.take(host, bytes);
     light.take(host, bytes);
+  }
+
+  /**
+   * Counts {@code events} of {@code host}'s refused for a limit (jobs.*, flows.*: what no honest
+   * host reaches, see scheduler/README "Limits"). A host with 2,000 of them (two full batches), and 100 a
+   * second since, has its calls refused unread until the excess has paid back at that rate: its
+   * batches were parsed and judged event by event only to be refused, and a host that keeps
+   * sending them spends the scheduler's CPU and heap on nothing.
+   */
+  public void refusedForLimits(String host, int events) {
+    strikes.take(host, events);
   }
 
   /**

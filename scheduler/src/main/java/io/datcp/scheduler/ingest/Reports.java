@@ -26,6 +26,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Function;
+import java.util.function.ObjIntConsumer;
 
 /**
  * The ingest step: report batches from the plugins ({@link #report}) and flow outcomes from the
@@ -58,6 +59,8 @@ public final class Reports {
   private final Counter outcomesMet;
   private final Counter outcomesMissed;
   private final Counter outcomesIgnored;
+  /** Told how many of an authenticated host's events a batch refused for a limit. */
+  private volatile ObjIntConsumer<String> limitRefusals = (host, n) -> {};
 
   /**
    * @param dedupIdleNanos reports.dedupIdleSeconds
@@ -215,7 +218,7 @@ public final class Reports {
     eventsAccepted.increment(applied);
     eventsUnverified.increment(unverified);
     askYarn.forEach(attributes::ask);
-    return new Ack(applied, false, counted(why));
+    return new Ack(applied, false, counted(caller, why));
   }
 
   /** Indexes of {@code items} per job, jobs in order of first appearance, each in batch order. */
@@ -281,18 +284,33 @@ public final class Reports {
         }
       }
     }
-    return new Ack(applied, false, counted(why));
+    return new Ack(applied, false, counted(caller, why));
+  }
+
+  /**
+   * Where an authenticated host's events refused for a limit are told (the byte budget, which
+   * refuses a host's calls whole while it has many: see NodeByteBudget#refusedForLimits).
+   */
+  public void onLimitRefusals(ObjIntConsumer<String> listener) {
+    this.limitRefusals = listener;
   }
 
   /** Refusals in batch order, counted by reason (a duplicate's are not counted again). */
-  private List<Refused> counted(List<Refused> why) {
+  private List<Refused> counted(Caller caller, List<Refused> why) {
     why.sort(Comparator.comparingInt(Refused::index));
+    int overLimit = 0;
     for (Refused r : why) {
+      if (r.reason() == Refused.Reason.LIMIT) {
+        overLimit++;
+      }
       (switch (r.reason()) {
         case INVALID -> eventsInvalid;
         case NOT_PERMITTED -> eventsNotPermitted;
         case LIMIT -> eventsOverLimit;
       }).increment();
+    }
+    if (overLimit > 0 && caller.authenticated()) {
+      limitRefusals.accept(caller.host(), overLimit);
     }
     return why;
   }

@@ -200,6 +200,33 @@ class HostileLoadTest {
   }
 
   @Test
+  void aHostThatKeepsSendingEventsRefusedForLimitsHasItsCallsRefusedWhole() throws Exception {
+    start();
+    var evil = plugin("evil");
+    assertThat(evil.report(batch(IntStream.range(0, 1000)
+        .mapToObj(j -> reduceStarted("job_1_" + j, 0, "evil", 1, 1)).toList())).getAccepted())
+        .isEqualTo(1000);
+    for (int b = 2; b <= 4; b++) {
+      int batch = b;
+      ReportAck ack = evil.report(batch(IntStream.range(0, 1000)
+          .mapToObj(j -> reduceStarted("job_" + batch + "_" + j, 0, "evil", 1, 1)).toList()));
+      assertThat(ack.getAccepted()).isZero();
+      assertRefused(ack, 999, EXHAUSTED, "jobs.maxReducesPerHost");
+    }
+    // 3,000 events refused for a limit, 2,000 forgiven at once and 100 a second: the next call
+    // is refused before it is read
+    assertThatThrownBy(() -> evil.report(batch(List.of(reduceStarted("job_9_1", 0, "evil", 1,
+        1))))).isInstanceOfSatisfying(StatusRuntimeException.class, e -> {
+          assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.RESOURCE_EXHAUSTED);
+          assertThat(e.getStatus().getDescription()).contains("'evil'")
+              .contains("refused for a limit");
+        });
+    // another host is served as before
+    assertThat(plugin("node1").report(batch(List.of(reduceStarted("job_5_1", 0, "node1", 1, 1))))
+        .getAccepted()).isEqualTo(1);
+  }
+
+  @Test
   void thousandsOfFakeJobsStopAtJobsMaxRunning() throws Exception {
     start();
     int refused = 0;

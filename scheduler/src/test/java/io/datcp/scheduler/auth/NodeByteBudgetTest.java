@@ -146,4 +146,53 @@ class NodeByteBudgetTest {
     assertThat(budget.heavy("evil")).isFalse();
     assertThat(budget.nanosUntilAdmitted("evil")).isZero();
   }
+
+  @Test
+  void aHostWithManyEventsRefusedForLimitsHasItsCallsRefusedUnreadUntilThatHasPaidBack()
+      throws Exception {
+    NodeCredentials nodes = NodeCredentials.open(dir);
+    String evilToken = nodes.mint("evil");
+    String agentToken = nodes.mint("agent");
+    NodeByteBudget budget = new NodeByteBudget(8L << 20, 32L << 20, nanos::get,
+        new SimpleMeterRegistry());
+    server = Server.builder().http(0).maxRequestLength(4L << 20)
+        .service(GrpcService.builder()
+            .addService(budget.guard(countingReportService(),
+                new NodeAuthInterceptor(nodes, true)))
+            .maxRequestMessageLength(2 << 20).build())
+        .build();
+    server.start().join();
+    var evil = stub(evilToken);
+    var agent = stub(agentToken);
+    ShuffleReport small = ShuffleReport.newBuilder().addEvents(ShuffleEvent.getDefaultInstance())
+        .build();
+
+    // 2,000 events refused for limits may be forgiven at once; 3,000 not
+    budget.refusedForLimits("evil", 1_500);
+    assertThat(evil.report(small).getAccepted()).isEqualTo(1);
+    budget.refusedForLimits("evil", 1_500);
+    for (int i = 0; i < 3; i++) {
+      assertThatThrownBy(() -> evil.report(small))
+          .isInstanceOfSatisfying(StatusRuntimeException.class, e -> {
+            assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.RESOURCE_EXHAUSTED);
+            assertThat(e.getStatus().getDescription()).contains("'evil'")
+                .contains("refused for a limit");
+          });
+    }
+    assertThat(parsed).hasValue(1);
+    // another host is not touched
+    assertThat(agent.report(small).getAccepted()).isEqualTo(1);
+
+    // 1,000 over, paid back at 100 a second: refused for ten seconds, then read again
+    nanos.addAndGet(9 * SECOND);
+    assertThatThrownBy(() -> evil.report(small)).isInstanceOf(StatusRuntimeException.class);
+    nanos.addAndGet(2 * SECOND);
+    assertThat(evil.report(small).getAccepted()).isEqualTo(1);
+  }
+
+  private ShuffleReportServiceGrpc.ShuffleReportServiceBlockingStub stub(String token) {
+    return GrpcClients.builder("http://127.0.0.1:" + server.activeLocalPort())
+        .auth(AuthToken.ofOAuth2(token))
+        .build(ShuffleReportServiceGrpc.ShuffleReportServiceBlockingStub.class);
+  }
 }

@@ -85,8 +85,9 @@ final class HostileClient {
     this.loops = loops;
   }
 
-  void start() {
-    for (int i = 0; i < 8; i++) {
+  /** @param unreadStreams update streams to open and never read (watch.maxStreamsPerHost: 8) */
+  void start(int unreadStreams) {
+    for (int i = 0; i < unreadStreams; i++) {
       // update streams it never reads: the scheduler queues up to watch.maxQueuedUpdates each
       streams.watchPolicies(WatchRequest.newBuilder().setResync(true).build(),
           new ClientResponseObserver<WatchRequest, PolicyUpdate>() {

@@ -135,6 +135,11 @@ public final class LoadBenchmark implements Callable<Integer> {
       description = "Node token of host evil for the hostile node (--mint-node-token evil).")
   String hostileToken;
 
+  @Option(names = "--hostile-streams", defaultValue = "8",
+      description = "Update streams the hostile node opens and never reads"
+          + " (watch.maxStreamsPerHost allows 8).")
+  int hostileStreams;
+
   @Option(names = "--hostile-loops", defaultValue = "2",
       description = "Closed loops per kind of hostile call (reports, lookups, outcomes).")
   int hostileLoops;
@@ -307,7 +312,7 @@ public final class LoadBenchmark implements Callable<Integer> {
     long clientCpuBefore = cpuTicks("self");
     clientGcBefore = clientGc();
     String from = serverUptime(0);
-    attacker.start();
+    attacker.start(hostileStreams);
     measuring.set(true);
     long start = System.nanoTime();
     TimeUnit.SECONDS.sleep(hostileSeconds);

@@ -7,6 +7,7 @@ import io.datcp.scheduler.auth.NodeByteBudget;
 import io.datcp.scheduler.common.ReceivedMessage;
 import io.grpc.Attributes;
 import io.grpc.Context;
+import io.grpc.KnownLength;
 import io.grpc.Metadata;
 import io.grpc.MethodDescriptor;
 import io.grpc.SecurityLevel;
@@ -17,6 +18,8 @@ import io.grpc.ServerServiceDefinition;
 import io.grpc.ServiceDescriptor;
 import io.grpc.Status;
 import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.FilterInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.time.Duration;
@@ -41,11 +44,13 @@ import java.util.function.Predicate;
  * 30 ms. Here a host that sends more than its light share (see {@code heavy}) only delays its
  * own calls and the other heavy hosts', and the event loops stay free for the hosts that send
  * little. The worker serves the hosts with work in turn, one message or callback each, so two
- * heavy hosts share it evenly.
+ * heavy hosts share it evenly, and rests beyond {@link #SHARE} of a core, so that heavy hosts
+ * together take at most that from the light ones. A small message is parsed where it arrives,
+ * without a copy; only a large one is kept as bytes for the worker to parse.
  *
  * <p>Bounded: at most {@code maxPerHost} messages of a host, and {@code maxQueued} in all, wait
- * for the worker to parse them. A heavy host's message beyond that is refused with
- * RESOURCE_EXHAUSTED; a large message of a light host is handled on its loop (slower for its
+ * for the worker to parse them. A heavy host's call beyond that is refused with
+ * RESOURCE_EXHAUSTED, unread when the lane is full as it starts; a large message of a light host is handled on its loop (slower for its
  * neighbours, nothing refused). A call's callbacks after its first offloaded one follow it in
  * order.
  */
@@ -60,23 +65,55 @@ public final class HeavyLane implements AutoCloseable {
   /** The queue key of calls without a node credential (auth.nodes.required=false). */
   private static final String NO_HOST = "";
 
-  private static final MethodDescriptor.Marshaller<ReceivedMessage> RECEIVED =
-      new MethodDescriptor.Marshaller<>() {
-        @Override
-        public InputStream stream(ReceivedMessage message) {
-          return new ByteArrayInputStream(message.bytes());
-        }
+  /**
+   * Receives a request message: a small one parsed at once, as it would be without this lane, a
+   * large one as its bytes, copied once, for the lane to parse.
+   */
+  private static <Q> MethodDescriptor.Marshaller<ReceivedMessage> receiving(
+      MethodDescriptor.Marshaller<Q> parser) {
+    return new MethodDescriptor.Marshaller<>() {
+      @Override
+      public InputStream stream(ReceivedMessage message) {
+        throw new UnsupportedOperationException("requests are only received");
+      }
 
-        @Override
-        public ReceivedMessage parse(InputStream in) {
-          try {
-            return new ReceivedMessage(in.readAllBytes());
-          } catch (IOException e) {
-            throw Status.INTERNAL.withDescription("reading the request: " + e.getMessage())
-                .asRuntimeException();
+      @Override
+      public ReceivedMessage parse(InputStream in) {
+        try {
+          int size = in.available();
+          if (size < LARGE_BYTES) {
+            return new ReceivedMessage(parser.parse(new Known(in)), null, size);
           }
+          byte[] bytes = new byte[size];
+          int read = in.readNBytes(bytes, 0, size);
+          int next = in.read();
+          if (read < size || next >= 0) { // a stream that did not know its length after all
+            ByteArrayOutputStream all = new ByteArrayOutputStream(size + 1);
+            all.write(bytes, 0, read);
+            if (next >= 0) {
+              all.write(next);
+              in.transferTo(all);
+            }
+            bytes = all.toByteArray();
+          }
+          return new ReceivedMessage(null, bytes, bytes.length);
+        } catch (IOException e) {
+          throw Status.INTERNAL.withDescription("reading the request: " + e.getMessage())
+              .asRuntimeException();
         }
-      };
+      }
+    };
+  }
+
+  /**
+   * A message's stream that says it knows its length: gRPC's protobuf marshaller then reads it
+   * into a buffer it keeps per thread instead of a new decoder's buffer per message.
+   */
+  private static final class Known extends FilterInputStream implements KnownLength {
+    Known(InputStream in) {
+      super(in);
+    }
+  }
 
   private final Predicate<String> heavy;
   private final LongSupplier nanoTime;
@@ -128,7 +165,8 @@ public final class HeavyLane implements AutoCloseable {
       ServerMethodDefinition<Q, A> def) {
     MethodDescriptor<Q, A> method = def.getMethodDescriptor();
     return ServerMethodDefinition.create(
-        method.toBuilder(RECEIVED, method.getResponseMarshaller()).build(),
+        method.toBuilder(receiving(method.getRequestMarshaller()), method.getResponseMarshaller())
+            .build(),
         (call, headers) -> {
           String host = NodeAuthInterceptor.HOST.get();
           if (host != null && heavy.test(host) && full(host)) {
@@ -295,8 +333,10 @@ public final class HeavyLane implements AutoCloseable {
       });
     }
 
+    @SuppressWarnings("unchecked") // received(parser) parsed it with this call's own parser
     private Q parse(ReceivedMessage message) {
-      return parser.parse(new ByteArrayInputStream(message.bytes()));
+      return message.parsed() != null ? (Q) message.parsed()
+          : parser.parse(new Known(new ByteArrayInputStream(message.bytes())));
     }
 
     @Override
