@@ -53,9 +53,10 @@ class ShadedJarIT {
 
       Class<?> configClass = jar.loadClass("io.datcp.shuffle.agent.AgentConfig");
       Constructor<?> newConfig = configClass.getConstructor(String.class, String.class,
-          Duration.class, Duration.class, int.class, int.class);
+          Duration.class, Duration.class, int.class, int.class, Duration.class);
       Object config = newConfig.newInstance(agent.socket.toString(),
-          agent.eventsSocket.toString(), Duration.ofMillis(5), Duration.ofSeconds(5), 100, 10);
+          agent.eventsSocket.toString(), Duration.ofMillis(5), Duration.ofSeconds(5), 100, 10,
+          Duration.ofSeconds(5));
       Class<?> clientClass = jar.loadClass("io.datcp.shuffle.agent.AgentClient");
       AutoCloseable client = (AutoCloseable) clientClass.getConstructor(configClass, String.class)
           .newInstance(config, "shaded-jar-test");
@@ -103,8 +104,9 @@ class ShadedJarIT {
     try (FakeAgent agent = new FakeAgent(dir); Recording jar = new Recording()) {
       Class<?> configClass = jar.loadClass("io.datcp.shuffle.agent.AgentConfig");
       Object config = configClass.getConstructor(String.class, String.class, Duration.class,
-          Duration.class, int.class, int.class).newInstance(agent.socket.toString(),
-          agent.eventsSocket.toString(), Duration.ofMillis(5), Duration.ofSeconds(5), 100, 10);
+          Duration.class, int.class, int.class, Duration.class).newInstance(
+          agent.socket.toString(), agent.eventsSocket.toString(), Duration.ofMillis(5),
+          Duration.ofSeconds(5), 100, 10, Duration.ofSeconds(5));
       Class<?> forwarderClass = jar.loadClass("io.datcp.shuffle.agent.EventForwarder");
       Object forwarder = forwarderClass.getMethod("connecting", configClass, String.class,
           String.class).invoke(null, config, "shaded reduce", "shaded-host");
