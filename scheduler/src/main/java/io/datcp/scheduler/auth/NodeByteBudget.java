@@ -71,6 +71,7 @@ public final class NodeByteBudget implements ServerInterceptor {
   /** The refusal's description up to the host's name, built once. */
   private final String refusal;
   private final AtomicBoolean logged = new AtomicBoolean();
+  private final AtomicBoolean strikesLogged = new AtomicBoolean();
 
   /**
    * @param bytesPerSecond sustained request bytes per second per host
@@ -108,30 +109,15 @@ public final class NodeByteBudget implements ServerInterceptor {
     }
     long struck = strikes.nanosUntilPositive(host);
     if (struck > 0) {
-      refusedForStrikes.increment();
-      holdRefusal(Duration.ofNanos(Math.min(struck, MAX_REFUSAL_DELAY_NANOS)));
-      call.close(Status.RESOURCE_EXHAUSTED.withDescription("host '" + host + "' had more than "
-          + (long) STRIKES_BURST + " events refused for a limit (and " + (long) STRIKES_PER_SECOND
-          + " a second since): its calls are refused unread until that has paid back; retry"
-          + " later"), new Metadata());
-      return new ServerCall.Listener<>() {};
+      return refuse(call, refusedForStrikes, struck, strikesLogged, "host '" + host
+          + "' had more than " + (long) STRIKES_BURST + " events refused for a limit (and "
+          + (long) STRIKES_PER_SECOND + " a second since): its calls are refused unread until"
+          + " that has paid back; retry later", "reason=limits");
     }
     long wait = nanosUntilAdmitted(host);
     if (wait > 0) {
-      refused.increment();
-      ServiceRequestContext ctx = ServiceRequestContext.currentOrNull();
-      if (ctx != null) {
-        ctx.setAttr(REFUSAL_DELAY, Duration.ofNanos(Math.min(wait, MAX_REFUSAL_DELAY_NANOS)));
-      }
-      if (logged.compareAndSet(false, true)) {
-        LOG.warn("host {} sent more than {}: its calls are refused until its budget refills;"
-            + " further refusals are only counted (datcp_report_rejected_total{reason=bytes})",
-            host, RATE_KEY);
-      }
-      // No cause: a status without one is written as it is, no exception or stack trace.
-      call.close(Status.RESOURCE_EXHAUSTED.withDescription(
-          refusal + host + "': call refused unread; retry later"), new Metadata());
-      return new ServerCall.Listener<>() {};
+      return refuse(call, refused, wait, logged,
+          refusal + host + "': call refused unread; retry later", "reason=bytes");
     }
     return new SimpleForwardingServerCallListener<>(next.startCall(call, headers)) {
       @Override
@@ -141,6 +127,23 @@ public final class NodeByteBudget implements ServerInterceptor {
         super.onMessage(message);
       }
     };
+  }
+
+  /**
+   * Closes {@code call} unread with RESOURCE_EXHAUSTED, its answer held back until the host
+   * may call again ({@code wait}, at most a second); counted, and logged the first time.
+   */
+  private static <Q, A> ServerCall.Listener<Q> refuse(ServerCall<Q, A> call, Counter counter,
+      long wait, AtomicBoolean once, String description, String metricReason) {
+    counter.increment();
+    holdRefusal(Duration.ofNanos(Math.min(wait, MAX_REFUSAL_DELAY_NANOS)));
+    if (once.compareAndSet(false, true)) {
+      LOG.warn("{}; further refusals are only counted (datcp_report_rejected_total{{}})",
+          description, metricReason);
+    }
+    // No cause: a status without one is written as it is, no exception or stack trace.
+    call.close(Status.RESOURCE_EXHAUSTED.withDescription(description), new Metadata());
+    return new ServerCall.Listener<>() {};
   }
 
   /**
@@ -180,8 +183,8 @@ public final class NodeByteBudget implements ServerInterceptor {
 
   /**
    * Counts {@code events} of {@code host}'s refused for a limit (jobs.*, flows.*: what no honest
-   * host reaches, see scheduler/README "Limits"). A host with 2,000 of them (two full batches), and 100 a
-   * second since, has its calls refused unread until the excess has paid back at that rate: its
+   * host reaches, see scheduler/README "Limits"). A host with 2,000 of them (two full batches),
+   * and 100 a second since, has its calls refused unread until the excess has paid back at that rate: its
    * batches were parsed and judged event by event only to be refused, and a host that keeps
    * sending them spends the scheduler's CPU and heap on nothing.
    */

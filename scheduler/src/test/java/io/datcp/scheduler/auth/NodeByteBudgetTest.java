@@ -93,16 +93,8 @@ class NodeByteBudgetTest {
     // 1 MiB/s, a burst of 1 MiB: one largest message at once
     NodeByteBudget budget = new NodeByteBudget(1L << 20, 1L << 20, nanos::get,
         new SimpleMeterRegistry());
-    server = Server.builder().http(0).maxRequestLength(4L << 20)
-        .service(GrpcService.builder()
-            .addService(budget.guard(countingReportService(),
-                new NodeAuthInterceptor(nodes, true)))
-            .maxRequestMessageLength(2 << 20).build())
-        .build();
-    server.start().join();
-    var evil = GrpcClients.builder("http://127.0.0.1:" + server.activeLocalPort())
-        .auth(AuthToken.ofOAuth2(token))
-        .build(ShuffleReportServiceGrpc.ShuffleReportServiceBlockingStub.class);
+    serve(budget, nodes);
+    var evil = stub(token);
     ShuffleReport message = largest();
     assertThat(message.getSerializedSize()).isBetween(900_000, 1 << 20);
 
@@ -155,13 +147,7 @@ class NodeByteBudgetTest {
     String agentToken = nodes.mint("agent");
     NodeByteBudget budget = new NodeByteBudget(8L << 20, 32L << 20, nanos::get,
         new SimpleMeterRegistry());
-    server = Server.builder().http(0).maxRequestLength(4L << 20)
-        .service(GrpcService.builder()
-            .addService(budget.guard(countingReportService(),
-                new NodeAuthInterceptor(nodes, true)))
-            .maxRequestMessageLength(2 << 20).build())
-        .build();
-    server.start().join();
+    serve(budget, nodes);
     var evil = stub(evilToken);
     var agent = stub(agentToken);
     ShuffleReport small = ShuffleReport.newBuilder().addEvents(ShuffleEvent.getDefaultInstance())
@@ -188,6 +174,17 @@ class NodeByteBudgetTest {
     assertThatThrownBy(() -> evil.report(small)).isInstanceOf(StatusRuntimeException.class);
     nanos.addAndGet(2 * SECOND);
     assertThat(evil.report(small).getAccepted()).isEqualTo(1);
+  }
+
+  /** The counting report service behind node authentication and {@code budget}, started. */
+  private void serve(NodeByteBudget budget, NodeCredentials nodes) {
+    server = Server.builder().http(0).maxRequestLength(4L << 20)
+        .service(GrpcService.builder()
+            .addService(budget.guard(countingReportService(),
+                new NodeAuthInterceptor(nodes, true)))
+            .maxRequestMessageLength(2 << 20).build())
+        .build();
+    server.start().join();
   }
 
   private ShuffleReportServiceGrpc.ShuffleReportServiceBlockingStub stub(String token) {

@@ -263,11 +263,10 @@ public final class HeavyLane implements AutoCloseable {
   /** Counts a message of {@code host} into the lane; false when it holds the most it may. */
   private boolean admit(String host) {
     synchronized (lock) {
-      int mine = messages.getOrDefault(host, 0);
-      if (mine >= maxPerHost || queued >= maxQueued) {
+      if (full(host)) {
         return false;
       }
-      messages.put(host, mine + 1);
+      messages.merge(host, 1, Integer::sum);
       queued++;
       return true;
     }
