@@ -14,7 +14,8 @@
 # before the bounds), the clients still from this tree; EXTRA_CONF='key=value ...' adds scheduler
 # settings (e.g. reports.maxBytesPerSecondPerHost=1048576); PIN=1 runs the scheduler on CPU 0 and
 # the clients (honest and hostile) on CPU 1, as run-load.sh does, so the clients' own CPU no
-# longer delays the scheduler (nor the scheduler the clients' clocks). The honest hosts send no node tokens, so the
+# longer delays the scheduler (nor the scheduler the clients' clocks); FAVOUR=1 gives the
+# whole benchmark 100x the CPU shares of other work on the machine (bench/pin.sh). The honest hosts send no node tokens, so the
 # scheduler runs with auth.nodes.required=false and jobs.attributesFrom=reports; the attacker's
 # calls carry its token and are checked as in production.
 set -euo pipefail
@@ -28,6 +29,7 @@ pid=""
 data="$(mktemp -d)"
 cleanup() {
   if [[ -n "$pid" ]]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
+  if declare -F unfavour >/dev/null; then unfavour; fi
   if [[ -n "${KEEP_LOGS:-}" ]]; then
     mkdir -p "$KEEP_LOGS" && cp "$data/gc.log" "$data/scheduler.log" "$KEEP_LOGS/" || true
   fi

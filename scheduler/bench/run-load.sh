@@ -31,6 +31,7 @@ results="$(mktemp -d)"
 trap 'cleanup; rm -rf "$results"' EXIT
 cleanup() {
   if [[ -n "$pid" ]]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
+  if declare -F unfavour >/dev/null; then unfavour; fi
   if [[ -n "$data" ]]; then rm -rf "$data"; fi
   pid=""
   data=""

@@ -40,7 +40,7 @@ import java.util.stream.IntStream;
  * reporter id on every batch, and watch.maxStreamsPerHost update streams it never reads. Each
  * kind runs {@code loops} closed loops; refusals are counted, not retried.
  */
-final class HostileClient {
+public final class HostileClient {
   private static final String HOST = "evil";
   private static final int MAX_REDUCES = 10_000;
   private static final int MAX_MAP_IDS = 1_000;
@@ -49,6 +49,7 @@ final class HostileClient {
   private final FlowPolicyServiceGrpc.FlowPolicyServiceStub agent;
   private final FlowPolicyServiceGrpc.FlowPolicyServiceStub streams;
   private final int loops;
+  private final long callsPerLoop;
   private final AtomicBoolean running = new AtomicBoolean(true);
   private final AtomicLong sent = new AtomicLong();
   private final AtomicLong answered = new AtomicLong();
@@ -72,7 +73,7 @@ final class HostileClient {
    *     fill its HTTP/2 window and stall the attacker's own calls
    */
   HostileClient(String uri, String token, ClientFactory factory, ClientFactory streamFactory,
-      int loops) {
+      int loops, long callsPerLoop) {
     plugin = GrpcClients.builder(uri).factory(factory).auth(AuthToken.ofOAuth2(token))
         .responseTimeout(Duration.ofSeconds(30))
         .build(ShuffleReportServiceGrpc.ShuffleReportServiceStub.class);
@@ -83,6 +84,7 @@ final class HostileClient {
         .responseTimeout(Duration.ZERO)
         .build(FlowPolicyServiceGrpc.FlowPolicyServiceStub.class);
     this.loops = loops;
+    this.callsPerLoop = callsPerLoop > 0 ? callsPerLoop : Long.MAX_VALUE;
   }
 
   /** @param unreadStreams update streams to open and never read (watch.maxStreamsPerHost: 8) */
@@ -110,10 +112,33 @@ final class HostileClient {
           });
     }
     for (int i = 0; i < loops; i++) {
-      loop(this::jobsAndMapOutputs, plugin::report);
-      loop(this::lookup, agent::lookupPolicy);
-      loop(this::outcomes, agent::reportOutcomes);
+      loop(this::jobsAndMapOutputs, plugin::report, new AtomicLong(callsPerLoop));
+      loop(this::lookup, agent::lookupPolicy, new AtomicLong(callsPerLoop));
+      loop(this::outcomes, agent::reportOutcomes, new AtomicLong(callsPerLoop));
     }
+  }
+
+  /**
+   * The attacker in a JVM of its own (LoadBenchmark --hostile-jvm): the honest client's
+   * latencies then exclude this JVM's allocation, collections and safepoints. Attacks for
+   * {@code args[3]} seconds, then prints its summary line.
+   *
+   * @param args target URI, node token, closed loops per kind, seconds, unread streams, calls
+   *     per loop (0: no limit)
+   */
+  public static void main(String[] args) throws InterruptedException {
+    ClientFactory own = ClientFactory.builder().build();
+    ClientFactory ownStreams = ClientFactory.builder().build();
+    HostileClient attacker = new HostileClient(args[0], args[1], own, ownStreams,
+        Integer.parseInt(args[2]), Long.parseLong(args[5]));
+    long start = System.nanoTime();
+    attacker.start(Integer.parseInt(args[4]));
+    java.util.concurrent.TimeUnit.SECONDS.sleep(Long.parseLong(args[3]));
+    attacker.stop();
+    System.out.println(attacker.summary((System.nanoTime() - start) / 1e9));
+    own.close();
+    ownStreams.close();
+    System.exit(0);
   }
 
   void stop() {
@@ -129,8 +154,9 @@ final class HostileClient {
         bytesSent.get() / 1e6 / secs, refusedCalls.get(), refusedEvents.get());
   }
 
-  private <Q, A> void loop(Supplier<Q> next, BiConsumer<Q, StreamObserver<A>> method) {
-    if (!running.get()) {
+  private <Q, A> void loop(Supplier<Q> next, BiConsumer<Q, StreamObserver<A>> method,
+      AtomicLong callsLeft) {
+    if (!running.get() || callsLeft.getAndDecrement() <= 0) {
       return;
     }
     Q request = next.get();
@@ -149,12 +175,12 @@ final class HostileClient {
       public void onError(Throwable t) {
         answered.incrementAndGet();
         refusedCalls.incrementAndGet();
-        loop(next, method);
+        loop(next, method, callsLeft);
       }
 
       @Override
       public void onCompleted() {
-        loop(next, method);
+        loop(next, method, callsLeft);
       }
     });
   }

@@ -144,6 +144,18 @@ public final class LoadBenchmark implements Callable<Integer> {
       description = "Closed loops per kind of hostile call (reports, lookups, outcomes).")
   int hostileLoops;
 
+  @Option(names = "--hostile-calls", defaultValue = "0",
+      description = "Calls per hostile loop, then it stops sending but holds its connection,"
+          + " streams and jobs (0: no limit). With --hostile-calls 1 the attacker starts its"
+          + " 1,000 jobs and goes quiet: what its retained state alone costs honest calls.")
+  long hostileCalls;
+
+  @Option(names = "--hostile-jvm",
+      description = "Run the hostile node in a JVM of its own (same CPUs as this one): tells"
+          + " what of the attacked window's tail is this JVM's own (the attacker's garbage,"
+          + " collections, safepoints) from what is the scheduler's.")
+  boolean hostileJvm;
+
   /** Latency samples of one operation kind, nanoseconds; a fixed array so recording is cheap. */
   private static final class Samples {
     private final long[] nanos = new long[4_000_000];
@@ -304,24 +316,41 @@ public final class LoadBenchmark implements Callable<Integer> {
     lookups = new Samples();
     ClientFactory own = ClientFactory.builder().build();
     ClientFactory ownStreams = ClientFactory.builder().build();
-    HostileClient attacker = new HostileClient(uri, hostileToken, own, ownStreams,
-        hostileLoops);
+    HostileClient attacker = hostileJvm ? null
+        : new HostileClient(uri, hostileToken, own, ownStreams, hostileLoops, hostileCalls);
     long eventsBefore = events.get();
     long updatesBefore = updates.get();
     long cpuBefore = serverCpuTicks();
     long clientCpuBefore = cpuTicks("self");
     clientGcBefore = clientGc();
     String from = serverUptime(0);
-    attacker.start(hostileStreams);
+    Process attackerJvm = null;
+    if (hostileJvm) {
+      attackerJvm = new ProcessBuilder(ProcessHandle.current().info().command().orElse("java"),
+          "-cp", System.getProperty("java.class.path"), HostileClient.class.getName(), uri,
+          hostileToken, String.valueOf(hostileLoops), String.valueOf(hostileSeconds),
+          String.valueOf(hostileStreams), String.valueOf(hostileCalls)).redirectError(ProcessBuilder.Redirect.DISCARD).start();
+    } else {
+      attacker.start(hostileStreams);
+    }
     measuring.set(true);
     long start = System.nanoTime();
     TimeUnit.SECONDS.sleep(hostileSeconds);
     measuring.set(false);
     double secs = (System.nanoTime() - start) / 1e9;
-    attacker.stop();
+    String summary;
+    if (attackerJvm != null) {
+      summary = new String(attackerJvm.getInputStream().readAllBytes()).lines()
+          .filter(l -> l.startsWith("attacker")).findFirst().orElse("attacker: no summary")
+          + " (own JVM)";
+      attackerJvm.waitFor();
+    } else {
+      attacker.stop();
+      summary = attacker.summary(secs);
+    }
     System.out.println("-- honest load with the attacker (scheduler uptime " + from + " to "
         + serverUptime(0) + " s)");
-    System.out.println(attacker.summary(secs));
+    System.out.println(summary);
     printWindow(secs, eventsBefore, updatesBefore, serverCpuTicks() - cpuBefore,
         cpuTicks("self") - clientCpuBefore);
     long[][] attacked = {reports.recorded(), outcomeReports.recorded(), lookups.recorded()};
