@@ -88,6 +88,11 @@ public final class Job {
     public boolean shuffling() {
       return shuffleFinishUnixNanos == 0;
     }
+
+    /** When the first flow to this reduce looked up its policy; 0 before. */
+    public long firstFlowUnixNanos() {
+      return firstFlowUnixNanos;
+    }
   }
 
   private final String id;
