@@ -68,8 +68,8 @@ function renderFlows(page) {
       cell(tr, p.phi);
       cell(tr, p.mode + ", quench " + p.quenchMode);
       cell(tr, f.precedenceClass, "class");
-      cell(tr, "in flight on " + plan.host + " (rank " + (plan.rank > 0 ? plan.rank : "-") + ")",
-          "outcome");
+      cell(tr, "in flight to " + plan.host + " (" + (plan.rank > 0 ? "rank " + plan.rank
+          : plan.rank === 0 ? "waiting for maps" : "not planned") + ")", "outcome");
       cell(tr, p.reason, "reason");
       body.appendChild(tr);
     }
