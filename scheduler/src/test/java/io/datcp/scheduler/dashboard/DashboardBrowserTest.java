@@ -74,7 +74,7 @@ class DashboardBrowserTest {
     options.setBinary(CHROMIUM.toFile());
     options.addArguments("--headless", "--no-sandbox", "--disable-gpu",
         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        "--no-first-run", "--window-size=1400,1000", "--user-data-dir=" + profile);
+        "--no-first-run", "--window-size=1400,1100", "--user-data-dir=" + profile);
     ChromeDriverService service = new ChromeDriverService.Builder()
         .usingDriverExecutable(new File(CHROMEDRIVER.toString()))
         .usingAnyFreePort()
@@ -92,8 +92,8 @@ class DashboardBrowserTest {
 
   /**
    * Six finished jobs on node2 ({@link #DONE}); on node1 job_B (2 maps, done: first), job_C (3
-   * maps, done: second) and job_A (2 of 4 maps: waiting), with four flows in flight and two
-   * ended (job_A's missed and suspended, job_C's killed).
+   * maps, done: second) and job_A (2 of 4 maps: waiting), with three flows in flight and three
+   * ended (job_B's met after its fetch, job_A's missed and suspended, job_C's killed).
    */
   private void replayJobs(long now) {
     for (Done d : DONE) {
@@ -118,6 +118,9 @@ class DashboardBrowserTest {
     grpc.lookup("job_B", 1, "m1", "node1");
     grpc.lookup("job_C", 0, "m0", "node1");
     grpc.lookup("job_A", 0, "m0", "node1");
+    grpc.fetched("job_B", 0, "m0", "node1", now - S);
+    grpc.ended("job_B", 0, "m0", "node1", now - 2 * S, now + S, now - S,
+        QuenchOutcome.QUENCH_OUTCOME_NONE);
     grpc.ended("job_A", 1, "m1", "node1", now - 3 * S, now - 2 * S, now - S,
         QuenchOutcome.QUENCH_OUTCOME_SUSPENDED);
     grpc.ended("job_C", 2, "m2", "node1", now - 3 * S, now - S, 0,
@@ -213,7 +216,9 @@ class DashboardBrowserTest {
 
     open("/dashboard/job.html?id=job_B");
     List<WebElement> flows = browser.findElements(By.cssSelector("#flows tr.in-flight"));
-    assertThat(flows).hasSize(2);
+    assertThat(flows).hasSize(1);
+    assertThat(browser.findElement(By.cssSelector("#flows tr.ended.met .outcome")).getText())
+        .isEqualTo("met its deadline: took 1.00 s, 2.00 s to spare");
     assertThat(flows.get(0).getAttribute("data-importance")).isEqualTo("10");
     assertThat(flows.get(0).findElement(By.className("class")).getText())
         .isEqualTo("high (AF41)");
@@ -238,8 +243,11 @@ class DashboardBrowserTest {
         .containsExactly("high (AF41)", "by urgency: low (CS1) to high (AF41) (P 0.50-10.00)",
             "low (CS1)");
     assertThat(browser.findElements(By.cssSelector("#gantt canvas"))).isNotEmpty();
+    assertThat(order).extracting(r -> r.findElement(By.className("progress"))
+        .getAttribute("data-progress")).containsExactly("0.500", "0.000", "0.000");
     assertThat(attr("#gantt", "data-rows")).isEqualTo("6");
-    assertThat(attr("#gantt", "data-in-flight")).isEqualTo("4");
+    assertThat(attr("#gantt", "data-in-flight")).isEqualTo("3");
+    assertThat(attr("#gantt", "data-met")).isEqualTo("1");
     assertThat(attr("#gantt", "data-missed")).isEqualTo("2");
     assertThat(attr("#gantt", "data-suspended")).isEqualTo("1");
     assertThat(attr("#gantt", "data-killed")).isEqualTo("1");
@@ -251,7 +259,7 @@ class DashboardBrowserTest {
 
     // short polling: a flow looked up now appears without a reload
     grpc.lookup("job_C", 1, "m1", "node1");
-    waitForAttr("#gantt", "data-in-flight", "5");
+    waitForAttr("#gantt", "data-in-flight", "4");
     assertThat(browser.findElement(By.id("hosts")).getText()).isEqualTo("node1");
   }
 }

@@ -2,6 +2,7 @@ package io.datcp.scheduler.dashboard;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.datcp.proto.v1.FetchFinished;
 import io.datcp.proto.v1.FlowKey;
 import io.datcp.proto.v1.FlowOutcome;
 import io.datcp.proto.v1.FlowOutcomes;
@@ -78,6 +79,13 @@ final class GrpcJobs {
             .setReduceId(0)).build(),
         at(finish).setJobFinished(JobFinished.newBuilder().setJobId(job)
             .setSucceeded(succeeded)).build()));
+  }
+
+  /** The reduce on {@code reduceHost} fetched map {@code map}'s 10 MB from {@code mapHost}. */
+  void fetched(String job, int map, String mapHost, String reduceHost, long t) {
+    report(reduceHost, List.of(at(t).setFetchFinished(FetchFinished.newBuilder().setJobId(job)
+        .setReduceId(0).setSourceHost(mapHost).addMapIds(map).setBytes(10 * MB)
+        .setDurationNanos(S)).build()));
   }
 
   /** The agent on {@code mapHost} looks up the flow of map {@code map} to the job's reduce. */
