@@ -96,9 +96,38 @@ function renderFlows(page) {
   }
 }
 
+/** Maps done against time: a step per completion reported by a reduce, from the job's start. */
+function drawMaps(page) {
+  const job = page.job;
+  const times = page.mapCompletionsUnixNanos;
+  const container = document.getElementById("maps-chart");
+  container.dataset.points = String(times.length);
+  document.getElementById("maps-note").textContent = times.length > 0
+      ? times.length + " of " + job.totalMaps + " maps reported completed by a reduce"
+      : job.state === "running" ? "no map reported completed yet"
+      : "per-map times are released when a job ends (" + job.mapsDone + " of " + job.totalMaps
+          + " were done)";
+  container.hidden = times.length === 0;
+  if (times.length === 0) {
+    return;
+  }
+  // from the job's start, a step per completion, flat until now
+  const xs = [job.startUnixNanos / NS_PER_S].concat(Array.from(times, t => t / NS_PER_S),
+      [page.nowUnixNanos / NS_PER_S]);
+  const ys = xs.map((x, i) => Math.min(i, times.length));
+  chart(container, {
+    height: 200,
+    scales: { x: { time: true }, y: { range: [0, Math.max(1, job.totalMaps)] } },
+    axes: [{}, { label: "maps done" }],
+    series: [{ label: "time" }, { label: "maps done", stroke: PALETTE[0],
+      paths: uPlot.paths.stepped({ align: 1 }), points: { show: true, size: 6 } }],
+  }, [xs, ys]);
+}
+
 async function refresh() {
   const page = await getJson("/api/v1/dashboard/jobs/" + encodeURIComponent(jobId));
   renderHeader(page);
+  drawMaps(page);
   renderReduces(page.job, page.nowUnixNanos);
   renderFlows(page);
   document.body.dataset.updated = String(page.nowUnixNanos);

@@ -51,9 +51,13 @@ public final class DashboardResource {
   public record HostPage(String host, long nowUnixNanos, List<HostJob> jobs,
       List<EndedFlow> ended) {}
 
-  /** A job with its plan on each host it still shuffles on and its ended flows, oldest first. */
-  public record JobPage(long nowUnixNanos, JobView job, List<HostJob> plans,
-      List<EndedFlow> flows) {}
+  /**
+   * A job with its plan on each host it still shuffles on and its ended flows, oldest first.
+   *
+   * @param mapCompletionsUnixNanos when its maps completed, sorted; empty once it ended
+   */
+  public record JobPage(long nowUnixNanos, JobView job, long[] mapCompletionsUnixNanos,
+      List<HostJob> plans, List<EndedFlow> flows) {}
 
   public record Hosts(List<String> hosts) {}
 
@@ -84,7 +88,7 @@ public final class DashboardResource {
     }
     List<EndedFlow> ended = new ArrayList<>();
     views.flows(id, JOB_FLOWS).forEach(o -> ended.add(new EndedFlow(o, FlowWords.outcome(o))));
-    return new JobPage(plans.nowUnixNanos(), job, on, ended);
+    return new JobPage(plans.nowUnixNanos(), job, plans.mapCompletions(id), on, ended);
   }
 
   /** Hosts where a reduce is shuffling now. */

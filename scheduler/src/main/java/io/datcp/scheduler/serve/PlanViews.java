@@ -15,7 +15,7 @@ import java.util.TreeSet;
 /**
  * Operators' view of the plans (the dashboard's host and job pages): per reducer host, the jobs
  * in the planner's order with the policy their flows are told now and each flow in flight that
- * an agent looked up. Read-only: unlike a lookup it never re-plans, learns maps or registers
+ * an agent looked up; a running job's map completions. Read-only: unlike a lookup it never re-plans, learns maps or registers
  * interest, so a stale plan is shown as it is.
  */
 public final class PlanViews {
@@ -115,6 +115,17 @@ public final class PlanViews {
       }
     }
     return out;
+  }
+
+  /**
+   * When the running job's maps completed, sorted, Unix nanoseconds (see {@link
+   * Job#mapCompletionTimes}); empty when it is not running.
+   */
+  public long[] mapCompletions(String jobId) {
+    try (Stripes.Held held = live.locks().hold(jobId)) {
+      Job j = live.registry().running(jobId);
+      return j == null ? new long[0] : j.mapCompletionTimes();
+    }
   }
 
   /** Caller holds the job's lock. */

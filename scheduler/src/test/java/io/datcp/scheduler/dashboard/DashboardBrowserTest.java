@@ -195,6 +195,12 @@ class DashboardBrowserTest {
   void jobPageShowsEveryFlowWithItsPolicyOutcomeAndReason() throws Exception {
     open("/dashboard/job.html?id=job_A");
     assertThat(browser.findElement(By.id("job-maps")).getText()).isEqualTo("2/4 done");
+    // two maps completed 5 s after the job started: the chart steps from 0 to 2 there and
+    // stays at 2 until now
+    assertThat(attr("#maps-chart", "data-points")).isEqualTo("2");
+    assertThat(js("return charts['maps-chart'].data[1]")).isEqualTo(List.of(0L, 1L, 2L, 2L));
+    assertThat(js("const x = charts['maps-chart'].data[0]; return Math.round(x[2] - x[0])"))
+        .isEqualTo(5L);
     WebElement reduce = browser.findElement(By.cssSelector("#reduces tr[data-reduce='0']"));
     assertThat(reduce.findElement(By.className("reason")).getText())
         .contains("waiting for 2 maps");
@@ -227,6 +233,8 @@ class DashboardBrowserTest {
 
     open("/dashboard/job.html?id=job_f4");
     assertThat(browser.findElement(By.id("job-state")).getText()).isEqualTo("succeeded");
+    assertThat(browser.findElement(By.id("maps-note")).getText())
+        .isEqualTo("per-map times are released when a job ends (2 of 2 were done)");
     assertThat(browser.findElement(By.cssSelector("#flows tr.ended .outcome")).getText())
         .isEqualTo("killed by quenching (Algorithm 2): it could not make its deadline");
   }
