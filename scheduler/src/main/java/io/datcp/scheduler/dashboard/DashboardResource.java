@@ -104,13 +104,7 @@ public final class DashboardResource {
     plan.jobs().forEach(j -> jobs.add(hostJob(host, j)));
     List<String> ids = new ArrayList<>();
     plan.jobs().forEach(j -> ids.add(j.jobId()));
-    for (JobView j : views.jobs()) {
-      boolean recent = j.finishUnixNanos() > 0
-          && j.finishUnixNanos() >= plan.nowUnixNanos() - RECENT_NANOS;
-      if (recent && j.reduces().stream().anyMatch(r -> r.host().equals(host))) {
-        ids.add(j.id());
-      }
-    }
+    ids.addAll(plans.finishedOn(host, plan.nowUnixNanos() - RECENT_NANOS));
     List<FlowOutcome> all = new ArrayList<>();
     for (String id : ids) {
       views.flows(id, HOST_FLOWS).stream().filter(o -> o.destinationHost().equals(host))

@@ -118,6 +118,22 @@ public final class PlanViews {
   }
 
   /**
+   * Jobs in the finished history that ended at or after {@code sinceUnixNanos} and had a reduce
+   * on {@code host}, most recent first. Reads no job's views: a host page polls this every second.
+   */
+  public List<String> finishedOn(String host, long sinceUnixNanos) {
+    List<Job> done = live.registry().finishedJobs();
+    List<String> ids = new ArrayList<>();
+    for (int i = done.size() - 1; i >= 0; i--) {
+      Job j = done.get(i);
+      if (j.finishUnixNanos() >= sinceUnixNanos && j.hasReduceOn(host)) {
+        ids.add(j.id());
+      }
+    }
+    return ids;
+  }
+
+  /**
    * When the running job's maps completed, sorted, Unix nanoseconds (see {@link
    * Job#mapCompletionTimes}); empty when it is not running.
    */

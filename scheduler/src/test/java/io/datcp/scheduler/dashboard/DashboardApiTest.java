@@ -136,6 +136,18 @@ class DashboardApiTest {
   }
 
   @Test
+  void aHostPageKeepsTheFlowsOfJobsThatEndedInTheLastMinute() throws Exception {
+    job("job_old", "prod", 20, 120, true);
+    job("job_new", "prod", 20, 10, false);
+    JsonNode page = json.readTree(get("/api/v1/dashboard/hosts/node1").body());
+    assertThat(page.get("jobs")).isEmpty();
+    assertThat(page.get("ended")).extracting(e -> e.get("outcome").get("jobId").asText())
+        .containsExactly("job_new");
+    assertThat(page.get("ended").get(0).get("words").asText())
+        .isEqualTo("missed its deadline by 1.50 s: took 2.50 s of 1.00 s allowed");
+  }
+
+  @Test
   void unknownJobIsNotFoundAndAHostWithoutShufflesHasAnEmptyPlan() throws Exception {
     assertThat(get("/api/v1/dashboard/jobs/job_none").statusCode()).isEqualTo(404);
     JsonNode plan = json.readTree(get("/api/v1/dashboard/hosts/node9").body());
