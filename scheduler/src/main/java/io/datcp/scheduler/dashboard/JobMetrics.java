@@ -44,8 +44,8 @@ public final class JobMetrics {
     String outcome = job.timedOut() ? "timed_out" : job.succeeded() ? "succeeded" : "failed";
     long completion = job.finishUnixNanos() - job.startUnixNanos();
     if (completion >= 0) {
-      timer("datcp.job.completion", "Job completion time: submission (or first report) to finish", queue,
-          outcome).record(completion, TimeUnit.NANOSECONDS);
+      timer("datcp.job.completion", "Job completion time: submission (or first report) to"
+          + " finish", queue, outcome).record(completion, TimeUnit.NANOSECONDS);
     }
     long shuffle = job.shuffleTimeNanos(job.finishUnixNanos());
     if (shuffle > 0) {
