@@ -15,8 +15,8 @@ import java.util.TreeSet;
 /**
  * Operators' view of the plans (the dashboard's host and job pages): per reducer host, the jobs
  * in the planner's order with the policy their flows are told now and each flow in flight that
- * an agent looked up; a running job's map completions. Read-only: unlike a lookup it never re-plans, learns maps or registers
- * interest, so a stale plan is shown as it is.
+ * an agent looked up; a running job's map completions. Read-only: unlike a lookup it never
+ * re-plans, learns maps or registers interest, so a stale plan is shown as it is.
  */
 public final class PlanViews {
   /**
