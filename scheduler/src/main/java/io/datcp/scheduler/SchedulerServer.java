@@ -34,6 +34,7 @@ import io.datcp.scheduler.auth.TlsFiles;
 import io.datcp.scheduler.common.ConfigException;
 import io.datcp.scheduler.config.SchedulerConf;
 import io.datcp.scheduler.dashboard.Dashboard;
+import io.datcp.scheduler.dashboard.DashboardResource;
 import io.datcp.scheduler.ingest.HostRateLimiter;
 import io.datcp.scheduler.ingest.YarnApps;
 import io.datcp.scheduler.policy.PolicyBook;
@@ -253,6 +254,11 @@ public final class SchedulerServer implements AutoCloseable {
         .responseConverters(new JacksonResponseConverterFunction(json))
         .exceptionHandlers(new RestErrors())
         .build(new SwitchResource(service.switches()))
+        .annotatedService()
+        .pathPrefix("/api/v1")
+        .responseConverters(new JacksonResponseConverterFunction(json))
+        .exceptionHandlers(new RestErrors())
+        .build(new DashboardResource(service.views(), service.planViews()))
         .decorator(MetricCollectingService.newDecorator(
             MeterIdPrefixFunction.ofDefault("datcp.http")));
     hb.routeDecorator()

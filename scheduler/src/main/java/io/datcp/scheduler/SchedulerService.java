@@ -3,6 +3,7 @@ package io.datcp.scheduler;
 import io.datcp.scheduler.common.Stripes;
 import io.datcp.scheduler.common.UnixNanos;
 import io.datcp.scheduler.config.SchedulerConf;
+import io.datcp.scheduler.dashboard.JobMetrics;
 import io.datcp.scheduler.flows.FlowKey;
 import io.datcp.scheduler.flows.FlowLog;
 import io.datcp.scheduler.flows.FlowOutcome;
@@ -24,6 +25,7 @@ import io.datcp.scheduler.policy.PolicyRule;
 import io.datcp.scheduler.serve.FlowPolicies;
 import io.datcp.scheduler.serve.FlowPolicy;
 import io.datcp.scheduler.serve.JobViews;
+import io.datcp.scheduler.serve.PlanViews;
 import io.datcp.scheduler.serve.Lookups;
 import io.datcp.scheduler.serve.PolicyPushes;
 import io.datcp.scheduler.serve.PolicyUpdateHub;
@@ -59,6 +61,7 @@ public final class SchedulerService {
   private final JobEnds jobEnds;
   private final Lookups lookups;
   private final JobViews views;
+  private final PlanViews planViews;
   private final PolicyPushes rules;
   private final SwitchBook switches;
   private final JobRegistry registry;
@@ -101,6 +104,8 @@ public final class SchedulerService {
         TimeUnit.MILLISECONDS.toNanos(conf.get(SchedulerConf.JOB_END_POLL_MILLIS)), meters);
     this.lookups = new Lookups(live, policies, flowPolicies, rules, hub, meters);
     this.views = new JobViews(live, policies, flowLog);
+    this.planViews = new PlanViews(live, policies, flowPolicies, hub);
+    registry.onRetired(new JobMetrics(meters)::retired);
     this.registry = registry;
   }
 
@@ -133,6 +138,11 @@ public final class SchedulerService {
 
   public JobViews views() {
     return views;
+  }
+
+  /** Reducer hosts' plans as operators see them (dashboard). */
+  public PlanViews planViews() {
+    return planViews;
   }
 
   /** Operator rules; changes are pushed to agents. */

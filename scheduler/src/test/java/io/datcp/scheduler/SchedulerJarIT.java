@@ -42,7 +42,10 @@ class SchedulerJarIT {
       int port = awaitHttpPort(p);
       HttpClient http = HttpClient.newHttpClient();
       for (String path : List.of("/healthz", "/api/v1/policies", "/api/v1/jobs",
-          "/api/v1/flows", "/api/v1/openapi.json", "/metrics", "/")) {
+          "/api/v1/flows", "/api/v1/openapi.json", "/metrics", "/",
+          "/api/v1/dashboard/overview", "/api/v1/dashboard/hosts", "/dashboard/host.html",
+          // the charting library is shaded into the jar: dashboards work offline
+          "/dashboard/lib/uplot/uPlot.iife.min.js")) {
         HttpResponse<String> r = http.send(HttpRequest.newBuilder(
             URI.create("http://127.0.0.1:" + port + path)).build(),
             HttpResponse.BodyHandlers.ofString());

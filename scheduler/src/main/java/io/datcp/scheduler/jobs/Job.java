@@ -3,6 +3,7 @@ package io.datcp.scheduler.jobs;
 import io.datcp.scheduler.policy.JobConf;
 import io.datcp.scheduler.policy.PolicyDecision;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.BitSet;
 import java.util.Collection;
 import java.util.Comparator;
@@ -87,6 +88,11 @@ public final class Job {
 
     public boolean shuffling() {
       return shuffleFinishUnixNanos == 0;
+    }
+
+    /** When the first flow to this reduce looked up its policy; 0 before. */
+    public long firstFlowUnixNanos() {
+      return firstFlowUnixNanos;
     }
   }
 
@@ -268,6 +274,21 @@ public final class Job {
 
   public long lastMapCompletionUnixNanos() {
     return lastMapCompletionUnixNanos;
+  }
+
+  /**
+   * When each map a reduce reported completed did so, sorted, nanoseconds since the Unix epoch;
+   * empty once the job ended (its per-map state is released). Maps known done only from their
+   * index or a lookup have no time and are not in it. Caller holds the job's lock.
+   */
+  public long[] mapCompletionTimes() {
+    long[] times = new long[maps.size()];
+    int i = 0;
+    for (CompletedMap m : maps.values()) {
+      times[i++] = m.completedAtUnixNanos();
+    }
+    Arrays.sort(times);
+    return times;
   }
 
   /** 0 while running. */

@@ -14,7 +14,9 @@ import java.util.Queue;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
 
 /**
  * The live job model: running jobs by id plus a bounded history of finished ones.
@@ -60,6 +62,8 @@ public final class JobRegistry {
    * event loops (JFR: waits of 10 ms when its holder was preempted).
    */
   private final Queue<String> evicted = new ConcurrentLinkedQueue<>();
+  /** Told of every job that ended or timed out (metrics); under the job's lock. */
+  private final List<Consumer<Job>> retiredListeners = new CopyOnWriteArrayList<>();
 
   /**
    * Share of jobs.maxShuffleEntries that map outputs held for jobs not yet known may take; the
@@ -275,6 +279,14 @@ public final class JobRegistry {
     return true;
   }
 
+  /**
+   * Calls {@code listener} with every job that ends (finished or timed out), once, under the
+   * job's lock, after it entered the finished history; it must be quick and must not lock.
+   */
+  public void onRetired(Consumer<Job> listener) {
+    retiredListeners.add(listener);
+  }
+
   private void retire(Job job, Set<String> hosts) {
     hosts.forEach(h -> unindex(job, h));
     for (Job.Reduce r : job.reduces()) {
@@ -292,6 +304,7 @@ public final class JobRegistry {
     job.entriesBy().forEach((host, n) ->
         entriesByHost.computeIfPresent(host, (h, held) -> held <= n ? null : held - n));
     shuffleEntries.addAndGet(-job.release());
+    retiredListeners.forEach(l -> l.accept(job));
   }
 
   /** True for a job in the history that finished (reported or from YARN), not timed out. */
