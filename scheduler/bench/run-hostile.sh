@@ -66,19 +66,22 @@ echo
 curl -fs "http://127.0.0.1:$http_port/metrics" | grep -E '^datcp_report_(events_refused|rejected)_total' \
   | sed 's/^/scheduler: /' || true
 
-# heap over a window of scheduler uptime [from, to]: max used before and after a pause, MB
+# heap over a window of scheduler uptime [from, to]: max used before and after a pause, MB, and
+# the pauses' time (a call that arrives during one waits for it)
 heap() {
-  sed -n 's/^\[\([0-9.]*\)s\].* \([0-9]*\)M->\([0-9]*\)M(\([0-9]*\)M).*/\1 \2 \3 \4/p' "$data/gc.log" \
-    | awk -v from="$1" -v to="$2" '
+  sed -n 's/^\[\([0-9.]*\)s\].* \([0-9]*\)M->\([0-9]*\)M(\([0-9]*\)M) \([0-9.]*\)ms$/\1 \2 \3 \4 \5/p' \
+    "$data/gc.log" | awk -v from="$1" -v to="$2" '
       $1 + 0 >= from && $1 + 0 <= to {
         if ($2 + 0 > before) before = $2 + 0
         if ($3 + 0 > after) after = $3 + 0
         if ($4 + 0 > committed) committed = $4 + 0
+        paused += $5; if ($5 + 0 > longest) longest = $5 + 0
         n++
       }
       END { f = "%5d MB peak used (before a collection), %5d MB most held after one, %5d MB"
-            f = f " committed, %d collections\n"
-            printf f, before, after, committed, n }'
+            f = f " committed, %d pauses, %.0f ms paused (%.2f%% of the window), longest %.1f ms\n"
+            printf f, before, after, committed, n, paused, to < 1e9 ? paused / (to - from) / 10 : 0,
+              longest }'
 }
 window() {  # window LABEL: the uptimes the benchmark printed for that window
   sed -n "s/^-- $1 (scheduler uptime \([0-9.]*\) to \([0-9.]*\) s)$/\1 \2/p" "$out"

@@ -157,15 +157,33 @@ public final class LoadBenchmark implements Callable<Integer> {
   boolean hostileJvm;
 
   /** Latency samples of one operation kind, nanoseconds; a fixed array so recording is cheap. */
+  /** A call slower than this is counted as slow (the honest p99 alone is 0.2-1 ms). */
+  private static final long SLOW_NANOS = 2_000_000L;
+
   private static final class Samples {
     private final long[] nanos = new long[4_000_000];
+    /** When each call was answered (System.nanoTime), to see whether slow calls come together. */
+    private final long[] answeredAt = new long[nanos.length];
     private final AtomicLong count = new AtomicLong();
 
-    void add(long n) {
+    void add(long n, long at) {
       long i = count.getAndIncrement();
       if (i < nanos.length) {
         nanos[(int) i] = n;
+        answeredAt[(int) i] = at;
       }
+    }
+
+    /** {latency, answeredAt} of the calls slower than {@code slowNanos}. */
+    List<long[]> slow(long slowNanos) {
+      List<long[]> out = new ArrayList<>();
+      int n = (int) Math.min(count.get(), nanos.length);
+      for (int i = 0; i < n; i++) {
+        if (nanos[i] > slowNanos) {
+          out.add(new long[] {nanos[i], answeredAt[i]});
+        }
+      }
+      return out;
     }
 
     long[] recorded() {
@@ -382,11 +400,54 @@ public final class LoadBenchmark implements Callable<Integer> {
     return Samples.pct(sorted, 0.99);
   }
 
+  /**
+   * The calls slower than {@link #SLOW_NANOS} and whether they came together: answers less than
+   * a millisecond apart form one stall (something held every call up, such as a collection;
+   * they are answered together when it ends), with when it ended on the scheduler's clock (to
+   * set beside its GC log) and the longest wait in it.
+   */
+  private void printStalls(int calls) throws java.io.IOException {
+    List<long[]> slow = new ArrayList<>();
+    for (Samples x : List.of(reports, outcomeReports, lookups)) {
+      slow.addAll(x.slow(SLOW_NANOS));
+    }
+    slow.sort(java.util.Comparator.comparingLong(c -> c[1]));
+    List<long[]> stalls = new ArrayList<>(); // {calls, longest, ended}
+    for (long[] c : slow) {
+      long[] last = stalls.isEmpty() ? null : stalls.get(stalls.size() - 1);
+      if (last != null && c[1] - last[2] < 1_000_000L) {
+        last[0]++;
+        last[1] = Math.max(last[1], c[0]);
+        last[2] = c[1];
+      } else {
+        stalls.add(new long[] {1, c[0], c[1]});
+      }
+    }
+    long together = stalls.stream().filter(x -> x[0] >= 10).mapToLong(x -> x[0]).sum();
+    System.out.printf(Locale.ROOT, "slow calls       %10d over %.0f ms (%.2f%% of calls), %d of"
+        + " them in %d stalls of 10 calls or more, %d alone or in small groups%n", slow.size(),
+        SLOW_NANOS / 1e6, 100.0 * slow.size() / Math.max(1, calls), together,
+        stalls.stream().filter(x -> x[0] >= 10).count(), slow.size() - together);
+    if (serverPid <= 0) {
+      return;
+    }
+    double uptimeNow = serverUptimeSeconds();
+    long nanosNow = System.nanoTime();
+    stalls.stream().sorted(java.util.Comparator.comparingLong((long[] x) -> -x[0])).limit(8)
+        .sorted(java.util.Comparator.comparingLong(x -> x[2]))
+        .forEach(x -> System.out.printf(Locale.ROOT, "  stall ended at scheduler uptime %.3f s:"
+            + " %d calls, longest %.1f ms%n", uptimeNow - (nanosNow - x[2]) / 1e9, x[0],
+            x[1] / 1e6));
+  }
+
   /** The scheduler JVM's uptime {@code offsetSecs} from now, seconds (its GC log's clock). */
   private String serverUptime(double offsetSecs) throws java.io.IOException {
-    if (serverPid <= 0) {
-      return "?";
-    }
+    return serverPid <= 0 ? "?"
+        : String.format(Locale.ROOT, "%.1f", serverUptimeSeconds() + offsetSecs);
+  }
+
+  /** The scheduler JVM's uptime now, seconds, to the clock tick. */
+  private double serverUptimeSeconds() throws java.io.IOException {
     String stat = java.nio.file.Files.readString(java.nio.file.Path.of("/proc/" + serverPid
         + "/stat"));
     String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
@@ -394,7 +455,7 @@ public final class LoadBenchmark implements Callable<Integer> {
     double started = Long.parseLong(f[19]) / 100.0;
     double boot = Double.parseDouble(java.nio.file.Files.readString(
         java.nio.file.Path.of("/proc/uptime")).split(" ")[0]);
-    return String.format(Locale.ROOT, "%.1f", boot - started + offsetSecs);
+    return boot - started;
   }
 
   private void printWindow(double secs, long eventsBefore, long updatesBefore, long cpuTicks,
@@ -407,6 +468,7 @@ public final class LoadBenchmark implements Callable<Integer> {
         .flatMapToLong(x -> Arrays.stream(x.recorded())).toArray();
     System.out.println("all requests     " + Samples.summary(secs, reports.count.get()
         + outcomeReports.count.get() + lookups.count.get(), all));
+    printStalls(all.length);
     System.out.printf(Locale.ROOT, "events applied   %10.0f /s%n",
         (events.get() - eventsBefore) / secs);
     System.out.printf(Locale.ROOT, "updates pushed   %10.0f /s%n",
@@ -681,7 +743,8 @@ public final class LoadBenchmark implements Callable<Integer> {
 
   private void record(Samples s, long startNanos) {
     if (measuring.get()) {
-      s.add(System.nanoTime() - startNanos);
+      long now = System.nanoTime();
+      s.add(now - startNanos, now);
     }
   }
 
