@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds everything and runs
-# every test (C unit tests of the core, kernel tests, namespace tests of
-# bench/, Java tests). Runs all suites even when one fails, prints one line
+# every test (C unit tests of the core, kernel tests, dcudp's tests, namespace
+# tests of bench/, Java tests). Runs all suites even when one fails, prints one line
 # per suite and a total "N passed, N failed", and exits non-zero on any
 # failure. Needs root (BPF, network namespaces).
 set -uo pipefail
@@ -41,6 +41,20 @@ echo "== kmod: kernel tests"
 flock /tmp/datcp-kernel.lock make -s -C kmod kernel-test 2>&1 | tee "$LOGS/kmod-kernel.log"
 st=${PIPESTATUS[0]}; read -r p f <<<"$(plain_counts "$LOGS/kmod-kernel.log")"
 record "kmod kernel" "${p:-0}" "${f:-0}" "$st"
+
+echo "== dcudp: build, unit tests of the control law"
+make -s -C dcudp all 2>&1 | tee "$LOGS/dcudp-build.log"
+build=${PIPESTATUS[0]}
+[ "$build" -ne 0 ] && record "dcudp build" 0 1 "$build"
+make -s -C dcudp unit-test 2>&1 | tee "$LOGS/dcudp-unit.log"
+st=${PIPESTATUS[0]}; read -r p f <<<"$(plain_counts "$LOGS/dcudp-unit.log")"
+record "dcudp unit (vectors)" "${p:-0}" "${f:-0}" "$st"
+
+echo "== dcudp: transfers between namespaces (pacing, loss, ECN marking)"
+# the marking case configures a switch port through the kernel's datcp: same lock as kmod
+flock /tmp/datcp-kernel.lock make -s -C dcudp loop-test 2>&1 | tee "$LOGS/dcudp-loop.log"
+st=${PIPESTATUS[0]}; read -r p f <<<"$(plain_counts "$LOGS/dcudp-loop.log")"
+record "dcudp loopback" "${p:-0}" "${f:-0}" "$st"
 
 if [ -d bench/tests ]; then
 	echo "== bench: namespace tests"
