@@ -109,11 +109,13 @@ static inline uint64_t dcudp_ecn_cut(uint64_t rate, uint64_t rate_data, uint32_t
 	return (uint64_t)((unsigned __int128)rate * w / den);
 }
 
+/* At least one packet per RTT, at most the line rate: on a path whose RTT is
+ * shorter than a packet's time at the line rate (a bare veth), the line wins. */
 static inline uint64_t dcudp_clamp_rate(uint64_t rate, uint64_t floor, uint64_t line)
 {
-	if (rate > line)
-		rate = line;
-	return rate < floor ? floor : rate;
+	if (rate < floor)
+		rate = floor;
+	return rate > line ? line : rate;
 }
 
 /* Step 2 of entering Congestion Mode: Rate_data = Rate_max = C / PktSize, counters cleared. */

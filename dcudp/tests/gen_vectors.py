@@ -40,7 +40,7 @@ def ecn_cut(rate, rate_data, n_ecn, n_ack, rtt):
 
 
 def clamp(r, lo, hi):
-    return max(min(r, hi), lo)
+    return min(max(r, lo), hi)
 
 
 class Rate:

@@ -4,11 +4,14 @@
 # a veth pair; each case sends a random file with dcudp-send to dcudp-recv
 # and checks it arrived byte-exact:
 #   pacing   no shaping: the pacer alone holds 100 Mbit/s (printed: achieved
-#            rate, lateness of sends p50/p99/max); asserts the rate stays at or
-#            under the target and is not starved below half of it
+#            rate, lateness of sends p50/p99/max); asserts it is not starved
+#            below half of the target (every case asserts the sender never
+#            goes above the line rate)
 #   loss     2% of UDP datagrams dropped each way (tests/loss.bpf.c, a tc
 #            program: this kernel has no netem): NAKs, retransmissions,
 #            keep-alives and shutdown under loss
+#   ce       5% of datagrams CE-marked at random (tests/loss.bpf.c): the
+#            sender enters Congestion Mode, ACK/ACK2 flow, the file arrives
 #   marking  the sender's egress is an emulated switch port (kmod/'s
 #            datcpctl: HTB 50 Mbit/s, 200 KB buffer, RED on the instantaneous
 #            queue from 1 packet to th_max = 15 packets, marking with
@@ -80,6 +83,10 @@ transfer() {
 	timeout 10 tail --pid="$recv_pid" -f /dev/null
 	wait "$recv_pid" 2>/dev/null || st=1
 	recv_pid=
+	# the sender never goes above the line rate (payload share 1456/1500), whatever its mode
+	if ! awk -v r="$(stat "$WORK/$name.send" send_mbit)" -v m="$mbit" 'BEGIN { exit !(r <= m * 0.9707 * 1.05) }'; then
+		bad "$name: sent at $(stat "$WORK/$name.send" send_mbit) Mbit/s, above the line rate $mbit"
+	fi
 	if [ "$st" = 0 ] && cmp -s "$WORK/in.bin" "$WORK/$name.out"; then
 		ok "$name: 6000000 bytes byte-exact ($(stat "$WORK/$name.recv" goodput_mbit) Mbit/s goodput," \
 			"$(stat "$WORK/$name.send" data_retransmitted) retransmitted after $(stat "$WORK/$name.send" naks) NAKs," \
@@ -99,10 +106,10 @@ if transfer pacing 100; then
 	echo "     pacer: $rate Mbit/s of payload sent (target 100 Mbit/s of 1500-byte datagrams = 97.07 of payload)," \
 		"send lateness p50 $(stat "$s" pace_late_p50_ns) ns, p99 $(stat "$s" pace_late_p99_ns) ns," \
 		"max $(stat "$s" pace_late_max_ns) ns over $(stat "$s" pace_sends) sends"
-	if awk -v r="$rate" 'BEGIN { exit !(r <= 97.07 * 1.05 && r >= 97.07 / 2) }'; then
-		ok "pacing: rate $rate within [48.5, 101.9] Mbit/s of payload"
+	if awk -v r="$rate" 'BEGIN { exit !(r >= 97.07 / 2) }'; then
+		ok "pacing: rate $rate Mbit/s of payload, not starved below 48.5"
 	else
-		bad "pacing: rate $rate outside [48.5, 101.9] Mbit/s of payload"
+		bad "pacing: rate $rate Mbit/s of payload, starved below 48.5"
 	fi
 fi
 
@@ -110,7 +117,7 @@ fi
 for pair in "$NS_S vs" "$NS_R vr"; do
 	set -- $pair
 	tc -n "$1" qdisc add dev "$2" clsact &&
-		tc -n "$1" filter add dev "$2" egress bpf direct-action obj "$BUILD/loss.bpf.o" sec tc ||
+		tc -n "$1" filter add dev "$2" egress bpf direct-action obj "$BUILD/loss.bpf.o" sec tc/loss ||
 		bad "loss: cannot attach the loss program on $2"
 done
 if transfer loss 100; then
@@ -119,6 +126,20 @@ if transfer loss 100; then
 fi
 tc -n "$NS_S" qdisc del dev vs clsact
 tc -n "$NS_R" qdisc del dev vr clsact
+
+# ---- random CE: 5% of datagrams marked on the way, no queue ----
+tc -n "$NS_S" qdisc add dev vs clsact &&
+	tc -n "$NS_S" filter add dev vs egress bpf direct-action obj "$BUILD/loss.bpf.o" sec tc/mark ||
+	bad "ce: cannot attach the marking program"
+if transfer ce 100; then
+	s=$WORK/ce.send r=$WORK/ce.recv
+	echo "     ce: Congestion Mode entered $(stat "$s" congestion_entries)x, left $(stat "$s" congestion_exits)x;" \
+		"ACKs $(stat "$s" acks), CWR $(stat "$r" cwr), last Rate_data $(stat "$s" rate_data_pps) pkt/s"
+	[ "$(stat "$s" congestion_entries)" -gt 0 ] && [ "$(stat "$r" ack2s)" -gt 0 ] &&
+		ok "ce: Congestion Mode entered on CE, ACK/ACK2 exchanged ($(stat "$r" ack2s) RTT samples)" ||
+		bad "ce: Congestion Mode not entered or no ACK2"
+fi
+tc -n "$NS_S" qdisc del dev vs clsact
 
 # ---- marking: an ECN switch port at 50 Mbit/s, sender at 100 ----
 if [ ! -x "$DATCPCTL" ]; then
