@@ -23,6 +23,8 @@ struct dcudp_cfg {
 	uint64_t link_bps;	    /* bottleneck capacity C: the UDP Mode rate; required */
 	uint32_t pkt_bytes;	    /* IP datagram size, 0: 1500 */
 	uint32_t timeout_ms;	    /* handshake and peer-silence timeout, 0: 5000 */
+	int32_t spin_us;	    /* pacer: spin this long before a send, -1: 60; 0 sleeps only
+				     * (several senders on few CPUs: spinning starves the others) */
 };
 
 struct dcudp_stats {

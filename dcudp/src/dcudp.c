@@ -80,7 +80,8 @@ enum hs_kind { HS_REQUEST = 1, HS_RESPONSE = 2, HS_CONFIRM = 3 };
  * behind a full switch buffer (200 KB at 50 Mbit/s is 32 ms). */
 #define NAK_REPEAT_MIN_NS 40000000ULL
 /* The pacer sleeps (ppoll) until this long before a send, then spins: wake-ups from
- * sleep are late by tens of us, 20x the 120 us interval budget of 100 Mbit/s otherwise. */
+ * sleep are late by tens of us, a good part of the 120 us between packets at 100 Mbit/s.
+ * The default of dcudp_cfg.spin_us. */
 #define PACE_SPIN_NS 60000ULL
 /* A sender behind schedule by more than this restarts its schedule instead of bursting. */
 #define PACE_MAX_LAG_NS 1000000ULL
@@ -104,7 +105,7 @@ struct dcudp_conn {
 	struct dcudp_cfg cfg;
 	uint32_t payload; /* data bytes per packet */
 	uint32_t isn, peer_id, own_id, ctrl_seq;
-	uint64_t t0, last_heard, timeout_ns;
+	uint64_t t0, last_heard, timeout_ns, spin_ns;
 	uint8_t *ring; /* RING slots of slot_bytes */
 	size_t slot_bytes;
 	struct dcudp_stats st;
@@ -361,8 +362,8 @@ static uint64_t wait_until(struct dcudp_conn *c, uint64_t until)
 	uint64_t now = now_ns();
 
 	while (now < until) {
-		if (until - now > PACE_SPIN_NS) {
-			uint64_t d = until - now - PACE_SPIN_NS;
+		if (until - now > c->spin_ns) {
+			uint64_t d = until - now - c->spin_ns;
 			struct timespec ts = { d / DCUDP_NSEC_PER_SEC, d % DCUDP_NSEC_PER_SEC };
 			struct pollfd p = { c->fd, POLLIN, 0 };
 
@@ -824,6 +825,7 @@ static int conn_new(struct dcudp_conn **out, const struct dcudp_cfg *cfg, bool s
 		return -EINVAL;
 	}
 	c->timeout_ns = (uint64_t)(c->cfg.timeout_ms ? c->cfg.timeout_ms : 5000) * 1000000ULL;
+	c->spin_ns = c->cfg.spin_us < 0 ? PACE_SPIN_NS : (uint64_t)c->cfg.spin_us * 1000;
 	c->payload = c->cfg.pkt_bytes - IPUDP_BYTES - HDR_BYTES;
 	c->slot_bytes = (sizeof(struct slot) + c->payload + 7) & ~(size_t)7;
 	c->ring = calloc(RING, c->slot_bytes);
@@ -998,6 +1000,7 @@ void dcudp_print_stats(FILE *f, const struct dcudp_stats *s)
 	P(congestion_entries); P(congestion_exits);
 	P(rate_data_pps); P(rate_max_pps); P(rate_line_pps); P(rtt_ns); P(rtt_idle_ns);
 	P(pace_sends); P(pace_late_p50_ns); P(pace_late_p99_ns); P(pace_late_max_ns);
+	P(first_send_ns); P(last_send_ns);
 #undef P
 }
 

@@ -3,7 +3,7 @@
  * dcudp-send - send a file (or endless data for --seconds) over DCUDP.
  *
  *   dcudp-send --host IP --port P --link-mbit C (--file F | --seconds S)
- *              [--pkt-bytes B] [--message-bytes M] [--timeout-ms T]
+ *              [--pkt-bytes B] [--message-bytes M] [--timeout-ms T] [--spin-us U]
  *
  * Each --message-bytes chunk is one DCUDP message. At the end prints the
  * connection's counters ("name=value") and the achieved sending rate.
@@ -22,7 +22,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: dcudp-send --host IP --port P --link-mbit C (--file F | --seconds S)\n"
-		   "                  [--pkt-bytes B] [--message-bytes M] [--timeout-ms T]\n");
+		   "                  [--pkt-bytes B] [--message-bytes M] [--timeout-ms T] [--spin-us U]\n");
 }
 
 int main(int argc, char **argv)
@@ -35,9 +35,10 @@ int main(int argc, char **argv)
 					      { "pkt-bytes", required_argument, 0, 'b' },
 					      { "message-bytes", required_argument, 0, 'm' },
 					      { "timeout-ms", required_argument, 0, 't' },
+					      { "spin-us", required_argument, 0, 'S' },
 					      { "help", no_argument, 0, 'H' },
 					      { 0, 0, 0, 0 } };
-	struct dcudp_cfg cfg = { 0 };
+	struct dcudp_cfg cfg = { .spin_us = -1 };
 	struct dcudp_conn *c;
 	struct dcudp_stats st;
 	const char *host = NULL, *file = NULL;
@@ -56,6 +57,7 @@ int main(int argc, char **argv)
 		case 'b': if (tool_u64("--pkt-bytes", optarg, 64, 9000, &v)) return 2; cfg.pkt_bytes = (uint32_t)v; break;
 		case 'm': if (tool_u64("--message-bytes", optarg, 1, 1 << 30, &msg)) return 2; break;
 		case 't': if (tool_u64("--timeout-ms", optarg, 1, 3600000, &v)) return 2; cfg.timeout_ms = (uint32_t)v; break;
+		case 'S': if (tool_u64("--spin-us", optarg, 0, 1000, &v)) return 2; cfg.spin_us = (int32_t)v; break;
 		case 'H': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
