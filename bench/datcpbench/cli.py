@@ -2,7 +2,8 @@
 bench/run custom --spec FILE.json [--cc CC] [--json]
 bench/run all --out DIR
 bench/run trace --trace SPEC.json [--select START:COUNT] [--hosts H] [--modes off,dctcp,prio,on]
-                [--rounds N] [--out DIR]"""
+                [--rounds N] [--out DIR]
+bench/run dcudp-incast [--short] [--rounds N] [--out DIR] [--json]"""
 from __future__ import annotations
 
 import argparse
@@ -92,7 +93,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(prog="bench/run", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("scenario", help="|".join(scenarios.NAMES + ["custom", "all", "report",
-                                                             "ablation", "cleanup", "trace"]))
+                                                             "ablation", "cleanup", "trace",
+                                                             "dcudp-incast"]))
     ap.add_argument("--cc", default="datcp", help="|".join(kernel.CCS))
     ap.add_argument("--json", action="store_true", help="print exactly one JSON object")
     ap.add_argument("--out", help="directory for results (JSON per run; report for 'all')")
@@ -119,7 +121,8 @@ def main(argv=None):
     tr.add_argument("--load", type=float, help="offered load at the bottleneck ports (converter)")
     tr.add_argument("--modes", default="off,dctcp,prio,on", help="comma-separated, in run order")
     tr.add_argument("--rounds", type=int, default=1,
-                    help="rounds per mode (default 1); results carry the medians per job")
+                    help="rounds per mode (default 1); results carry the medians per job; "
+                         "dcudp-incast: rounds per protocol and sender count")
     tr.add_argument("--timeout", type=float, default=900.0,
                     help="seconds after the last submit before unfinished jobs fail the mode")
     tr.add_argument("--force-cc", help=argparse.SUPPRESS)   # test hook: proves the mode check
@@ -157,6 +160,20 @@ def main(argv=None):
                               names=a.scenarios.split(",") if a.scenarios else None,
                               profile=a.switch_profile, link_mbps=a.link_mbps,
                               short=a.short, seed=a.seed, boost=a.boost_softirq or None)
+    if a.scenario == "dcudp-incast":   # DCUDP section V-A (datcpbench/dcudp_incast.py)
+        from . import dcudp_incast
+        if a.rounds < 1:
+            ap.error(f"--rounds {a.rounds}: must be an integer >= 1")
+        res = dcudp_incast.run(a.link_mbps, a.short, rounds=a.rounds)
+        if a.out:
+            os.makedirs(a.out, exist_ok=True)
+            with open(os.path.join(a.out, "dcudp-incast.json"), "w") as fh:
+                json.dump(res, fh, indent=1)
+        if a.json:
+            sys.stdout.write(json.dumps(res) + "\n")
+        else:
+            print(dcudp_incast.table(res))
+        return 0
     if a.scenario == "custom":
         if not a.spec:
             ap.error("custom needs --spec FILE.json")
