@@ -3,7 +3,7 @@ bench/run custom --spec FILE.json [--cc CC] [--json]
 bench/run all --out DIR
 bench/run trace --trace SPEC.json [--select START:COUNT] [--hosts H] [--modes off,dctcp,prio,on]
                 [--rounds N] [--out DIR]
-bench/run dcudp-incast [--short] [--rounds N] [--out DIR] [--json]"""
+bench/run dcudp-incast [--short] [--senders 1,2,..] [--durations 1,0.01] [--rounds N] [--out DIR] [--json]"""
 from __future__ import annotations
 
 import argparse
@@ -113,6 +113,10 @@ def main(argv=None):
                     help="one datcp parameter on top of the profile (datcpctl load --param)")
     ap.add_argument("--ccs", help="for 'all': comma-separated subset of CCs")
     ap.add_argument("--scenarios", help="for 'all': comma-separated subset of scenarios")
+    dc = ap.add_argument_group("dcudp-incast (DCUDP section V-A, see bench/README.md)")
+    dc.add_argument("--senders", help="comma-separated sender counts (default 1,2,4,8,16,20; "
+                                      "--short 1,2,4,8)")
+    dc.add_argument("--durations", help="comma-separated CBR durations D in s (default 1,0.01)")
     tr = ap.add_argument_group("trace replay (bench/run trace, see bench/README.md)")
     tr.add_argument("--trace", help="workload spec (JSON) with placement (hosts, map_hosts, "
                                     "reduce_hosts), or a coflow trace to convert")
@@ -164,7 +168,16 @@ def main(argv=None):
         from . import dcudp_incast
         if a.rounds < 1:
             ap.error(f"--rounds {a.rounds}: must be an integer >= 1")
-        res = dcudp_incast.run(a.link_mbps, a.short, rounds=a.rounds)
+        try:
+            counts = [int(x) for x in a.senders.split(",")] if a.senders else None
+            durs = [float(x) for x in a.durations.split(",")] if a.durations else None
+        except ValueError:
+            ap.error("--senders: comma-separated integers; --durations: comma-separated seconds")
+        if (counts and min(counts) < 1) or (durs and min(durs) <= 0):
+            ap.error("--senders must be >= 1 and --durations > 0")
+        res = dcudp_incast.run(a.link_mbps, a.short, rounds=a.rounds, counts=counts,
+                               durations=durs, boost=a.boost_softirq or
+                               os.environ.get("DATCPBENCH_BOOST_SOFTIRQ") == "1")
         if a.out:
             os.makedirs(a.out, exist_ok=True)
             with open(os.path.join(a.out, "dcudp-incast.json"), "w") as fh:

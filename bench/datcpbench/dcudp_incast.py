@@ -56,7 +56,7 @@ def sender_bytes(link_mbps, dur):
     return int(OFFER * link_mbps * 1e6 * dur / 8)
 
 
-def _tcp_group(proto, n, dur, link_mbps):
+def _tcp_group(proto, n, dur, link_mbps, boost=False):
     """One group of n sized TCP flows through the generator; goodput in Mbit/s."""
     size = sender_bytes(link_mbps, dur)
     spec = {"scenario": "incast:dcudp", "link_mbps": link_mbps, "switch": switch_for(proto),
@@ -64,7 +64,8 @@ def _tcp_group(proto, n, dur, link_mbps):
                        "importance": 1.0, "phi": 0.0, "start_s": 0.0, "preconnect": True,
                        "group": f"n={n}", "senders": n} for i in range(n)],
             "duration_s": 2.0 * n * size * 8 / (link_mbps * 1e6) + 5, "tail_s": 0.2}
-    r = runner.run_spec(spec, "dctcp" if proto == "dctcp" else "reno-ecn")
+    # the softirq boost is held for the whole scenario by run(), not per group
+    r = runner.run_spec(spec, "dctcp" if proto == "dctcp" else "reno-ecn", boost=False)
     return {"goodput_mbps": r["summary"]["goodput_mbps"].get(str(n), 0.0),
             "peak_queue_bytes": r["switch"].get("peak_queue_bytes"),
             "marks": r["switch"].get("marks"), "drops": r["switch"].get("drops")}
@@ -85,6 +86,7 @@ def _stats(text):
 def _dcudp_group(n, dur, link_mbps):
     """One group of n DCUDP senders on a fresh testbed; goodput in Mbit/s."""
     size = sender_bytes(link_mbps, dur)
+    runner.boost_priority()   # the tools inherit the generator's nice, as TCP's generator runs
     install_signal_handlers()
     reap_stale()
     cleanup = Cleanup()
@@ -140,25 +142,39 @@ def _dcudp_group(n, dur, link_mbps):
             "retransmitted": sum(s.get("data_retransmitted", 0) for s in ss)}
 
 
-def run(link_mbps=100, short=False, protocols=PROTOCOLS, rounds=1):
+def run(link_mbps=100, short=False, protocols=PROTOCOLS, rounds=1, counts=None, durations=None,
+        boost=False):
+    """counts / durations override the scenario's sender counts and D values."""
     if not kernel.available():
         raise SystemExit(f"dcudp-incast needs {kernel.DATCPCTL} (make -C kmod)")
     for b in ("dcudp-send", "dcudp-recv"):
         if not os.access(os.path.join(DCUDP_BUILD, b), os.X_OK):
             raise SystemExit(f"dcudp-incast needs {DCUDP_BUILD}/{b} (make -C dcudp)")
-    counts = COUNTS_SHORT if short else COUNTS
+    counts = counts or (COUNTS_SHORT if short else COUNTS)
+    durations = durations or DURATIONS
     res = {"scenario": "dcudp-incast", "link_mbps": link_mbps, "buffer_bytes": BUFFER,
-           "offer_per_sender_mbps": OFFER * link_mbps, "counts": counts, "rounds": rounds,
-           "runs": []}
-    for dur in DURATIONS:
+           "offer_per_sender_mbps": OFFER * link_mbps, "counts": counts,
+           "durations_s": list(durations), "rounds": rounds, "runs": []}
+    boost_cleanup = Cleanup()
+    if boost:
+        runner.boost_softirq(boost_cleanup)
+    try:
+        _run_all(res, link_mbps, protocols, boost)
+    finally:
+        boost_cleanup.run()
+    return res
+
+
+def _run_all(res, link_mbps, protocols, boost):
+    counts, rounds = res["counts"], res["rounds"]
+    for dur in res["durations_s"]:
         for n in counts:
             for proto in protocols:
                 for rnd in range(rounds):
                     log(f"dcudp-incast: {proto} D={dur}s n={n} round {rnd}")
                     r = _dcudp_group(n, dur, link_mbps) if proto == "dcudp" else \
-                        _tcp_group(proto, n, dur, link_mbps)
+                        _tcp_group(proto, n, dur, link_mbps, boost)
                     res["runs"].append(dict(r, protocol=proto, duration_s=dur, n=n, round=rnd))
-    return res
 
 
 def table(res):
@@ -166,7 +182,7 @@ def table(res):
     lines = [f"dcudp-incast: N senders x {res['offer_per_sender_mbps']:.0f} Mbit/s CBR into "
              f"{res['link_mbps']} Mbit/s, buffer {res['buffer_bytes']} B; goodput Mbit/s "
              f"(median of {res['rounds']} round(s)), peak queue KB in brackets"]
-    for dur in DURATIONS:
+    for dur in res["durations_s"]:
         lines.append(f"D = {dur:g} s")
         lines.append(f"{'N':>4} " + " ".join(f"{p:>20}" for p in protos))
         for n in res["counts"]:
