@@ -11,7 +11,9 @@ or 200 KB (D = 10 ms). Senders are bounded by the host's veth, not by a 1 Gbit/s
 
 Each (protocol, D, N) runs on a fresh testbed (topo.Testbed: a star of namespaces, the
 receiver's switch port emulated by kmod's datcpctl); all N senders start together and
-the goodput is all bytes over first send to last byte received. TCP runs through the
+the goodput is all bytes over the common start to the last byte received (DCUDP's
+senders hand-shake first and send from one CLOCK_MONOTONIC time, as the generator's
+preconnected TCP sockets). TCP runs through the
 bench's generator (runner.run_spec, sized flows with preconnected sockets, as the
 ``incast`` scenario); DCUDP through dcudp-send / dcudp-recv (dcudp/), the senders'
 UDP Mode rate C = 160 Mbit/s, pacing by sleeping only (--spin-us 0: N spinning
@@ -41,6 +43,7 @@ COUNTS = [1, 2, 4, 8, 16, 20]
 COUNTS_SHORT = [1, 2, 4, 8]
 DURATIONS = (1.0, 0.01)
 BASE_PORT = 9100
+START_AHEAD_NS = 1_000_000_000   # time to start N sender processes and hand-shake
 
 
 def switch_for(proto):
@@ -114,10 +117,12 @@ def _dcudp_group(n, dur, link_mbps):
                  for i in range(n)]
         procs += recvs
         time.sleep(0.3)
+        # connect now, first byte together: the senders' processes start tens of ms apart
+        start = time.monotonic_ns() + START_AHEAD_NS
         sends = [subprocess.Popen(["ip", "netns", "exec", ns, f"{DCUDP_BUILD}/dcudp-send",
                                    "--host", tb.receiver_ip(0), "--port", str(BASE_PORT + i),
                                    "--link-mbit", str(int(OFFER * link_mbps)), "--file", src,
-                                   "--spin-us", "0"],
+                                   "--spin-us", "0", "--start-at-ns", str(start)],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                  for i, ns in enumerate(tb.senders)]
         procs += sends
@@ -133,7 +138,6 @@ def _dcudp_group(n, dur, link_mbps):
         errs = "; ".join(e.strip() for _, e in s_out + r_out if e.strip())
         log(f"dcudp n={n} D={dur}: a transfer failed: {errs}")
         return {"goodput_mbps": 0.0, "failed": True}
-    start = min(s["first_send_ns"] for s in ss)
     end = max(r["last_byte_ns"] for r in rs)
     return {"goodput_mbps": round(n * size * 8 / ((end - start) / 1e9) / 1e6, 2),
             "peak_queue_bytes": sw.get("peak_queue_bytes"), "marks": sw.get("marks"),

@@ -4,8 +4,12 @@
  *
  *   dcudp-send --host IP --port P --link-mbit C (--file F | --seconds S)
  *              [--pkt-bytes B] [--message-bytes M] [--timeout-ms T] [--spin-us U]
+ *              [--start-at-ns T]
  *
- * Each --message-bytes chunk is one DCUDP message. At the end prints the
+ * Each --message-bytes chunk is one DCUDP message. --start-at-ns: connect at
+ * once, send the first byte at CLOCK_MONOTONIC time T (several senders that
+ * start together, as a bench's preconnected sockets; T under a second ahead,
+ * so that the receiver's 5 s silence timeout does not fire). At the end prints the
  * connection's counters ("name=value") and the achieved sending rate.
  */
 #include <errno.h>
@@ -22,7 +26,8 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: dcudp-send --host IP --port P --link-mbit C (--file F | --seconds S)\n"
-		   "                  [--pkt-bytes B] [--message-bytes M] [--timeout-ms T] [--spin-us U]\n");
+		   "                  [--pkt-bytes B] [--message-bytes M] [--timeout-ms T] [--spin-us U]\n"
+		   "                  [--start-at-ns T]\n");
 }
 
 int main(int argc, char **argv)
@@ -36,13 +41,14 @@ int main(int argc, char **argv)
 					      { "message-bytes", required_argument, 0, 'm' },
 					      { "timeout-ms", required_argument, 0, 't' },
 					      { "spin-us", required_argument, 0, 'S' },
+					      { "start-at-ns", required_argument, 0, 'A' },
 					      { "help", no_argument, 0, 'H' },
 					      { 0, 0, 0, 0 } };
 	struct dcudp_cfg cfg = { .spin_us = -1 };
 	struct dcudp_conn *c;
 	struct dcudp_stats st;
 	const char *host = NULL, *file = NULL;
-	uint64_t port = 0, mbit = 0, seconds = 0, msg = 1 << 20, v;
+	uint64_t port = 0, mbit = 0, seconds = 0, msg = 1 << 20, v, start_at = 0;
 	FILE *in = NULL;
 	char *buf;
 	int ch, err = 0;
@@ -58,6 +64,7 @@ int main(int argc, char **argv)
 		case 'm': if (tool_u64("--message-bytes", optarg, 1, 1 << 30, &msg)) return 2; break;
 		case 't': if (tool_u64("--timeout-ms", optarg, 1, 3600000, &v)) return 2; cfg.timeout_ms = (uint32_t)v; break;
 		case 'S': if (tool_u64("--spin-us", optarg, 0, 1000, &v)) return 2; cfg.spin_us = (int32_t)v; break;
+		case 'A': if (tool_u64("--start-at-ns", optarg, 1, UINT64_MAX, &start_at)) return 2; break;
 		case 'H': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -79,6 +86,12 @@ int main(int argc, char **argv)
 	if (err) {
 		fprintf(stderr, "dcudp-send: connect %s:%llu: %s\n", host, (unsigned long long)port, strerror(-err));
 		return 1;
+	}
+	if (start_at) {
+		struct timespec ts = { start_at / 1000000000ULL, start_at % 1000000000ULL };
+
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+			;
 	}
 	if (in) {
 		size_t n;
