@@ -182,6 +182,7 @@ def main(argv=None):
             os.makedirs(a.out, exist_ok=True)
             with open(os.path.join(a.out, "dcudp-incast.json"), "w") as fh:
                 json.dump(res, fh, indent=1)
+            dcudp_incast.plot(res, os.path.join(a.out, "dcudp-incast.png"))
         if a.json:
             sys.stdout.write(json.dumps(res) + "\n")
         else:

@@ -15,8 +15,9 @@ the goodput is all bytes over the common start to the last byte received (DCUDP'
 senders hand-shake first and send from one CLOCK_MONOTONIC time, as the generator's
 preconnected TCP sockets). TCP runs through the
 bench's generator (runner.run_spec, sized flows with preconnected sockets, as the
-``incast`` scenario); DCUDP through dcudp-send / dcudp-recv (dcudp/), the senders'
-UDP Mode rate C = 160 Mbit/s, pacing by sleeping only (--spin-us 0: N spinning
+``incast`` scenario); DCUDP through dcudp-send / dcudp-recv (dcudp/), C = 100 Mbit/s
+(the bottleneck: Rate_data on entering Congestion Mode and the rates' ceiling), UDP Mode
+at the CBR offer, 160 Mbit/s; pacing by sleeping only (--spin-us 0: N spinning
 senders on 2 CPUs would starve each other).
 """
 from __future__ import annotations
@@ -121,7 +122,8 @@ def _dcudp_group(n, dur, link_mbps):
         start = time.monotonic_ns() + START_AHEAD_NS
         sends = [subprocess.Popen(["ip", "netns", "exec", ns, f"{DCUDP_BUILD}/dcudp-send",
                                    "--host", tb.receiver_ip(0), "--port", str(BASE_PORT + i),
-                                   "--link-mbit", str(int(OFFER * link_mbps)), "--file", src,
+                                   "--link-mbit", str(link_mbps),
+                                   "--udp-mbit", str(int(OFFER * link_mbps)), "--file", src,
                                    "--spin-us", "0", "--start-at-ns", str(start)],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                  for i, ns in enumerate(tb.senders)]
@@ -202,3 +204,31 @@ def table(res):
                 cells.append(f"{g:>11.1f} [{q:>5.0f} KB]")
             lines.append(f"{n:>4} " + " ".join(cells))
     return "\n".join(lines)
+
+
+def plot(res, path):
+    """Goodput against N, one panel per D, a line per protocol (the shape of Fig. 6)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    durs = res["durations_s"]
+    fig, axes = plt.subplots(1, len(durs), figsize=(5 * len(durs), 3.6), squeeze=False)
+    for ax, dur in zip(axes[0], durs):
+        for p in PROTOCOLS:
+            pts = []
+            for n in res["counts"]:
+                rs = [r["goodput_mbps"] for r in res["runs"]
+                      if r["protocol"] == p and r["n"] == n and r["duration_s"] == dur]
+                if rs:
+                    pts.append((n, statistics.median(rs)))
+            if pts:
+                ax.plot([x for x, _ in pts], [y for _, y in pts], marker="o", label=p)
+        ax.set_title(f"D = {dur:g} s: N x {res['offer_per_sender_mbps']:.0f} Mbit/s CBR")
+        ax.set_xlabel("senders N")
+        ax.set_ylabel("goodput Mbit/s")
+        ax.set_ylim(0, res["link_mbps"] * 1.05)
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)

@@ -20,7 +20,10 @@
 #define DCUDP_DEFAULT_PKT_BYTES 1500U /* IP datagram size, PktSize of the rate law */
 
 struct dcudp_cfg {
-	uint64_t link_bps;	    /* bottleneck capacity C: the UDP Mode rate; required */
+	uint64_t link_bps;	    /* bottleneck capacity C (section IV): Rate_data on entering
+				     * Congestion Mode and the ceiling of both rates; required */
+	uint64_t udp_bps;	    /* the UDP Mode rate, the application's offer (section V-A:
+				     * CBR at 1.6 C); 0: C */
 	uint32_t pkt_bytes;	    /* IP datagram size, 0: 1500 */
 	uint32_t timeout_ms;	    /* handshake and peer-silence timeout, 0: 5000 */
 	int32_t spin_us;	    /* pacer: spin this long before a send, -1: 60; 0 sleeps only
@@ -32,7 +35,7 @@ struct dcudp_stats {
 	uint64_t bytes_sent, bytes_delivered, messages_sent, messages_delivered;
 	uint64_t ce_received, acks, ack2s, naks, keepalives, cwr;
 	uint64_t congestion_entries, congestion_exits;
-	uint64_t rate_data_pps, rate_max_pps, rate_line_pps; /* last values */
+	uint64_t rate_data_pps, rate_max_pps, rate_line_pps, rate_udp_pps; /* last values */
 	uint64_t rtt_ns, rtt_idle_ns;
 	/* pacer: lateness of each send against its scheduled time */
 	uint64_t pace_sends, pace_late_p50_ns, pace_late_p99_ns, pace_late_max_ns;

@@ -3,8 +3,9 @@
  * dcudp_core.h - the control law of DCUDP (shared/seeds/dcudp.txt, Ye,
  * Mhamdi, Hamdi, CloudNet 2014), as pure integer functions.
  *
- * A DCUDP sender starts in UDP Mode: it sends at the bottleneck's line rate
- * and the receiver sends no ACKs. The first CE-marked datagram puts the
+ * A DCUDP sender starts in UDP Mode: it sends as fast as the application
+ * offers (section V-A: CBR at 1.6x the bottleneck) and the receiver sends no
+ * ACKs. Rates below are bounded by C, the bottleneck's capacity. The first CE-marked datagram puts the
  * receiver in Congestion Mode: it sends one ACK per RTT (ECE when a CE came
  * in since the last ACK), the sender answers each with an ACK2, from which
  * the receiver measures the RTT (EWMA, alpha = 1/8). The sender adapts a
@@ -58,7 +59,7 @@
 struct dcudp_rate {
 	uint64_t rate_data; /* Rate_data, packets/s */
 	uint64_t rate_max;  /* Rate_max, packets/s */
-	uint64_t rate_line; /* the UDP Mode rate, C / PktSize: no rate goes above it */
+	uint64_t rate_line; /* C / PktSize, the bottleneck: no rate goes above it */
 	uint32_t n_ack;	    /* ACKs (and NAKs) in this Congestion Mode period */
 	uint32_t n_ecn;	    /* ECN-echo ACKs (and NAKs) in it */
 	bool freeze;	    /* rate adjustment lock, released by the next data packet sent */
@@ -142,7 +143,7 @@ static inline void dcudp_rate_enter(struct dcudp_rate *s, uint64_t rate_line)
  * own floor) and Rate_data follows it:
  *     if (Rate_data >= Rate_max) { Rate_max += 1/RTT; Rate_data = Rate_max; }
  *     else Rate_data = min(2 Rate_data, Rate_max);
- * Neither rate exceeds the line rate of UDP Mode.
+ * Neither rate exceeds C / PktSize.
  */
 static inline void dcudp_rate_on_ack(struct dcudp_rate *s, bool ece, uint64_t rtt_ns)
 {

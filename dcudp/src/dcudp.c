@@ -116,7 +116,7 @@ struct dcudp_conn {
 	uint32_t lq_head, lq_len;
 	bool cong, cwr_due;
 	struct dcudp_rate rate;
-	uint64_t next_send, next_ka, rtt_ns;
+	uint64_t next_send, next_ka, rtt_ns, udp_rate;
 	uint64_t late_hist[LATE_BUCKETS + 1];
 
 	/* receiver */
@@ -221,7 +221,7 @@ static ssize_t recv_one(struct dcudp_conn *c, uint8_t *buf, size_t cap, uint8_t 
 
 static uint64_t send_rate(const struct dcudp_conn *c)
 {
-	return c->cong ? c->rate.rate_data : c->rate.rate_line;
+	return c->cong ? c->rate.rate_data : c->udp_rate;
 }
 
 static void lossq_add(struct dcudp_conn *c, uint32_t seq)
@@ -845,6 +845,8 @@ static int conn_new(struct dcudp_conn **out, const struct dcudp_cfg *cfg, bool s
 	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
 	c->rate.rate_line = dcudp_line_rate(c->cfg.link_bps, c->cfg.pkt_bytes);
 	c->st.rate_line_pps = c->rate.rate_line;
+	c->udp_rate = dcudp_line_rate(c->cfg.udp_bps ? c->cfg.udp_bps : c->cfg.link_bps, c->cfg.pkt_bytes);
+	c->st.rate_udp_pps = c->udp_rate;
 	getrandom(&c->own_id, sizeof(c->own_id), 0);
 	c->own_id |= 1;
 	*out = c;
@@ -998,7 +1000,7 @@ void dcudp_print_stats(FILE *f, const struct dcudp_stats *s)
 	P(bytes_sent); P(bytes_delivered); P(messages_sent); P(messages_delivered);
 	P(ce_received); P(acks); P(ack2s); P(naks); P(keepalives); P(cwr);
 	P(congestion_entries); P(congestion_exits);
-	P(rate_data_pps); P(rate_max_pps); P(rate_line_pps); P(rtt_ns); P(rtt_idle_ns);
+	P(rate_data_pps); P(rate_max_pps); P(rate_line_pps); P(rate_udp_pps); P(rtt_ns); P(rtt_idle_ns);
 	P(pace_sends); P(pace_late_p50_ns); P(pace_late_p99_ns); P(pace_late_max_ns);
 	P(first_send_ns); P(last_send_ns);
 #undef P

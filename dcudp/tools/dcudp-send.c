@@ -4,8 +4,9 @@
  *
  *   dcudp-send --host IP --port P --link-mbit C (--file F | --seconds S)
  *              [--pkt-bytes B] [--message-bytes M] [--timeout-ms T] [--spin-us U]
- *              [--start-at-ns T]
+ *              [--start-at-ns T] [--udp-mbit R]
  *
+ * --link-mbit is C, the bottleneck; --udp-mbit the UDP Mode rate (default C).
  * Each --message-bytes chunk is one DCUDP message. --start-at-ns: connect at
  * once, send the first byte at CLOCK_MONOTONIC time T (several senders that
  * start together, as a bench's preconnected sockets; T under a second ahead,
@@ -27,7 +28,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: dcudp-send --host IP --port P --link-mbit C (--file F | --seconds S)\n"
 		   "                  [--pkt-bytes B] [--message-bytes M] [--timeout-ms T] [--spin-us U]\n"
-		   "                  [--start-at-ns T]\n");
+		   "                  [--start-at-ns T] [--udp-mbit R]\n");
 }
 
 int main(int argc, char **argv)
@@ -42,6 +43,7 @@ int main(int argc, char **argv)
 					      { "timeout-ms", required_argument, 0, 't' },
 					      { "spin-us", required_argument, 0, 'S' },
 					      { "start-at-ns", required_argument, 0, 'A' },
+					      { "udp-mbit", required_argument, 0, 'U' },
 					      { "help", no_argument, 0, 'H' },
 					      { 0, 0, 0, 0 } };
 	struct dcudp_cfg cfg = { .spin_us = -1 };
@@ -64,6 +66,7 @@ int main(int argc, char **argv)
 		case 'm': if (tool_u64("--message-bytes", optarg, 1, 1 << 30, &msg)) return 2; break;
 		case 't': if (tool_u64("--timeout-ms", optarg, 1, 3600000, &v)) return 2; cfg.timeout_ms = (uint32_t)v; break;
 		case 'S': if (tool_u64("--spin-us", optarg, 0, 1000, &v)) return 2; cfg.spin_us = (int32_t)v; break;
+		case 'U': if (tool_u64("--udp-mbit", optarg, 1, 100000, &v)) return 2; cfg.udp_bps = v * 1000000ULL; break;
 		case 'A': if (tool_u64("--start-at-ns", optarg, 1, UINT64_MAX, &start_at)) return 2; break;
 		case 'H': usage(stdout); return 0;
 		default: usage(stderr); return 2;
