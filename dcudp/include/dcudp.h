@@ -33,7 +33,8 @@ struct dcudp_cfg {
 struct dcudp_stats {
 	uint64_t data_sent, data_retransmitted, data_received, data_duplicate;
 	uint64_t bytes_sent, bytes_delivered, messages_sent, messages_delivered;
-	uint64_t ce_received, acks, ack2s, naks, keepalives, cwr;
+	uint64_t ce_received, acks, ack2s, naks, keepalives, cwr; /* acks: sent by a receiver,
+								   * received by a sender */
 	uint64_t congestion_entries, congestion_exits;
 	uint64_t rate_data_pps, rate_max_pps, rate_line_pps, rate_udp_pps; /* last values */
 	uint64_t rtt_ns, rtt_idle_ns;
@@ -58,7 +59,8 @@ int dcudp_send(struct dcudp_conn *c, const void *buf, size_t len);
  * everything delivered), -errno on failure. */
 ssize_t dcudp_recv(struct dcudp_conn *c, void *buf, size_t len);
 
-/* Sender: wait until everything sent is acknowledged, then shut down. Receiver: shut down.
+/* Sender: wait until everything sent is acknowledged, then shut down. Receiver: linger
+ * 100 ms to answer the sender's shutdown again if the answer was lost.
  * Returns 0 or -errno. The connection stays valid for dcudp_stats until dcudp_free. */
 int dcudp_close(struct dcudp_conn *c);
 

@@ -121,7 +121,7 @@ struct dcudp_conn {
 
 	/* receiver */
 	uint32_t rcv_next, rcv_high, rcv_end, deliver_off;
-	bool shut, r_cong, cond1, quit_pending, ce_since_ack, ece_pending;
+	bool shut, shut_answered, r_cong, cond1, quit_pending, ce_since_ack, ece_pending;
 	uint64_t ack_interval, next_ack, next_nak_scan, hs_resp_ns;
 	bool rtt_measured;
 	uint32_t blk_pkts, blk_ce;
@@ -502,6 +502,7 @@ static void recv_send_ack(struct dcudp_conn *c, uint64_t now)
 	if (flags & F_ECE)
 		c->ece_pending = true; /* repeated until a CWR arrives, as in TCP-ECN */
 	c->ce_since_ack = false;
+	c->st.acks++;
 	c->ack_log[seq % ACK_LOG].seq = seq;
 	c->ack_log[seq % ACK_LOG].ns = now;
 	send_ctrl(c, T_ACK, flags, seq, body, 2);
@@ -644,7 +645,11 @@ static void recv_on_ack2(struct dcudp_conn *c, uint32_t seq, uint64_t now)
 	step = dcudp_exit_check(&c->rtt_w, &c->pecn_w, c->cond1);
 	if (step == DCUDP_SLOW_ACKS && !c->cond1) {
 		c->cond1 = true;
-		c->ack_interval = DCUDP_BETA * c->st.rtt_idle_ns; /* Interval_ACK = beta RTT_idle */
+		/* Interval_ACK = beta RTT_idle, "enlarged": never below the RTT interval it replaces
+		 * (a handshake's RTT_idle of ~10 us here would otherwise send an ACK every 20 us) */
+		c->ack_interval = DCUDP_BETA * c->st.rtt_idle_ns;
+		if (c->ack_interval < c->st.rtt_ns)
+			c->ack_interval = c->st.rtt_ns;
 	} else if (step == DCUDP_QUIT && !c->quit_pending) {
 		c->quit_pending = true;
 		recv_send_ack(c, now); /* OBS = 0 */
@@ -673,7 +678,10 @@ static void recv_on_ctrl(struct dcudp_conn *c, uint32_t type, uint32_t seq, cons
 			recv_learn_high(c, rel_seq(c, b[0]), now);
 		break;
 	case T_SHUTDOWN:
-		if (nb >= 1) {
+		if (nb >= 1 && c->shut_answered) {
+			/* our answer was lost: the sender repeats its shutdown */
+			send_ctrl(c, T_SHUTDOWN, 0, next_ctrl_seq(c), b, 1);
+		} else if (nb >= 1) {
 			c->rcv_end = rel_seq(c, b[0]);
 			recv_learn_high(c, c->rcv_end, now);
 			c->shut = true;
@@ -787,7 +795,9 @@ ssize_t dcudp_recv(struct dcudp_conn *c, void *buf, size_t len)
 		if (c->shut && c->rcv_next >= c->rcv_end) {
 			uint32_t body = wire_seq(c, c->rcv_end);
 
-			send_ctrl(c, T_SHUTDOWN, 0, next_ctrl_seq(c), &body, 1);
+			if (!c->shut_answered)
+				send_ctrl(c, T_SHUTDOWN, 0, next_ctrl_seq(c), &body, 1);
+			c->shut_answered = true;
 			return 0;
 		}
 		now = now_ns();
@@ -953,22 +963,33 @@ int dcudp_accept(struct dcudp_conn **out, uint16_t port, const struct dcudp_cfg 
 		dcudp_free(c);
 		return err;
 	}
-	c->t0 = now_ns();
+	c->t0 = c->hs_resp_ns = now_ns(); /* before the send: RTT_idle includes it */
 	{
 		uint32_t r[4] = { HS_RESPONSE, c->isn, c->cfg.pkt_bytes, c->own_id };
 
 		send_ctrl(c, T_HANDSHAKE, 0, 0, r, 4);
 	}
-	c->hs_resp_ns = c->last_heard = c->next_ka = c->next_nak_scan = now_ns();
+	c->last_heard = c->next_ka = c->next_nak_scan = now_ns();
 	/* until the confirm measures RTT_idle (it may be lost): the paper's 100 us x 10 */
 	c->st.rtt_idle_ns = c->st.rtt_ns = DEFAULT_RTT_IDLE_NS;
 	*out = c;
 	return 0;
 }
 
+/* The receiver answers repeated shutdowns this long after its own (the sender repeats
+ * every SHUTDOWN_REPEAT_NS until it hears one), as TCP's TIME_WAIT. */
+#define LINGER_NS (10 * SHUTDOWN_REPEAT_NS)
+
 int dcudp_close(struct dcudp_conn *c)
 {
-	return c->sender ? sender_close(c) : 0;
+	uint64_t until;
+
+	if (c->sender)
+		return sender_close(c);
+	until = now_ns() + LINGER_NS;
+	while (c->shut_answered && now_ns() < until)
+		wait_event(c, until);
+	return 0;
 }
 
 void dcudp_get_stats(const struct dcudp_conn *c, struct dcudp_stats *out)

@@ -87,6 +87,8 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
+	if (n == 0)
+		dcudp_close(c); /* lingers to answer a repeated shutdown */
 	dcudp_get_stats(c, &st);
 	dcudp_print_stats(stdout, &st);
 	if (last > first)
