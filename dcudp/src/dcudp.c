@@ -7,7 +7,7 @@
  *
  * Header (16 bytes, network order), after UDT:
  *   word 0  data:    0 | sequence number (31 bits)
- *           control: 1 | type (15 bits) | flags (16 bits: OBS, CWR, ECE)
+ *           control: 1 | type (15 bits) | flags (16 bits: OBS, ECE; CWR rides on data)
  *   word 1  data:    OBS | CWR | FIRST | LAST | message number (28 bits)
  *           control: control sequence number (31 bits); an ACK2 carries its ACK's
  *   word 2  timestamp, microseconds since the connection began
@@ -49,7 +49,6 @@
 #define NAK_MAX_PAIRS 64U
 
 #define F_ECE 0x1U
-#define F_CWR 0x2U
 #define F_OBS 0x4U
 #define D_OBS 0x80000000U
 #define D_CWR 0x40000000U
@@ -356,7 +355,7 @@ static bool sender_has_work(const struct dcudp_conn *c)
 }
 
 /* Waits until `until`: sleeps in ppoll (control packets wake it), spins the last
- * PACE_SPIN_NS. Returns the time now. */
+ * spin_ns. Returns the time now. */
 static uint64_t wait_until(struct dcudp_conn *c, uint64_t until)
 {
 	uint64_t now = now_ns();
