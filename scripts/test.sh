@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds everything and runs
-# every test (C unit tests of the core, kernel tests, namespace tests of
-# bench/, Java tests). Runs all suites even when one fails, prints one line
+# every test (C unit tests of the core, kernel tests, dcudp's tests, namespace
+# tests of bench/, Java tests). Runs all suites even when one fails, prints one line
 # per suite and a total "N passed, N failed", and exits non-zero on any
 # failure. Needs root (BPF, network namespaces).
 set -uo pipefail
@@ -26,21 +26,41 @@ record() {
 # "N passed, N failed" closing line of the C suites (the unit suite ends with "unit tests: N passed, N failed")
 plain_counts() { tail -n 5 "$1" | grep -Eo '[0-9]+ passed, [0-9]+ failed' | tail -n 1 | awk '{print $1, $3}'; }
 
+# c_suite NAME LOG COMMAND...: a suite whose output ends with "N passed, N failed"
+c_suite() {
+	local name=$1 log=$2 st p f
+	shift 2
+	"$@" 2>&1 | tee "$log"
+	st=${PIPESTATUS[0]}; read -r p f <<<"$(plain_counts "$log")"
+	record "$name" "${p:-0}" "${f:-0}" "$st"
+}
+
+# c_build NAME LOG COMMAND...: a build, recorded only when it fails
+c_build() {
+	local name=$1 log=$2 st
+	shift 2
+	"$@" 2>&1 | tee "$log"
+	st=${PIPESTATUS[0]}
+	[ "$st" -ne 0 ] && record "$name" 0 1 "$st"
+}
+
 echo "== kmod: build"
-make -C kmod all 2>&1 | tee "$LOGS/kmod-build.log"
-build=${PIPESTATUS[0]}
-[ "$build" -ne 0 ] && record "kmod build" 0 1 "$build"
+c_build "kmod build" "$LOGS/kmod-build.log" make -C kmod all
 
 echo "== kmod: unit tests of the algorithm core"
-make -s -C kmod unit-test 2>&1 | tee "$LOGS/kmod-unit.log"
-st=${PIPESTATUS[0]}; read -r p f <<<"$(plain_counts "$LOGS/kmod-unit.log")"
-record "kmod unit (vectors)" "${p:-0}" "${f:-0}" "$st"
+c_suite "kmod unit (vectors)" "$LOGS/kmod-unit.log" make -s -C kmod unit-test
 
 echo "== kmod: kernel tests"
 # the kernel is one per machine: suites that load datcp take this lock (agent tests and it-tests too)
-flock /tmp/datcp-kernel.lock make -s -C kmod kernel-test 2>&1 | tee "$LOGS/kmod-kernel.log"
-st=${PIPESTATUS[0]}; read -r p f <<<"$(plain_counts "$LOGS/kmod-kernel.log")"
-record "kmod kernel" "${p:-0}" "${f:-0}" "$st"
+c_suite "kmod kernel" "$LOGS/kmod-kernel.log" flock /tmp/datcp-kernel.lock make -s -C kmod kernel-test
+
+echo "== dcudp: build, unit tests of the control law"
+c_build "dcudp build" "$LOGS/dcudp-build.log" make -s -C dcudp all
+c_suite "dcudp unit (vectors)" "$LOGS/dcudp-unit.log" make -s -C dcudp unit-test
+
+echo "== dcudp: transfers between namespaces (pacing, loss, ECN marking)"
+# the marking case configures a switch port through the kernel's datcp: same lock as kmod
+c_suite "dcudp loopback" "$LOGS/dcudp-loop.log" flock /tmp/datcp-kernel.lock make -s -C dcudp loop-test
 
 if [ -d bench/tests ]; then
 	echo "== bench: namespace tests"

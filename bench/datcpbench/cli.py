@@ -2,7 +2,8 @@
 bench/run custom --spec FILE.json [--cc CC] [--json]
 bench/run all --out DIR
 bench/run trace --trace SPEC.json [--select START:COUNT] [--hosts H] [--modes off,dctcp,prio,on]
-                [--rounds N] [--out DIR]"""
+                [--rounds N] [--out DIR]
+bench/run dcudp-incast [--short] [--senders 1,2,..] [--durations 1,0.01] [--rounds N] [--out DIR] [--json]"""
 from __future__ import annotations
 
 import argparse
@@ -92,7 +93,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(prog="bench/run", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("scenario", help="|".join(scenarios.NAMES + ["custom", "all", "report",
-                                                             "ablation", "cleanup", "trace"]))
+                                                             "ablation", "cleanup", "trace",
+                                                             "dcudp-incast"]))
     ap.add_argument("--cc", default="datcp", help="|".join(kernel.CCS))
     ap.add_argument("--json", action="store_true", help="print exactly one JSON object")
     ap.add_argument("--out", help="directory for results (JSON per run; report for 'all')")
@@ -111,6 +113,10 @@ def main(argv=None):
                     help="one datcp parameter on top of the profile (datcpctl load --param)")
     ap.add_argument("--ccs", help="for 'all': comma-separated subset of CCs")
     ap.add_argument("--scenarios", help="for 'all': comma-separated subset of scenarios")
+    dc = ap.add_argument_group("dcudp-incast (DCUDP section V-A, see bench/README.md)")
+    dc.add_argument("--senders", help="comma-separated sender counts (default 1,2,4,8,16,20; "
+                                      "--short 1,2,4,8)")
+    dc.add_argument("--durations", help="comma-separated CBR durations D in s (default 1,0.01)")
     tr = ap.add_argument_group("trace replay (bench/run trace, see bench/README.md)")
     tr.add_argument("--trace", help="workload spec (JSON) with placement (hosts, map_hosts, "
                                     "reduce_hosts), or a coflow trace to convert")
@@ -119,7 +125,8 @@ def main(argv=None):
     tr.add_argument("--load", type=float, help="offered load at the bottleneck ports (converter)")
     tr.add_argument("--modes", default="off,dctcp,prio,on", help="comma-separated, in run order")
     tr.add_argument("--rounds", type=int, default=1,
-                    help="rounds per mode (default 1); results carry the medians per job")
+                    help="rounds per mode (default 1); results carry the medians per job; "
+                         "dcudp-incast: rounds per protocol and sender count")
     tr.add_argument("--timeout", type=float, default=900.0,
                     help="seconds after the last submit before unfinished jobs fail the mode")
     tr.add_argument("--force-cc", help=argparse.SUPPRESS)   # test hook: proves the mode check
@@ -157,6 +164,30 @@ def main(argv=None):
                               names=a.scenarios.split(",") if a.scenarios else None,
                               profile=a.switch_profile, link_mbps=a.link_mbps,
                               short=a.short, seed=a.seed, boost=a.boost_softirq or None)
+    if a.scenario == "dcudp-incast":   # DCUDP section V-A (datcpbench/dcudp_incast.py)
+        from . import dcudp_incast
+        if a.rounds < 1:
+            ap.error(f"--rounds {a.rounds}: must be an integer >= 1")
+        try:
+            counts = [int(x) for x in a.senders.split(",")] if a.senders else None
+            durs = [float(x) for x in a.durations.split(",")] if a.durations else None
+        except ValueError:
+            ap.error("--senders: comma-separated integers; --durations: comma-separated seconds")
+        if (counts and min(counts) < 1) or (durs and min(durs) <= 0):
+            ap.error("--senders must be >= 1 and --durations > 0")
+        res = dcudp_incast.run(a.link_mbps, a.short, rounds=a.rounds, counts=counts,
+                               durations=durs, boost=a.boost_softirq or
+                               os.environ.get("DATCPBENCH_BOOST_SOFTIRQ") == "1")
+        if a.out:
+            os.makedirs(a.out, exist_ok=True)
+            with open(os.path.join(a.out, "dcudp-incast.json"), "w") as fh:
+                json.dump(res, fh, indent=1)
+            dcudp_incast.plot(res, os.path.join(a.out, "dcudp-incast.png"))
+        if a.json:
+            sys.stdout.write(json.dumps(res) + "\n")
+        else:
+            print(dcudp_incast.table(res))
+        return 0
     if a.scenario == "custom":
         if not a.spec:
             ap.error("custom needs --spec FILE.json")
