@@ -45,7 +45,7 @@ for kv in ${EXTRA_CONF:-}; do echo "$kv" >> "$data/scheduler.properties"; done
 server_jar="${SCHEDULER_JAR:-$jar}"
 token="$(java -jar "$server_jar" --data-dir "$data" --mint-node-token evil)"
 # shellcheck disable=SC2086
-${server_cpu[@]+"${server_cpu[@]}"} java -Xmx1g -Xlog:gc:file="$data/gc.log":uptime ${SCHEDULER_JAVA_OPTS:-} -jar "$server_jar" \
+${server_cpu[@]+"${server_cpu[@]}"} java -Xmx1g -Xlog:gc:file="$data/gc.log":uptime,timemillis ${SCHEDULER_JAVA_OPTS:-} -jar "$server_jar" \
   --data-dir "$data" --grpc-port "$grpc_port" --http-port "$http_port" \
   --config "$data/scheduler.properties" > "$data/scheduler.log" 2>&1 &
 pid=$!
@@ -58,7 +58,7 @@ out="$data/bench.out"
 # shellcheck disable=SC2086
 ${client_cpu[@]+"${client_cpu[@]}"} java -Xmx2g ${BENCH_JAVA_OPTS:-} -cp "$jar:$classes" io.datcp.scheduler.bench.LoadBenchmark \
   --target "127.0.0.1:$grpc_port" --server-pid "$pid" --hosts 10000 --jobs-per-second 20 \
-  --seconds 30 --hostile-seconds 60 --hostile-token "$token" "$@" | grep -v ' INFO ' | tee "$out"
+  --seconds 30 --hostile-seconds 60 --hostile-token "$token" --server-gc-log "$data/gc.log" "$@" | grep -v ' INFO ' | tee "$out"
 
 # refusals over the whole run: the attacker's are counted by HostileClient above; any more
 # were the honest hosts' (the defaults must refuse none of theirs)

@@ -125,6 +125,11 @@ public final class LoadBenchmark implements Callable<Integer> {
           + " which depends far less on other load on the machine than latency does.")
   long serverPid;
 
+  @Option(names = "--server-gc-log",
+      description = "The scheduler's GC log, written with -Xlog:gc:file=PATH:uptime,timemillis:"
+          + " each window then counts its slow calls that were in flight during a pause.")
+  java.nio.file.Path serverGcLog;
+
   @Option(names = "--hostile-seconds", defaultValue = "0",
       description = "After the measured window, a second one of this many seconds while a"
           + " hostile node (HostileClient, host evil, --hostile-token) sends the worst valid"
@@ -293,6 +298,7 @@ public final class LoadBenchmark implements Callable<Integer> {
     nextJobStart.set(measureFrom);
     measuring.set(true);
     long start = System.nanoTime();
+    windowStart = start;
     TimeUnit.SECONDS.sleep(seconds);
     measuring.set(false);
     double secs = (System.nanoTime() - start) / 1e9;
@@ -353,6 +359,7 @@ public final class LoadBenchmark implements Callable<Integer> {
     }
     measuring.set(true);
     long start = System.nanoTime();
+    windowStart = start;
     TimeUnit.SECONDS.sleep(hostileSeconds);
     measuring.set(false);
     double secs = (System.nanoTime() - start) / 1e9;
@@ -423,6 +430,23 @@ public final class LoadBenchmark implements Callable<Integer> {
         stalls.add(new long[] {1, c[0], c[1]});
       }
     }
+    if (serverGcLog != null) {
+      long inPause = inGcPause(slow);
+      System.out.printf(Locale.ROOT, "slow calls       %10d of them in flight during a scheduler"
+          + " GC pause, %d not%n", inPause, slow.size() - inPause);
+    }
+    if (!slow.isEmpty()) {
+      // per second of the window: a burst at the attack's start and a steady rate read apart
+      int[] perSecond = new int[(int) ((slow.get(slow.size() - 1)[1] - windowStart) / 1_000_000_000L)
+          + 1];
+      for (long[] c : slow) {
+        int sec = (int) ((c[1] - windowStart) / 1_000_000_000L);
+        if (sec >= 0) {
+          perSecond[sec]++;
+        }
+      }
+      System.out.println("slow calls       by second of the window: " + Arrays.toString(perSecond));
+    }
     long together = stalls.stream().filter(x -> x[0] >= 10).mapToLong(x -> x[0]).sum();
     System.out.printf(Locale.ROOT, "slow calls       %10d over %.0f ms (%.2f%% of calls), %d of"
         + " them in %d stalls of 10 calls or more, %d alone or in small groups%n", slow.size(),
@@ -438,6 +462,35 @@ public final class LoadBenchmark implements Callable<Integer> {
         .forEach(x -> System.out.printf(Locale.ROOT, "  stall ended at scheduler uptime %.3f s:"
             + " %d calls, longest %.1f ms%n", uptimeNow - (nanosNow - x[2]) / 1e9, x[0],
             x[1] / 1e6));
+  }
+
+  /**
+   * How many of the {latency, answeredAt} calls overlap a pause in the scheduler's GC log: a
+   * line "[...][&lt;utc&gt;ms] GC(n) Pause ... &lt;d&gt;ms" is written as a pause of d ms ends.
+   */
+  private long inGcPause(List<long[]> calls) throws java.io.IOException {
+    java.util.regex.Pattern line = java.util.regex.Pattern.compile(
+        "\\[(\\d+)ms\\].* Pause .* ([0-9.]+)ms$");
+    List<double[]> pauses = new ArrayList<>(); // {start, end} epoch ms
+    for (String l : java.nio.file.Files.readAllLines(serverGcLog)) {
+      java.util.regex.Matcher m = line.matcher(l);
+      if (m.find()) {
+        double end = Double.parseDouble(m.group(1));
+        pauses.add(new double[] {end - Double.parseDouble(m.group(2)), end});
+      }
+    }
+    // this JVM's nanoTime on the wall clock the GC log's timemillis uses
+    double epochMsAtNanoZero = System.currentTimeMillis() - System.nanoTime() / 1e6;
+    long n = 0;
+    for (long[] c : calls) {
+      double answered = epochMsAtNanoZero + c[1] / 1e6;
+      double sent = answered - c[0] / 1e6;
+      // timemillis is whole milliseconds: a millisecond of slack either side
+      if (pauses.stream().anyMatch(p -> p[0] - 1 < answered && p[1] + 1 > sent)) {
+        n++;
+      }
+    }
+    return n;
   }
 
   /** The scheduler JVM's uptime {@code offsetSecs} from now, seconds (its GC log's clock). */
@@ -533,6 +586,8 @@ public final class LoadBenchmark implements Callable<Integer> {
   private final AtomicLong startLagNanos = new AtomicLong();
   /** Start of the measurement, System.nanoTime; lag is counted for slots from here on. */
   private volatile long measureFrom = Long.MAX_VALUE;
+  /** When the window being measured began (System.nanoTime). */
+  private volatile long windowStart;
 
   /** With a fixed job rate, nanoseconds until the next start slot (0: closed loop or late). */
   private long jobStartDelay() {
