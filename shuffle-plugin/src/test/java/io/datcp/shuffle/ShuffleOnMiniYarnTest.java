@@ -10,6 +10,7 @@ import static org.awaitility.Awaitility.await;
 import io.datcp.proto.v1.FlowAction;
 import io.datcp.proto.v1.FlowEnd;
 import io.datcp.proto.v1.FlowEndReason;
+import io.datcp.proto.v1.MapCompleted;
 import io.datcp.proto.v1.MapLost;
 import io.datcp.proto.v1.ShuffleEvent;
 import io.datcp.shuffle.agent.EventsClient;
@@ -20,6 +21,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -32,7 +34,11 @@ import java.util.stream.Stream;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.mapreduce.Job;
 import org.apache.hadoop.mapreduce.MRJobConfig;
+import org.apache.hadoop.mapreduce.TaskReport;
+import org.apache.hadoop.mapreduce.TaskType;
+import org.apache.hadoop.mapreduce.TypeConverter;
 import org.apache.hadoop.metrics2.lib.DefaultMetricsSystem;
+import org.apache.hadoop.yarn.client.api.YarnClient;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
@@ -253,6 +259,53 @@ class ShuffleOnMiniYarnTest {
           .contains(DatcpShuffle.class.getName(), EventsClient.class.getName())
           .noneMatch(c -> c.startsWith("io.grpc.") || c.startsWith("io.netty."));
     }
+  }
+
+  /**
+   * What YARN knows of the job but its map-completion events do not carry (Hadoop's
+   * TypeConverter drops the attempt's run time on the way to the reduce): every reduce reports
+   * the job's submit time from the ResourceManager, and reduce 0 each map's run time, finish
+   * and the job's running maps from the MapReduce AM.
+   */
+  @Test
+  @Order(3)
+  void reduceZeroReportsEachMapsRunTimeAndFinishFromYarn() throws Exception {
+    Baseline b = baseline();
+    Job job = b.run().job();
+    long submitMillis;
+    try (YarnClient yarn = YarnClient.createYarnClient()) {
+      yarn.init(cluster.jobConf());
+      yarn.start();
+      submitMillis = yarn.getApplicationReport(
+          TypeConverter.toYarn(job.getJobID()).getAppId()).getStartTime();
+    }
+    assertThat(b.events(ShuffleEvent.EventCase.REDUCE_STARTED)).hasSize(REDUCES)
+        .allSatisfy(e -> assertThat(e.getReduceStarted().getJobSubmitTimeUnixNanos())
+            .as("the ResourceManager's submit time").isEqualTo(submitMillis * 1_000_000L));
+
+    Map<Integer, TaskReport> reports = new HashMap<>();
+    for (TaskReport r : job.getTaskReports(TaskType.MAP)) {
+      reports.put(r.getTaskID().getId(), r);
+    }
+    List<ShuffleEvent> fromZero = b.events(ShuffleEvent.EventCase.MAP_COMPLETED).stream()
+        .filter(e -> e.getMapCompleted().getReduceId() == 0).toList();
+    assertThat(fromZero).hasSize(MAPS);
+    for (ShuffleEvent e : fromZero) {
+      MapCompleted m = e.getMapCompleted();
+      TaskReport task = reports.get(m.getMapId());
+      System.out.printf("map %d: run time %d ms (task %d..%d), maps running %d%n", m.getMapId(),
+          m.getRunTimeNanos() / 1_000_000, task.getStartTime(), task.getFinishTime(),
+          m.getMapsRunning());
+      assertThat(e.getTimeUnixNanos()).as("map %d finished", m.getMapId())
+          .isEqualTo(task.getFinishTime() * 1_000_000L);
+      assertThat(m.getRunTimeNanos()).as("map %d run time", m.getMapId()).isPositive()
+          .isLessThanOrEqualTo((task.getFinishTime() - task.getStartTime()) * 1_000_000L);
+      assertThat(m.getMapsRunning()).as("maps running").isBetween(0, MAPS);
+    }
+    // the other reduces leave the AM alone: its load does not grow with the reduces
+    assertThat(b.events(ShuffleEvent.EventCase.MAP_COMPLETED)).filteredOn(
+        e -> e.getMapCompleted().getReduceId() != 0).hasSize(MAPS * (REDUCES - 1))
+        .allSatisfy(e -> assertThat(e.getMapCompleted().getRunTimeNanos()).isZero());
   }
 
   /** Class names in a -Xlog:class+load log ("[0.012s][info][class,load] NAME source: ..."). */

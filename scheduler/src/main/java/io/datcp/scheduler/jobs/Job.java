@@ -441,6 +441,14 @@ public final class Job {
       }
       lastMapCompletionUnixNanos = Math.max(lastMapCompletionUnixNanos, time);
       jobWide = true;
+    } else if (runTimeNanos > 0 && maps.get(mapId).runTimeNanos() == 0) {
+      // the one reduce that asks YARN for run times (the plugin's reduce 0) may report a map
+      // after other reduces did without one: its length still counts toward the median
+      CompletedMap known = maps.get(mapId);
+      maps.put(mapId, new CompletedMap(known.host(), known.attempt(), runTimeNanos,
+          known.completedAtUnixNanos()));
+      addRunTime(runTimeNanos);
+      jobWide = true;
     }
     if (running >= 0 && running != mapsRunning) {
       mapsRunning = running;

@@ -203,7 +203,7 @@ public final class DeadlinePlanner {
           + mbit(fairShare) + " (1/" + sharing + ") -> " + s(floor);
       if (d.lastMapFinishUnixNanos() == 0) {
         out.put(d.jobId(), new Deadline(nowUnixNanos + floor, () -> "waiting for " + d.mapsLeft()
-            + " maps of unknown length (none done yet): " + floorText.get(),
+            + " maps of unknown length (no run time reported yet): " + floorText.get(),
             usableBitsPerSecond));
         continue;
       }

@@ -151,6 +151,24 @@ class JobTest {
   }
 
   @Test
+  void aRunTimeReportedAfterTheMapWasKnownWithoutOneCountsOnce() {
+    // the plugin's reduce 0 asks the AM for run times; other reduces report the map first
+    Job job = new Job("j", CONF, true, 4, 2, T);
+    job.reduceStarted(0, "node1", T);
+    job.reduceStarted(1, "node2", T);
+    assertThat(job.mapCompleted(1, 0, "m", 0, 0, 10, -1, T)).isTrue();
+    assertThat(job.medianMapRunTimeNanos()).isEqualTo(-1);
+
+    assertThat(job.mapCompleted(0, 0, "m", 0, 4_000_000_000L, 10, -1, T))
+        .as("the median moved: every host's demand changes").isTrue();
+    assertThat(job.medianMapRunTimeNanos()).isEqualTo(4_000_000_000L);
+    assertThat(job.mapsDone()).isEqualTo(1);
+    assertThat(job.mapCompleted(0, 0, "m", 0, 9_000_000_000L, 10, -1, T))
+        .as("a map's run time counts once").isFalse();
+    assertThat(job.medianMapRunTimeNanos()).isEqualTo(4_000_000_000L);
+  }
+
+  @Test
   void reducesAreFoundByHost() {
     Job job = new Job("j", CONF, true, 4, 3, T);
     job.reduceStarted(0, "node1", T);

@@ -1,0 +1,146 @@
+package io.datcp.shuffle.reduceside;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.HttpURLConnection;
+import java.net.URI;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.mapreduce.TaskAttemptID;
+import org.apache.hadoop.yarn.webapp.util.WebAppUtils;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * What YARN knows of a job that the reduce's map-completion events do not carry: on YARN,
+ * Hadoop's TypeConverter builds the reduce's TaskCompletionEvent without the attempt's run time,
+ * although the MapReduce AM has it. Asked over the REST APIs Hadoop documents: the
+ * ResourceManager's {@code /ws/v1/cluster/apps/{app}} (the job's submit time) and the job's AM,
+ * through the ResourceManager's web proxy, {@code /ws/v1/mapreduce/jobs/{job}} (maps running)
+ * and {@code .../tasks/{task}/attempts/{attempt}} (an attempt's start and finish). Every call is
+ * bounded by {@link #TIMEOUT_MS}; a failed one yields "unknown" and one log line per outage.
+ */
+final class JobFacts {
+  private static final Logger LOG = LoggerFactory.getLogger(JobFacts.class);
+
+  /**
+   * Longest wait for one answer of the ResourceManager or the AM, milliseconds; 0 = do not ask
+   * (every fact is then reported unknown, as before this key). The AM's first answer took over
+   * a second on MiniMRYarnCluster on two busy cores (its web app starts on first use); only the
+   * ResourceManager's answer delays the reduce (once, at its start), the AM's only the reports.
+   */
+  static final String TIMEOUT_MS = "datcp.shuffle.job-facts.timeout-ms";
+  static final int DEFAULT_TIMEOUT_MS = 3000;
+
+  /** An attempt's start and finish as the AM recorded them, milliseconds since the epoch. */
+  record AttemptTimes(long startMillis, long finishMillis) {
+    long runMillis() {
+      return finishMillis - startMillis;
+    }
+  }
+
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  private final String rmWebApp;
+  private final String amWebApp;
+  private final String jobId;
+  private final String appId;
+  private final int timeoutMs;
+  private final AtomicBoolean down = new AtomicBoolean();
+
+  private JobFacts(String rmWebApp, String proxy, String jobId, int timeoutMs) {
+    this.rmWebApp = rmWebApp;
+    this.jobId = jobId;
+    // a MapReduce job's id is its YARN application's with another prefix
+    this.appId = "application_" + jobId.substring("job_".length());
+    this.amWebApp = proxy + "/proxy/" + appId;
+    this.timeoutMs = timeoutMs;
+  }
+
+  /** The facts of {@code jobId}, or null when {@link #TIMEOUT_MS} is 0. */
+  static JobFacts from(Configuration conf, String jobId) {
+    String raw = conf.getTrimmed(TIMEOUT_MS);
+    int timeout = DEFAULT_TIMEOUT_MS;
+    if (raw != null && !raw.isEmpty()) {
+      try {
+        timeout = Integer.parseInt(raw);
+      } catch (NumberFormatException e) {
+        timeout = -1;
+      }
+      if (timeout < 0) {
+        throw new IllegalArgumentException(TIMEOUT_MS + " must be an integer in [0, "
+            + Integer.MAX_VALUE + "] (0: do not ask YARN), got '" + raw + "'");
+      }
+    }
+    if (timeout == 0) {
+      return null;
+    }
+    String scheme = WebAppUtils.getHttpSchemePrefix(conf);
+    return new JobFacts(WebAppUtils.getRMWebAppURLWithScheme(conf),
+        scheme + WebAppUtils.getProxyHostAndPort(conf), jobId, timeout);
+  }
+
+  int timeoutMillis() {
+    return timeoutMs;
+  }
+
+  /** When the job was submitted (the application's start at the ResourceManager), or 0. */
+  long submitTimeMillis() {
+    JsonNode app = get(rmWebApp + "/ws/v1/cluster/apps/" + appId, "app");
+    return app == null ? 0 : Math.max(0, app.path("startedTime").asLong(0));
+  }
+
+  /** Map tasks of the job running now, as the AM counts them, or -1. */
+  int mapsRunning() {
+    JsonNode job = get(amWebApp + "/ws/v1/mapreduce/jobs/" + jobId, "job");
+    return job == null || !job.has("mapsRunning") ? -1 : job.get("mapsRunning").asInt();
+  }
+
+  /** The attempt's times, or null when the AM did not tell them (or has not finished it). */
+  AttemptTimes attempt(TaskAttemptID attempt) {
+    JsonNode a = get(amWebApp + "/ws/v1/mapreduce/jobs/" + jobId + "/tasks/"
+        + attempt.getTaskID() + "/attempts/" + attempt, "taskAttempt");
+    if (a == null) {
+      return null;
+    }
+    long start = a.path("startTime").asLong(0);
+    long finish = a.path("finishTime").asLong(0);
+    return start > 0 && finish >= start ? new AttemptTimes(start, finish) : null;
+  }
+
+  /** The member {@code field} of the JSON answer to GET {@code url}, or null on any failure. */
+  private JsonNode get(String url, String field) {
+    try {
+      HttpURLConnection c = (HttpURLConnection) URI.create(url).toURL().openConnection();
+      c.setConnectTimeout(timeoutMs);
+      c.setReadTimeout(timeoutMs);
+      c.setRequestProperty("Accept", "application/json");
+      try {
+        int status = c.getResponseCode();
+        if (status != HttpURLConnection.HTTP_OK) {
+          throw new IOException("HTTP " + status + " from " + url);
+        }
+        JsonNode node;
+        try (InputStream in = c.getInputStream()) {
+          node = JSON.readTree(in).get(field);
+        }
+        if (node == null) {
+          throw new IOException("no '" + field + "' in the answer of " + url);
+        }
+        if (down.compareAndSet(true, false)) {
+          LOG.info("DATCP: YARN answers job facts again");
+        }
+        return node;
+      } finally {
+        c.disconnect();
+      }
+    } catch (IOException | RuntimeException e) {
+      if (down.compareAndSet(false, true)) {
+        LOG.warn("DATCP: cannot ask YARN for job facts ({}); reporting them unknown", e.toString());
+      }
+      return null;
+    }
+  }
+}
