@@ -1,0 +1,135 @@
+package io.datcp.shuffle.reduceside;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import com.sun.net.httpserver.HttpServer;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.mapreduce.TaskAttemptID;
+import org.apache.hadoop.yarn.conf.YarnConfiguration;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * JobFacts against a stand-in for the ResourceManager's web app and proxy (the JDK's HTTP server
+ * on loopback, answering the REST paths Hadoop documents): the facts it reads, and "unknown"
+ * without delaying past its timeout when YARN is silent, refuses or answers something else.
+ */
+class JobFactsTest {
+  private static final String JOB = "job_1700000000000_0007";
+  private static final String AM = "/proxy/application_1700000000000_0007/ws/v1/mapreduce/jobs/"
+      + JOB;
+  private static final TaskAttemptID ATTEMPT =
+      TaskAttemptID.forName("attempt_1700000000000_0007_m_000003_1");
+
+  private HttpServer yarn;
+  private final ExecutorService pool = Executors.newCachedThreadPool();
+  /** Path -> JSON answer; a path not here gets 404; "slow" answers after 3 s. */
+  private final Map<String, String> answers = new ConcurrentHashMap<>();
+
+  @BeforeEach
+  void start() throws IOException {
+    yarn = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
+    yarn.createContext("/", exchange -> {
+      String answer = answers.get(exchange.getRequestURI().getPath());
+      if ("slow".equals(answer)) {
+        try {
+          Thread.sleep(3000);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      }
+      byte[] body = answer == null ? new byte[0] : answer.getBytes(StandardCharsets.UTF_8);
+      exchange.sendResponseHeaders(answer == null ? 404 : 200, body.length == 0 ? -1 : body.length);
+      try (OutputStream out = exchange.getResponseBody()) {
+        out.write(body);
+      }
+    });
+    yarn.setExecutor(pool);
+    yarn.start();
+  }
+
+  @AfterEach
+  void stop() {
+    yarn.stop(0);
+    pool.shutdownNow();
+  }
+
+  private JobFacts facts(int timeoutMs) {
+    Configuration conf = new Configuration(false);
+    String address = "127.0.0.1:" + yarn.getAddress().getPort();
+    conf.set(YarnConfiguration.RM_WEBAPP_ADDRESS, address);
+    conf.set(YarnConfiguration.PROXY_ADDRESS, address);
+    conf.setInt(JobFacts.TIMEOUT_MS, timeoutMs);
+    return JobFacts.from(conf, JOB);
+  }
+
+  @Test
+  void readsTheSubmitTimeTheRunningMapsAndAnAttemptsTimes() {
+    answers.put("/ws/v1/cluster/apps/application_1700000000000_0007",
+        "{\"app\":{\"id\":\"application_1700000000000_0007\",\"startedTime\":1700000000123}}");
+    answers.put(AM, "{\"job\":{\"id\":\"" + JOB + "\",\"mapsRunning\":7,\"mapsTotal\":20}}");
+    answers.put(AM + "/tasks/task_1700000000000_0007_m_000003/attempts/" + ATTEMPT,
+        "{\"taskAttempt\":{\"startTime\":1700000001000,\"finishTime\":1700000005250,"
+            + "\"elapsedTime\":4250,\"state\":\"SUCCEEDED\"}}");
+    JobFacts f = facts(1000);
+
+    assertThat(f.submitTimeMillis()).isEqualTo(1700000000123L);
+    assertThat(f.mapsRunning()).isEqualTo(7);
+    JobFacts.AttemptTimes t = f.attempt(ATTEMPT);
+    assertThat(t.finishMillis()).isEqualTo(1700000005250L);
+    assertThat(t.runMillis()).isEqualTo(4250);
+  }
+
+  @Test
+  void anUnfinishedAttemptHasNoRunTime() {
+    answers.put(AM + "/tasks/task_1700000000000_0007_m_000003/attempts/" + ATTEMPT,
+        "{\"taskAttempt\":{\"startTime\":1700000001000,\"finishTime\":0}}");
+
+    assertThat(facts(1000).attempt(ATTEMPT)).isNull();
+  }
+
+  @Test
+  void whatYarnDoesNotTellIsUnknown() {
+    // 404 everywhere, then answers without the fields
+    JobFacts f = facts(1000);
+    assertThat(f.submitTimeMillis()).isZero();
+    assertThat(f.mapsRunning()).isEqualTo(-1);
+    assertThat(f.attempt(ATTEMPT)).isNull();
+
+    answers.put("/ws/v1/cluster/apps/application_1700000000000_0007", "{\"apps\":null}");
+    answers.put(AM, "{\"job\":{\"id\":\"" + JOB + "\"}}");
+    assertThat(f.submitTimeMillis()).isZero();
+    assertThat(f.mapsRunning()).isEqualTo(-1);
+  }
+
+  @Test
+  void aSilentYarnCostsOneTimeout() {
+    answers.put(AM, "slow");
+    long start = System.nanoTime();
+    assertThat(facts(200).mapsRunning()).isEqualTo(-1);
+    assertThat((System.nanoTime() - start) / 1_000_000).as("ms waited").isLessThan(2500);
+  }
+
+  @Test
+  void zeroTurnsItOffAndABadValueNamesTheKey() {
+    assertThat(facts(0)).isNull();
+    Configuration conf = new Configuration(false);
+    conf.set(JobFacts.TIMEOUT_MS, "-5");
+    assertThatThrownBy(() -> JobFacts.from(conf, JOB))
+        .hasMessageContaining(JobFacts.TIMEOUT_MS).hasMessageContaining("-5");
+    conf.set(JobFacts.TIMEOUT_MS, "soon");
+    assertThatThrownBy(() -> JobFacts.from(conf, JOB))
+        .hasMessageContaining(JobFacts.TIMEOUT_MS).hasMessageContaining("soon");
+  }
+}
