@@ -78,7 +78,7 @@ final class JobFacts {
       return null;
     }
     String scheme = WebAppUtils.getHttpSchemePrefix(conf);
-    return new JobFacts(WebAppUtils.getRMWebAppURLWithScheme(conf),
+    return new JobFacts(WebAppUtils.getResolvedRMWebAppURLWithScheme(conf),
         scheme + WebAppUtils.getProxyHostAndPort(conf), jobId, timeout);
   }
 
