@@ -11,6 +11,7 @@ import java.lang.reflect.Method;
 import java.net.URI;
 import java.util.List;
 import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.apache.hadoop.mapred.MapTaskCompletionEventsUpdate;
 import org.apache.hadoop.mapred.TaskCompletionEvent;
@@ -66,7 +67,11 @@ final class CompletionEventsWatcher implements InvocationHandler {
       if (facts == null) {
         report(polled, -1);
       } else {
-        asker.execute(() -> report(polled, facts.mapsRunning()));
+        try {
+          asker.execute(() -> report(polled, facts.mapsRunning()));
+        } catch (RejectedExecutionException e) {
+          // the shuffle closed (or is closing): Hadoop's call must still succeed, unreported
+        }
       }
     }
     return result;

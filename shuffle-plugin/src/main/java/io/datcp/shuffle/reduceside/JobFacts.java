@@ -77,9 +77,16 @@ final class JobFacts {
     if (timeout == 0) {
       return null;
     }
-    String scheme = WebAppUtils.getHttpSchemePrefix(conf);
-    return new JobFacts(WebAppUtils.getResolvedRMWebAppURLWithScheme(conf),
-        scheme + WebAppUtils.getProxyHostAndPort(conf), jobId, timeout);
+    try {
+      String scheme = WebAppUtils.getHttpSchemePrefix(conf);
+      return new JobFacts(WebAppUtils.getResolvedRMWebAppURLWithScheme(conf),
+          scheme + WebAppUtils.getProxyHostAndPort(conf), jobId, timeout);
+    } catch (RuntimeException e) {
+      // YARN's own addresses are YARN's to check: the shuffle goes on, without the facts
+      LOG.warn("DATCP: no ResourceManager web address in the job configuration ({}); job facts"
+          + " unknown", e.toString());
+      return null;
+    }
   }
 
   int timeoutMillis() {
