@@ -1,5 +1,6 @@
 package io.datcp.shuffle.reduceside;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
@@ -42,6 +43,8 @@ final class JobFacts {
   }
 
   private static final ObjectMapper JSON = new ObjectMapper();
+  /** How long calls fail at once after YARN did not answer two in a row. */
+  static final long QUIET_NANOS = 10_000_000_000L;
 
   private final String rmWebApp;
   private final String amWebApp;
@@ -49,6 +52,10 @@ final class JobFacts {
   private final String appId;
   private final int timeoutMs;
   private final AtomicBoolean down = new AtomicBoolean();
+  /** System.nanoTime() before which no call is made; 0: call. */
+  private volatile long quietUntilNanos;
+  /** Calls in a row YARN did not answer. */
+  private volatile int silences;
 
   private JobFacts(String rmWebApp, String proxy, String jobId, int timeoutMs) {
     this.rmWebApp = rmWebApp;
@@ -117,37 +124,55 @@ final class JobFacts {
     return start > 0 && finish >= start ? new AttemptTimes(start, finish) : null;
   }
 
-  /** The member {@code field} of the JSON answer to GET {@code url}, or null on any failure. */
+  /**
+   * The member {@code field} of the JSON answer to GET {@code url}, or null on any failure. After
+   * two calls in a row YARN did not answer, calls fail at once for {@link #QUIET_NANOS}: a hung
+   * AM costs reduce 0's reports a timeout per that time, not one per map.
+   */
   private JsonNode get(String url, String field) {
+    long quiet = quietUntilNanos;
+    if (quiet != 0 && System.nanoTime() - quiet < 0) {
+      return null;
+    }
+    JsonNode answer;
     try {
-      HttpURLConnection c = (HttpURLConnection) URI.create(url).toURL().openConnection();
-      c.setConnectTimeout(timeoutMs);
-      c.setReadTimeout(timeoutMs);
-      c.setRequestProperty("Accept", "application/json");
-      try {
-        int status = c.getResponseCode();
-        if (status != HttpURLConnection.HTTP_OK) {
-          throw new IOException("HTTP " + status + " from " + url);
-        }
-        JsonNode node;
-        try (InputStream in = c.getInputStream()) {
-          node = JSON.readTree(in).get(field);
-        }
-        if (node == null) {
-          throw new IOException("no '" + field + "' in the answer of " + url);
-        }
-        if (down.compareAndSet(true, false)) {
-          LOG.info("DATCP: YARN answers job facts again");
-        }
-        return node;
-      } finally {
-        c.disconnect();
-      }
+      answer = fetch(url);
     } catch (IOException | RuntimeException e) {
+      // the AM's web app starts on its first request, which may not be answered in time
+      if (++silences >= 2) {
+        quietUntilNanos = System.nanoTime() + QUIET_NANOS;
+      }
       if (down.compareAndSet(false, true)) {
-        LOG.warn("DATCP: cannot ask YARN for job facts ({}); reporting them unknown", e.toString());
+        LOG.warn("DATCP: YARN does not answer for job facts ({}); reporting them unknown",
+            e.toString());
       }
       return null;
+    }
+    silences = 0;
+    quietUntilNanos = 0;
+    if (down.compareAndSet(true, false)) {
+      LOG.info("DATCP: YARN answers job facts again");
+    }
+    return answer == null ? null : answer.get(field);
+  }
+
+  /** The JSON answer, null when YARN answered with something else; throws when it did not. */
+  private JsonNode fetch(String url) throws IOException {
+    HttpURLConnection c = (HttpURLConnection) URI.create(url).toURL().openConnection();
+    c.setConnectTimeout(timeoutMs);
+    c.setReadTimeout(timeoutMs);
+    c.setRequestProperty("Accept", "application/json");
+    try {
+      if (c.getResponseCode() != HttpURLConnection.HTTP_OK) {
+        return null;
+      }
+      try (InputStream in = c.getInputStream()) {
+        return JSON.readTree(in);
+      } catch (JsonProcessingException e) {
+        return null;
+      }
+    } finally {
+      c.disconnect();
     }
   }
 }

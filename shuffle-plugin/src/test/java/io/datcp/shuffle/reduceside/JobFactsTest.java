@@ -13,6 +13,7 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.mapreduce.TaskAttemptID;
 import org.apache.hadoop.yarn.conf.YarnConfiguration;
@@ -34,6 +35,7 @@ class JobFactsTest {
 
   private HttpServer yarn;
   private final ExecutorService pool = Executors.newCachedThreadPool();
+  private final AtomicInteger yarnCalls = new AtomicInteger();
   /** Path -> JSON answer; a path not here gets 404; "slow" answers after 3 s. */
   private final Map<String, String> answers = new ConcurrentHashMap<>();
 
@@ -41,6 +43,7 @@ class JobFactsTest {
   void start() throws IOException {
     yarn = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
     yarn.createContext("/", exchange -> {
+      yarnCalls.incrementAndGet();
       String answer = answers.get(exchange.getRequestURI().getPath());
       if ("slow".equals(answer)) {
         try {
@@ -114,11 +117,30 @@ class JobFactsTest {
   }
 
   @Test
-  void aSilentYarnCostsOneTimeout() {
+  void aSilentYarnCostsATimeoutAndAfterTwoTheNextCallsNone() {
     answers.put(AM, "slow");
+    answers.put(AM + "/tasks/task_1700000000000_0007_m_000003/attempts/" + ATTEMPT,
+        "{\"taskAttempt\":{\"startTime\":1700000001000,\"finishTime\":1700000005250}}");
+    JobFacts f = facts(200);
     long start = System.nanoTime();
-    assertThat(facts(200).mapsRunning()).isEqualTo(-1);
+    assertThat(f.mapsRunning()).isEqualTo(-1);
     assertThat((System.nanoTime() - start) / 1_000_000).as("ms waited").isLessThan(2500);
+    // one silence may be the AM's web app starting: the next call is made
+    assertThat(f.attempt(ATTEMPT)).isNotNull();
+    assertThat(f.mapsRunning()).isEqualTo(-1);
+    assertThat(f.mapsRunning()).isEqualTo(-1);
+    // two in a row: it answers this one, but nothing is asked for a while
+    assertThat(f.attempt(ATTEMPT)).isNull();
+    assertThat(yarnCalls).hasValue(4);
+  }
+
+  @Test
+  void aRefusalIsNoSilence() {
+    // a 404 is an answer: the next call is made
+    JobFacts f = facts(1000);
+    assertThat(f.mapsRunning()).isEqualTo(-1);
+    answers.put(AM, "{\"job\":{\"mapsRunning\":3}}");
+    assertThat(f.mapsRunning()).isEqualTo(3);
   }
 
   @Test
