@@ -287,15 +287,26 @@ class ShuffleOnMiniYarnTest {
     for (TaskReport r : job.getTaskReports(TaskType.MAP)) {
       reports.put(r.getTaskID().getId(), r);
     }
+    long firstStart = reports.values().stream().mapToLong(TaskReport::getStartTime).min()
+        .orElseThrow();
+    long lastStart = reports.values().stream().mapToLong(TaskReport::getStartTime).max()
+        .orElseThrow();
     List<ShuffleEvent> fromZero = b.events(ShuffleEvent.EventCase.MAP_COMPLETED).stream()
         .filter(e -> e.getMapCompleted().getReduceId() == 0).toList();
     assertThat(fromZero).hasSize(MAPS);
     for (ShuffleEvent e : fromZero) {
       MapCompleted m = e.getMapCompleted();
       TaskReport task = reports.get(m.getMapId());
-      System.out.printf("map %d: run time %d ms (task %d..%d), maps running %d%n", m.getMapId(),
-          m.getRunTimeNanos() / 1_000_000, task.getStartTime(), task.getFinishTime(),
-          m.getMapsRunning());
+      System.out.printf("map %d: run time %d ms (task %d..%d), maps running %d since %d%n",
+          m.getMapId(), m.getRunTimeNanos() / 1_000_000, task.getStartTime(),
+          task.getFinishTime(), m.getMapsRunning(), m.getRunningMapsSinceUnixNanos() / 1_000_000);
+      // the earliest running map's start is one of the job's maps' starts
+      if (m.getMapsRunning() > 0) {
+        assertThat(m.getRunningMapsSinceUnixNanos()).as("running maps since, map %d", m.getMapId())
+            .isBetween(firstStart * 1_000_000L, lastStart * 1_000_000L);
+      } else {
+        assertThat(m.getRunningMapsSinceUnixNanos()).as("no map runs").isZero();
+      }
       assertThat(e.getTimeUnixNanos()).as("map %d finished", m.getMapId())
           .isEqualTo(task.getFinishTime() * 1_000_000L);
       assertThat(m.getRunTimeNanos()).as("map %d run time", m.getMapId()).isPositive()

@@ -63,9 +63,11 @@ class MapWaveEstimateTest {
           new HashSet<>(), t);
       registry.apply(new JobEvent.MapCompleted(t, "j", 1, m, "m" + m, 0, -1, -1),
           new HashSet<>(), t);
+      // the maps running after a wave's end started then, freeing no slot before it
+      int running = Math.min(SLOTS, MAPS - 1 - m);
       job = registry.apply(new JobEvent.MapCompleted(t, "j", 0, m, "m" + m,
-          withRunTimes ? MAP_NANOS : 0, -1, withRunTimes ? Math.min(SLOTS, MAPS - 1 - m) : -1),
-          new HashSet<>(), t);
+          withRunTimes ? MAP_NANOS : 0, -1, withRunTimes ? running : -1, 0,
+          withRunTimes && running > 0 ? t : 0), new HashSet<>(), t);
     }
     long now = finish(done - 1);
     planner.publishDemands(job, null);
@@ -94,5 +96,51 @@ class MapWaveEstimateTest {
       assertThat((double) without).as("without run times, %d maps done", done)
           .isCloseTo(finish(done - 1) + 2 * done * MB * 8 * S / 80_000_000L, within(1e6));
     }
+  }
+
+  /**
+   * The Docker A/B's job A (bench/results/docker-ab/ab-on.json): its 4 maps start together on 4
+   * slots, two end after 10 s, two slow ones still run when the planner is asked. Counted from
+   * the last completion, a wave of the median puts the last map 10 s later (T0 + 20 s), though
+   * the running maps have run 10 s already; with the time they started (reduce 0 asks the AM)
+   * the maps still to come are the running ones only, ending about when the median says
+   * (T0 + 10 s, i.e. now): the deadline is then the bytes floor, as without any estimate.
+   */
+  @Test
+  void mapsRunningSinceTheStartEndAboutAMedianAfterItNotAWaveAfterTheLastCompletion() {
+    long since = deadlineOfJobA(T0);
+    long unknown = deadlineOfJobA(0);
+    long now = T0 + 10 * S;
+    // both done maps' 1 MB for both reduces at a fair share of 80 Mbit/s
+    long floor = now + 2 * 2 * MB * 8 * S / 80_000_000L;
+    System.out.printf(Locale.ROOT, "job A at %.1f s: with the running maps' start %.2f s,"
+        + " without it %.2f s, bytes floor %.2f s%n", (now - T0) / 1e9, (since - T0) / 1e9,
+        (unknown - T0) / 1e9, (floor - T0) / 1e9);
+    assertThat((double) since).as("with the running maps' start").isCloseTo(floor, within(1e6));
+    assertThat((double) unknown).as("without it: one wave after the last completion")
+        .isCloseTo(T0 + 20 * S, within(1e6));
+  }
+
+  /** Job A's deadline at T0 + 10 s: maps 0 and 1 done after 10 s, 2 and 3 running. */
+  private static long deadlineOfJobA(long runningSince) {
+    JobRegistry registry = new JobRegistry(10, true, LIMITS);
+    Replanner planner = new Replanner(registry, 100_000_000L, 0.8, false);
+    for (int r = 0; r < 2; r++) {
+      registry.apply(new JobEvent.ReduceStarted(T0, "a", r, HOST, 4, 2, CONF, T0),
+          new HashSet<>(), T0);
+    }
+    Job job = null;
+    long t = T0 + 10 * S;
+    for (int m = 0; m < 2; m++) {
+      registry.apply(new JobEvent.MapOutputIndexed(t, "a", m, "m" + m, List.of(MB, MB)),
+          new HashSet<>(), t);
+      job = registry.apply(new JobEvent.MapCompleted(t, "a", 0, m, "m" + m, 10 * S, -1, 2, 0,
+          runningSince), new HashSet<>(), t);
+    }
+    planner.publishDemands(job, null);
+    planner.replan(Set.of(HOST), t, (j, h, d, n) -> { });
+    Deadline d = planner.planned(HOST, "a");
+    System.out.println(d.reason());
+    return d.unixNanos();
   }
 }

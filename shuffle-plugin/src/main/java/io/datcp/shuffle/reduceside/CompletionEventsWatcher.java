@@ -27,7 +27,7 @@ import org.apache.hadoop.mapred.TaskUmbilicalProtocol;
  * <p>On YARN the events reach the reduce without the attempt's run time (Hadoop's TypeConverter
  * leaves it 0). Given {@link JobFacts}, each poll's events are reported on {@code asker}, never
  * on the shuffle's event-fetcher thread, in order, with what the AM knows: each map's run time
- * and finish (the event's time) and the job's running maps.
+ * and finish (the event's time), the job's running maps and when the first of them started.
  */
 final class CompletionEventsWatcher implements InvocationHandler {
   private final TaskUmbilicalProtocol umbilical;
@@ -65,10 +65,10 @@ final class CompletionEventsWatcher implements InvocationHandler {
         && update.getMapTaskCompletionEvents().length > 0) {
       List<TaskCompletionEvent> polled = List.of(update.getMapTaskCompletionEvents());
       if (facts == null) {
-        report(polled, -1);
+        report(polled, null);
       } else {
         try {
-          asker.execute(() -> report(polled, facts.mapsRunning()));
+          asker.execute(() -> report(polled, facts.runningMaps()));
         } catch (RejectedExecutionException e) {
           // the shuffle closed (or is closing): Hadoop's call must still succeed, unreported
         }
@@ -77,10 +77,11 @@ final class CompletionEventsWatcher implements InvocationHandler {
     return result;
   }
 
-  private void report(List<TaskCompletionEvent> polled, int mapsRunning) {
+  /** {@code running}: null when unknown. */
+  private void report(List<TaskCompletionEvent> polled, JobFacts.RunningMaps running) {
     for (TaskCompletionEvent e : polled) {
       switch (e.getTaskStatus()) {
-        case SUCCEEDED -> events.offer(completed(e, mapsRunning));
+        case SUCCEEDED -> events.offer(completed(e, running));
         case FAILED, KILLED, OBSOLETE -> {
           // an attempt killed before it had a container names no host: it left no output
           if (e.getTaskTrackerHttp() != null && !e.getTaskTrackerHttp().isEmpty()) {
@@ -96,7 +97,7 @@ final class CompletionEventsWatcher implements InvocationHandler {
     }
   }
 
-  private ShuffleEvent completed(TaskCompletionEvent e, int mapsRunning) {
+  private ShuffleEvent completed(TaskCompletionEvent e, JobFacts.RunningMaps running) {
     ShuffleEvent.Builder event = Events.now();
     // 0 on YARN (TypeConverter drops it): "unknown", unless the AM tells it
     long runMillis = e.getTaskRunTime();
@@ -113,7 +114,9 @@ final class CompletionEventsWatcher implements InvocationHandler {
         .setRunTimeNanos(TimeUnit.MILLISECONDS.toNanos(runMillis))
         // a reduce learns its partition's size only when it fetches it: the map side's
         // MapOutputIndexed tells the scheduler every partition's size before that
-        .setOutputBytes(-1).setMapsRunning(mapsRunning)).build();
+        .setOutputBytes(-1).setMapsRunning(running == null ? -1 : running.count())
+        .setRunningMapsSinceUnixNanos(running == null ? 0
+            : TimeUnit.MILLISECONDS.toNanos(running.sinceMillis()))).build();
   }
 
   private static String host(String trackerHttp) {

@@ -7,6 +7,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.net.HttpURLConnection;
 import java.net.URI;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.mapreduce.TaskAttemptID;
@@ -19,8 +20,9 @@ import org.slf4j.LoggerFactory;
  * Hadoop's TypeConverter builds the reduce's TaskCompletionEvent without the attempt's run time,
  * although the MapReduce AM has it. Asked over the REST APIs Hadoop documents: the
  * ResourceManager's {@code /ws/v1/cluster/apps/{app}} (the job's submit time) and the job's AM,
- * through the ResourceManager's web proxy, {@code /ws/v1/mapreduce/jobs/{job}} (maps running)
- * and {@code .../tasks/{task}/attempts/{attempt}} (an attempt's start and finish). Every call is
+ * through the ResourceManager's web proxy, {@code /ws/v1/mapreduce/jobs/{job}/tasks?type=m} (the
+ * maps running and when they started) and {@code .../tasks/{task}/attempts/{attempt}} (an
+ * attempt's start and finish). Every call is
  * bounded by {@link #TIMEOUT_MS}; a failed one yields "unknown" and one log line per outage.
  */
 final class JobFacts {
@@ -41,6 +43,12 @@ final class JobFacts {
       return finishMillis - startMillis;
     }
   }
+
+  /**
+   * The job's map tasks running now ({@code count}) and the earliest start among them,
+   * milliseconds since the epoch (0 when none runs or the AM did not say).
+   */
+  record RunningMaps(int count, long sinceMillis) {}
 
   private static final ObjectMapper JSON = new ObjectMapper();
   /** How long calls fail at once after YARN did not answer two in a row. */
@@ -106,10 +114,31 @@ final class JobFacts {
     return app == null ? 0 : Math.max(0, app.path("startedTime").asLong(0));
   }
 
-  /** Map tasks of the job running now, as the AM counts them, or -1. */
-  int mapsRunning() {
-    JsonNode job = get(amWebApp + "/ws/v1/mapreduce/jobs/" + jobId, "job");
-    return job == null || !job.has("mapsRunning") ? -1 : job.get("mapsRunning").asInt();
+  /**
+   * The job's map tasks in state RUNNING, as the AM lists them, or null when it did not answer
+   * with a task list. A task's startTime is its first attempt's launch.
+   */
+  RunningMaps runningMaps() {
+    JsonNode tasks = get(amWebApp + "/ws/v1/mapreduce/jobs/" + jobId + "/tasks?type=m", "tasks");
+    if (tasks == null) {
+      return null;
+    }
+    // no task list ({"tasks":null}) is no task; one task may come unwrapped from its array
+    JsonNode list = tasks.path("task");
+    if (!(tasks.isNull() || tasks.isObject())
+        || !(list.isMissingNode() || list.isArray() || list.isObject())) {
+      return null;
+    }
+    int count = 0;
+    long since = Long.MAX_VALUE;
+    for (JsonNode task : list.isObject() ? List.of(list) : list) {
+      if ("RUNNING".equals(task.path("state").asText())) {
+        count++;
+        long start = task.path("startTime").asLong(0);
+        since = start > 0 ? Math.min(since, start) : since;
+      }
+    }
+    return new RunningMaps(count, since == Long.MAX_VALUE ? 0 : since);
   }
 
   /** The attempt's times, or null when the AM did not tell them (or has not finished it). */

@@ -14,6 +14,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.mapreduce.TaskAttemptID;
 import org.apache.hadoop.yarn.conf.YarnConfiguration;
@@ -30,12 +31,14 @@ class JobFactsTest {
   private static final String JOB = "job_1700000000000_0007";
   private static final String AM = "/proxy/application_1700000000000_0007/ws/v1/mapreduce/jobs/"
       + JOB;
+  private static final String MAPS = AM + "/tasks";
   private static final TaskAttemptID ATTEMPT =
       TaskAttemptID.forName("attempt_1700000000000_0007_m_000003_1");
 
   private HttpServer yarn;
   private final ExecutorService pool = Executors.newCachedThreadPool();
   private final AtomicInteger yarnCalls = new AtomicInteger();
+  private final AtomicReference<String> lastQuery = new AtomicReference<>();
   /** Path -> JSON answer; a path not here gets 404; "slow" answers after 3 s. */
   private final Map<String, String> answers = new ConcurrentHashMap<>();
 
@@ -44,6 +47,7 @@ class JobFactsTest {
     yarn = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
     yarn.createContext("/", exchange -> {
       yarnCalls.incrementAndGet();
+      lastQuery.set(exchange.getRequestURI().getQuery());
       String answer = answers.get(exchange.getRequestURI().getPath());
       if ("slow".equals(answer)) {
         try {
@@ -81,17 +85,35 @@ class JobFactsTest {
   void readsTheSubmitTimeTheRunningMapsAndAnAttemptsTimes() {
     answers.put("/ws/v1/cluster/apps/application_1700000000000_0007",
         "{\"app\":{\"id\":\"application_1700000000000_0007\",\"startedTime\":1700000000123}}");
-    answers.put(AM, "{\"job\":{\"id\":\"" + JOB + "\",\"mapsRunning\":7,\"mapsTotal\":20}}");
+    // as the AM lists a job's maps: done, running (two), not yet launched
+    answers.put(MAPS, "{\"tasks\":{\"task\":["
+        + "{\"id\":\"task_1700000000000_0007_m_000000\",\"type\":\"MAP\",\"state\":\"SUCCEEDED\","
+        + "\"startTime\":1700000000500,\"finishTime\":1700000004000,\"elapsedTime\":3500},"
+        + "{\"id\":\"task_1700000000000_0007_m_000001\",\"type\":\"MAP\",\"state\":\"RUNNING\","
+        + "\"startTime\":1700000002000,\"finishTime\":0,\"elapsedTime\":2100},"
+        + "{\"id\":\"task_1700000000000_0007_m_000002\",\"type\":\"MAP\",\"state\":\"RUNNING\","
+        + "\"startTime\":1700000001500,\"finishTime\":0,\"elapsedTime\":2600},"
+        + "{\"id\":\"task_1700000000000_0007_m_000003\",\"type\":\"MAP\",\"state\":\"SCHEDULED\","
+        + "\"startTime\":0,\"finishTime\":0,\"elapsedTime\":0}]}}");
     answers.put(AM + "/tasks/task_1700000000000_0007_m_000003/attempts/" + ATTEMPT,
         "{\"taskAttempt\":{\"startTime\":1700000001000,\"finishTime\":1700000005250,"
             + "\"elapsedTime\":4250,\"state\":\"SUCCEEDED\"}}");
     JobFacts f = facts(1000);
 
     assertThat(f.submitTimeMillis()).isEqualTo(1700000000123L);
-    assertThat(f.mapsRunning()).isEqualTo(7);
+    assertThat(f.runningMaps()).isEqualTo(new JobFacts.RunningMaps(2, 1700000001500L));
+    assertThat(lastQuery).as("only the maps asked for").hasValue("type=m");
     JobFacts.AttemptTimes t = f.attempt(ATTEMPT);
     assertThat(t.finishMillis()).isEqualTo(1700000005250L);
     assertThat(t.runMillis()).isEqualTo(4250);
+  }
+
+  @Test
+  void noTaskListIsNoRunningMapAndOneTaskMayComeUnwrapped() {
+    answers.put(MAPS, "{\"tasks\":null}");
+    assertThat(facts(1000).runningMaps()).isEqualTo(new JobFacts.RunningMaps(0, 0));
+    answers.put(MAPS, "{\"tasks\":{\"task\":{\"state\":\"RUNNING\",\"startTime\":1700000001000}}}");
+    assertThat(facts(1000).runningMaps()).isEqualTo(new JobFacts.RunningMaps(1, 1700000001000L));
   }
 
   @Test
@@ -107,28 +129,30 @@ class JobFactsTest {
     // 404 everywhere, then answers without the fields
     JobFacts f = facts(1000);
     assertThat(f.submitTimeMillis()).isZero();
-    assertThat(f.mapsRunning()).isEqualTo(-1);
+    assertThat(f.runningMaps()).isNull();
     assertThat(f.attempt(ATTEMPT)).isNull();
 
     answers.put("/ws/v1/cluster/apps/application_1700000000000_0007", "{\"apps\":null}");
-    answers.put(AM, "{\"job\":{\"id\":\"" + JOB + "\"}}");
+    answers.put(MAPS, "{\"job\":{\"id\":\"" + JOB + "\"}}");
     assertThat(f.submitTimeMillis()).isZero();
-    assertThat(f.mapsRunning()).isEqualTo(-1);
+    assertThat(f.runningMaps()).isNull();
+    answers.put(MAPS, "{\"tasks\":{\"task\":7}}");
+    assertThat(f.runningMaps()).isNull();
   }
 
   @Test
   void aSilentYarnCostsATimeoutAndAfterTwoTheNextCallsNone() {
-    answers.put(AM, "slow");
+    answers.put(MAPS, "slow");
     answers.put(AM + "/tasks/task_1700000000000_0007_m_000003/attempts/" + ATTEMPT,
         "{\"taskAttempt\":{\"startTime\":1700000001000,\"finishTime\":1700000005250}}");
     JobFacts f = facts(200);
     long start = System.nanoTime();
-    assertThat(f.mapsRunning()).isEqualTo(-1);
+    assertThat(f.runningMaps()).isNull();
     assertThat((System.nanoTime() - start) / 1_000_000).as("ms waited").isLessThan(2500);
     // one silence may be the AM's web app starting: the next call is made
     assertThat(f.attempt(ATTEMPT)).isNotNull();
-    assertThat(f.mapsRunning()).isEqualTo(-1);
-    assertThat(f.mapsRunning()).isEqualTo(-1);
+    assertThat(f.runningMaps()).isNull();
+    assertThat(f.runningMaps()).isNull();
     // two in a row: it answers this one, but nothing is asked for a while
     assertThat(f.attempt(ATTEMPT)).isNull();
     assertThat(yarnCalls).hasValue(4);
@@ -138,9 +162,10 @@ class JobFactsTest {
   void aRefusalIsNoSilence() {
     // a 404 is an answer: the next call is made
     JobFacts f = facts(1000);
-    assertThat(f.mapsRunning()).isEqualTo(-1);
-    answers.put(AM, "{\"job\":{\"mapsRunning\":3}}");
-    assertThat(f.mapsRunning()).isEqualTo(3);
+    assertThat(f.runningMaps()).isNull();
+    answers.put(MAPS,
+        "{\"tasks\":{\"task\":[{\"state\":\"RUNNING\",\"startTime\":1700000001000}]}}");
+    assertThat(f.runningMaps()).isEqualTo(new JobFacts.RunningMaps(1, 1700000001000L));
   }
 
   @Test

@@ -219,6 +219,7 @@ class ReduceSideReportingTest {
     MapCompleted m = agent.events.get(0).getMapCompleted();
     assertThat(m.getRunTimeNanos()).isZero();
     assertThat(m.getMapsRunning()).isEqualTo(-1);
+    assertThat(m.getRunningMapsSinceUnixNanos()).isZero();
 
     asker.shutdown();
     assertThat(invoke(watched)).isSameAs(update);
