@@ -150,12 +150,18 @@ class JobTest {
     assertThat(job.medianMapRunTimeNanos()).isEqualTo(5_000_000_000L);
   }
 
-  @Test
-  void aRunTimeReportedAfterTheMapWasKnownWithoutOneCountsOnce() {
-    // the plugin's reduce 0 asks the AM for run times; other reduces report the map first
+  /** A job of 4 maps whose two reduces run on node1 and node2. */
+  private static Job twoReduces() {
     Job job = new Job("j", CONF, true, 4, 2, T);
     job.reduceStarted(0, "node1", T);
     job.reduceStarted(1, "node2", T);
+    return job;
+  }
+
+  @Test
+  void aRunTimeReportedAfterTheMapWasKnownWithoutOneCountsOnce() {
+    // the plugin's reduce 0 asks the AM for run times; other reduces report the map first
+    Job job = twoReduces();
     assertThat(job.mapCompleted(1, 0, "m", 0, 0, 10, -1, 0, T)).isTrue();
     assertThat(job.medianMapRunTimeNanos()).isEqualTo(-1);
 
@@ -170,9 +176,7 @@ class JobTest {
 
   @Test
   void whenTheRunningMapsStartedIsKeptWithTheirCountFromTheLatestReportThatCountedThem() {
-    Job job = new Job("j", CONF, true, 4, 2, T);
-    job.reduceStarted(0, "node1", T);
-    job.reduceStarted(1, "node2", T);
+    Job job = twoReduces();
     assertThat(job.mapCompleted(0, 0, "m", 0, 0, 10, 3, T - 7, T)).isTrue();
     assertThat(job.runningMapsSinceUnixNanos()).isEqualTo(T - 7);
     // another reduce's report of the same map counts nothing: both stay
