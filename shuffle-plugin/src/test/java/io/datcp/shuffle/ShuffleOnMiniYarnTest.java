@@ -10,6 +10,7 @@ import static org.awaitility.Awaitility.await;
 import io.datcp.proto.v1.FlowAction;
 import io.datcp.proto.v1.FlowEnd;
 import io.datcp.proto.v1.FlowEndReason;
+import io.datcp.proto.v1.MapCompleted;
 import io.datcp.proto.v1.MapLost;
 import io.datcp.proto.v1.ShuffleEvent;
 import io.datcp.shuffle.agent.EventsClient;
@@ -20,6 +21,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -32,7 +35,11 @@ import java.util.stream.Stream;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.mapreduce.Job;
 import org.apache.hadoop.mapreduce.MRJobConfig;
+import org.apache.hadoop.mapreduce.TaskReport;
+import org.apache.hadoop.mapreduce.TaskType;
+import org.apache.hadoop.mapreduce.TypeConverter;
 import org.apache.hadoop.metrics2.lib.DefaultMetricsSystem;
+import org.apache.hadoop.yarn.client.api.YarnClient;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
@@ -255,6 +262,73 @@ class ShuffleOnMiniYarnTest {
     }
   }
 
+  /**
+   * What YARN knows of the job but its map-completion events do not carry (Hadoop's
+   * TypeConverter drops the attempt's run time on the way to the reduce): every reduce reports
+   * the job's submit time from the ResourceManager, and reduce 0 each map's run time, finish
+   * and the job's running maps from the MapReduce AM.
+   */
+  @Test
+  @Order(3)
+  void reduceZeroReportsEachMapsRunTimeAndFinishFromYarn() throws Exception {
+    Baseline b = baseline();
+    Job job = b.run().job();
+    long submitMillis;
+    try (YarnClient yarn = YarnClient.createYarnClient()) {
+      yarn.init(cluster.jobConf());
+      yarn.start();
+      submitMillis = yarn.getApplicationReport(
+          TypeConverter.toYarn(job.getJobID()).getAppId()).getStartTime();
+    }
+    assertThat(b.events(ShuffleEvent.EventCase.REDUCE_STARTED)).hasSize(REDUCES)
+        .allSatisfy(e -> assertThat(e.getReduceStarted().getJobSubmitTimeUnixNanos())
+            .as("the ResourceManager's submit time").isEqualTo(submitMillis * 1_000_000L));
+
+    Map<Integer, TaskReport> reports = new HashMap<>();
+    for (TaskReport r : job.getTaskReports(TaskType.MAP)) {
+      reports.put(r.getTaskID().getId(), r);
+    }
+    List<ShuffleEvent> fromZero = b.events(ShuffleEvent.EventCase.MAP_COMPLETED).stream()
+        .filter(e -> e.getMapCompleted().getReduceId() == 0).toList();
+    assertThat(fromZero).hasSize(MAPS);
+    for (ShuffleEvent e : fromZero) {
+      MapCompleted m = e.getMapCompleted();
+      TaskReport task = reports.get(m.getMapId());
+      System.out.printf("map %d: run time %d ms (task %d..%d), maps running %d since %d%n",
+          m.getMapId(), m.getRunTimeNanos() / 1_000_000, task.getStartTime(),
+          task.getFinishTime(), m.getMapsRunning(), m.getRunningMapsSinceUnixNanos() / 1_000_000);
+      assertThat(e.getTimeUnixNanos()).as("map %d finished", m.getMapId())
+          .isEqualTo(task.getFinishTime() * 1_000_000L);
+      assertThat(m.getRunTimeNanos()).as("map %d run time", m.getMapId()).isPositive()
+          .isLessThanOrEqualTo((task.getFinishTime() - task.getStartTime()) * 1_000_000L);
+      assertThat(m.getMapsRunning()).as("maps running").isBetween(0, MAPS);
+    }
+    assertRunningMapsSince(fromZero, reports.values());
+    // the other reduces leave the AM alone: its load does not grow with the reduces
+    assertThat(b.events(ShuffleEvent.EventCase.MAP_COMPLETED)).filteredOn(
+        e -> e.getMapCompleted().getReduceId() != 0).hasSize(MAPS * (REDUCES - 1))
+        .allSatisfy(e -> assertThat(e.getMapCompleted().getRunTimeNanos()).isZero());
+  }
+
+  /**
+   * Each of reduce 0's reports that counts running maps says when the first of them started:
+   * one of the job's maps' starts (the AM's task startTime); one counting none says 0.
+   */
+  private static void assertRunningMapsSince(List<ShuffleEvent> fromZero,
+      Collection<TaskReport> maps) {
+    long firstStart = maps.stream().mapToLong(TaskReport::getStartTime).min().orElseThrow();
+    long lastStart = maps.stream().mapToLong(TaskReport::getStartTime).max().orElseThrow();
+    for (ShuffleEvent e : fromZero) {
+      MapCompleted m = e.getMapCompleted();
+      if (m.getMapsRunning() > 0) {
+        assertThat(m.getRunningMapsSinceUnixNanos()).as("running maps since, map %d", m.getMapId())
+            .isBetween(firstStart * 1_000_000L, lastStart * 1_000_000L);
+      } else {
+        assertThat(m.getRunningMapsSinceUnixNanos()).as("no map runs").isZero();
+      }
+    }
+  }
+
   /** Class names in a -Xlog:class+load log ("[0.012s][info][class,load] NAME source: ..."). */
   private static List<String> loadedClasses(Path log) throws IOException {
     Pattern line = Pattern.compile("\\[class,load\\s*\\] (\\S+) ");
@@ -357,6 +431,14 @@ class ShuffleOnMiniYarnTest {
         .map(ShuffleEvent::getMapCompleted).filter(m -> m.getMapId() == failing).toList())
         .as("the retry's success, once per reduce").hasSize(REDUCES)
         .allSatisfy(m -> assertThat(m.getAttempt()).isEqualTo(1));
+    // reduces start after the first map here (slow start 0.05): reduce 0 may see maps running
+    List<ShuffleEvent> fromZero = agent.events(ShuffleEvent.EventCase.MAP_COMPLETED).stream()
+        .filter(e -> e.getMapCompleted().getReduceId() == 0).toList();
+    fromZero.forEach(e -> System.out.printf("map %d done at %d: maps running %d since %d%n",
+        e.getMapCompleted().getMapId(), e.getTimeUnixNanos() / 1_000_000,
+        e.getMapCompleted().getMapsRunning(),
+        e.getMapCompleted().getRunningMapsSinceUnixNanos() / 1_000_000));
+    assertRunningMapsSince(fromZero, List.of(run.job().getTaskReports(TaskType.MAP)));
     // each reduce learnt of the loss before the retry's success, as the scheduler must apply them
     for (int reduce = 0; reduce < REDUCES; reduce++) {
       int r = reduce;

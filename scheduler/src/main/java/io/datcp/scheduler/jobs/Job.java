@@ -133,6 +133,7 @@ public final class Job {
   /** Reduces by host, each list replaced whole on change, so readers need no lock. */
   private final Map<String, List<Reduce>> reducesByHost = new ConcurrentHashMap<>();
   private int mapsRunning = -1;
+  private long runningMapsSinceUnixNanos;
   private long lastMapCompletionUnixNanos;
   private long knownOutputBytes;
   private int knownOutputs;
@@ -255,6 +256,14 @@ public final class Job {
   /** -1 when no report said. */
   public int mapsRunning() {
     return mapsRunning;
+  }
+
+  /**
+   * When the earliest of the {@link #mapsRunning} maps started, as the report that counted them
+   * said; 0 when it did not (or none runs).
+   */
+  public long runningMapsSinceUnixNanos() {
+    return runningMapsSinceUnixNanos;
   }
 
   /** §4.4: once every map is done the job finishes as soon as its shuffle does. */
@@ -438,12 +447,13 @@ public final class Job {
 
   /**
    * Records one reduce's report of a completed map; returns whether it changed what the job's
-   * reduces on other hosts still wait for (a map newly done, the running map count, or the mean
-   * output size that unknown sizes are estimated with), else only reduce {@code reduceId}'s
-   * remaining bytes changed, if anything.
+   * reduces on other hosts still wait for (a map newly done, the running maps or when they
+   * started, or the mean output size that unknown sizes are estimated with), else only reduce
+   * {@code reduceId}'s remaining bytes changed, if anything. {@code runningSince} belongs to
+   * {@code running}: both are kept from the latest report that counted the running maps.
    */
   boolean mapCompleted(int reduceId, int mapId, String host, int attempt, long runTimeNanos,
-      long outputBytes, int running, long time) {
+      long outputBytes, int running, long runningSince, long time) {
     if (lostAttempts.contains(attemptKey(mapId, attempt))) {
       return false;
     }
@@ -462,9 +472,18 @@ public final class Job {
       }
       lastMapCompletionUnixNanos = Math.max(lastMapCompletionUnixNanos, time);
       jobWide = true;
+    } else if (runTimeNanos > 0 && maps.get(mapId).runTimeNanos() == 0) {
+      // the one reduce that asks YARN for run times (the plugin's reduce 0) may report a map
+      // after other reduces did without one: its length still counts toward the median
+      CompletedMap known = maps.get(mapId);
+      maps.put(mapId, new CompletedMap(known.host(), known.attempt(), runTimeNanos,
+          known.completedAtUnixNanos()));
+      addRunTime(runTimeNanos);
+      jobWide = true;
     }
-    if (running >= 0 && running != mapsRunning) {
+    if (running >= 0 && (running != mapsRunning || runningSince != runningMapsSinceUnixNanos)) {
       mapsRunning = running;
+      runningMapsSinceUnixNanos = runningSince;
       jobWide = true;
     }
     Reduce r = reduces.get(reduceId);
@@ -495,7 +514,7 @@ public final class Job {
       if (m < totalMaps && !maps.containsKey(m) && !partitions.containsKey(m)) {
         // one map per flow: the flow's size is that map's partition for the reduce
         mapCompleted(reduceId, m, host, ATTEMPT_UNKNOWN, 0, mapIds.size() == 1 ? bytes : -1, -1,
-            time);
+            0, time);
         learnt = true;
       }
     }

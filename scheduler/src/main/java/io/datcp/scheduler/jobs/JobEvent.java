@@ -34,15 +34,25 @@ public sealed interface JobEvent {
 
   /**
    * A map finished; {@code outputBytes} is its partition for {@code reduceId}, -1 if unknown;
-   * {@code attempt} the attempt number of the map task attempt that produced it.
+   * {@code attempt} the attempt number of the map task attempt that produced it;
+   * {@code runningMapsSinceUnixNanos} when the earliest of the {@code mapsRunning} maps started,
+   * 0 if unknown.
    */
   record MapCompleted(long timeUnixNanos, String jobId, int reduceId, int mapId, String host,
-      long runTimeNanos, long outputBytes, int mapsRunning, int attempt) implements JobEvent {
+      long runTimeNanos, long outputBytes, int mapsRunning, int attempt,
+      long runningMapsSinceUnixNanos) implements JobEvent {
     /** By a map's first attempt (0), as reporters built before the attempt field say. */
     public MapCompleted(long timeUnixNanos, String jobId, int reduceId, int mapId, String host,
         long runTimeNanos, long outputBytes, int mapsRunning) {
       this(timeUnixNanos, jobId, reduceId, mapId, host, runTimeNanos, outputBytes, mapsRunning,
           0);
+    }
+
+    /** Not saying when the running maps started, as reporters built before that field. */
+    public MapCompleted(long timeUnixNanos, String jobId, int reduceId, int mapId, String host,
+        long runTimeNanos, long outputBytes, int mapsRunning, int attempt) {
+      this(timeUnixNanos, jobId, reduceId, mapId, host, runTimeNanos, outputBytes, mapsRunning,
+          attempt, 0);
     }
 
     @Override
@@ -54,6 +64,8 @@ public sealed interface JobEvent {
           "must be >= 0 (nanoseconds; 0 = unknown)");
       require(outputBytes >= -1, prefix, "outputBytes", "must be >= 0 bytes, or -1 when unknown");
       require(mapsRunning >= -1, prefix, "mapsRunning", "must be >= 0, or -1 when unknown");
+      require(runningMapsSinceUnixNanos >= 0, prefix, "runningMapsSinceUnixNanos",
+          "must be 0 (unknown) or nanoseconds since the epoch");
     }
   }
 

@@ -225,11 +225,11 @@ public final class JobRegistry {
       job.containersRunning(e.host(), e.running());
       touchAll(job, touched);
     } else if (event instanceof JobEvent.MapCompleted e) {
-      // Every reduce reports every map: only the first report of a map (or a new running count)
+      // Every reduce reports every map: only the first report of a map (or new running maps)
       // moves the job's demand on all its hosts; re-planning them all on each report made a
       // job's reports cost O(reduces^2) per map.
       if (job.mapCompleted(e.reduceId(), e.mapId(), e.host(), e.attempt(), e.runTimeNanos(),
-          e.outputBytes(), e.mapsRunning(), e.timeUnixNanos())) {
+          e.outputBytes(), e.mapsRunning(), e.runningMapsSinceUnixNanos(), e.timeUnixNanos())) {
         touchAll(job, touched);
       } else {
         touch(job, e.reduceId(), touched);

@@ -47,12 +47,22 @@ public final class DeadlinePlanner {
    * @param mapsLeft maps not yet done (0: shuffle-bound)
    * @param lastMapFinishUnixNanos estimated end of its last map; ignored when mapsLeft is 0, and
    *     0 when no map has completed yet so no length is known
-   * @param waves map waves still to run, for the reason text
+   * @param waves map waves still to run, for the reason text (after the running maps when
+   *     runningMapsSinceUnixNanos is known, else after the last map completion)
    * @param medianMapNanos median map length, for the reason text
    * @param flowing whether a flow of the job on this host has started (a policy was looked up)
+   * @param runningMapsSinceUnixNanos when the earliest running map started, for the reason text;
+   *     0 when unknown
    */
   public record Demand(String jobId, long remainingBytes, int mapsLeft, long lastMapFinishUnixNanos,
-      long waves, long medianMapNanos, boolean flowing) {}
+      long waves, long medianMapNanos, boolean flowing, long runningMapsSinceUnixNanos) {
+    /** Not knowing when the running maps started. */
+    public Demand(String jobId, long remainingBytes, int mapsLeft, long lastMapFinishUnixNanos,
+        long waves, long medianMapNanos, boolean flowing) {
+      this(jobId, remainingBytes, mapsLeft, lastMapFinishUnixNanos, waves, medianMapNanos,
+          flowing, 0);
+    }
+  }
 
   /**
    * A job's deadline on one host, nanoseconds since the Unix epoch, and why. The reason is text
@@ -203,13 +213,18 @@ public final class DeadlinePlanner {
           + mbit(fairShare) + " (1/" + sharing + ") -> " + s(floor);
       if (d.lastMapFinishUnixNanos() == 0) {
         out.put(d.jobId(), new Deadline(nowUnixNanos + floor, () -> "waiting for " + d.mapsLeft()
-            + " maps of unknown length (none done yet): " + floorText.get(),
+            + " maps of unknown length (no run time reported yet): " + floorText.get(),
             usableBitsPerSecond));
         continue;
       }
       long untilMaps = Math.max(0, d.lastMapFinishUnixNanos() - nowUnixNanos);
-      Supplier<String> mapsText = () -> "waiting for " + d.mapsLeft() + " maps: " + d.waves()
-          + " wave(s) x median map " + s(d.medianMapNanos()) + " after the last map completion"
+      Supplier<String> mapsText = () -> "waiting for " + d.mapsLeft() + " maps: "
+          + (d.runningMapsSinceUnixNanos() == 0 ? d.waves() + " wave(s) x median map "
+              + s(d.medianMapNanos()) + " after the last map completion"
+              : "the running ones (the first started "
+                  + s(nowUnixNanos - d.runningMapsSinceUnixNanos()) + " ago) end a median map "
+                  + s(d.medianMapNanos()) + " after their start"
+                  + (d.waves() == 0 ? "" : ", then " + d.waves() + " wave(s) of the rest"))
           + " -> " + s(untilMaps);
       out.put(d.jobId(), untilMaps >= floor
           ? new Deadline(nowUnixNanos + untilMaps, () -> mapsText.get() + "; floor "

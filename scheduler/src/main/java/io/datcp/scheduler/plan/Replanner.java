@@ -209,17 +209,27 @@ public final class Replanner {
     long median = job.medianMapRunTimeNanos();
     long waves = 0;
     long lastMapFinish = 0;
+    long runningSince = 0;
     if (mapsLeft > 0 && median >= 0) {
       // §2.2: remaining maps run in waves over the slots the job holds; each wave takes about
       // the median map length, starting when the last map finished and freed a slot.
       int fromContainers = job.mapSlotsFromContainers();
       int slots = job.mapsRunning() > 0 ? job.mapsRunning()
           : fromContainers > 0 ? fromContainers : mapsLeft;
-      waves = (mapsLeft + slots - 1) / slots;
-      lastMapFinish = job.lastMapCompletionUnixNanos() + waves * median;
+      if (job.mapsRunning() > 0 && job.runningMapsSinceUnixNanos() > 0) {
+        // §2.2: the running maps end about a median after they started, the rest in waves after
+        runningSince = job.runningMapsSinceUnixNanos();
+        int notStarted = Math.max(0, mapsLeft - job.mapsRunning());
+        waves = (notStarted + slots - 1) / slots;
+        lastMapFinish = Math.max(job.lastMapCompletionUnixNanos(), runningSince + median)
+            + waves * median;
+      } else {
+        waves = (mapsLeft + slots - 1) / slots;
+        lastMapFinish = job.lastMapCompletionUnixNanos() + waves * median;
+      }
     }
     return new Demand(job.id(), remaining, mapsLeft, lastMapFinish, waves, median,
-        job.flowingOn(host));
+        job.flowingOn(host), runningSince);
   }
 
   /** Hosts where {@code job} has a reduce still shuffling. */

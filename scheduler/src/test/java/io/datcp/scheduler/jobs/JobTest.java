@@ -83,7 +83,7 @@ class JobTest {
           case 1 -> {
             long runTime = 1 + rnd.nextInt(1000);
             long bytes = rnd.nextInt(4) == 0 ? -1 : rnd.nextInt(1_000_000);
-            job.mapCompleted(reduce, map, "m", 0, runTime, bytes, rnd.nextInt(5) - 1, T + step);
+            job.mapCompleted(reduce, map, "m", 0, runTime, bytes, rnd.nextInt(5) - 1, 0, T + step);
             if (!r.lost.contains(map) && r.completed.add(map)) {
               r.runTimes.add(runTime);
             }
@@ -141,13 +141,56 @@ class JobTest {
     // it): counted as a length, it made every job's maps look instant ("median map 0.00 s")
     Job job = new Job("j", CONF, true, 4, 1, T);
     job.reduceStarted(0, "node1", T);
-    job.mapCompleted(0, 0, "m", 0, 0, 10, -1, T);
-    job.mapCompleted(0, 1, "m", 0, 0, 10, -1, T);
+    job.mapCompleted(0, 0, "m", 0, 0, 10, -1, 0, T);
+    job.mapCompleted(0, 1, "m", 0, 0, 10, -1, 0, T);
     assertThat(job.mapsDone()).isEqualTo(2);
     assertThat(job.medianMapRunTimeNanos()).isEqualTo(-1);
 
-    job.mapCompleted(0, 2, "m", 0, 5_000_000_000L, 10, -1, T);
+    job.mapCompleted(0, 2, "m", 0, 5_000_000_000L, 10, -1, 0, T);
     assertThat(job.medianMapRunTimeNanos()).isEqualTo(5_000_000_000L);
+  }
+
+  /** A job of 4 maps whose two reduces run on node1 and node2. */
+  private static Job twoReduces() {
+    Job job = new Job("j", CONF, true, 4, 2, T);
+    job.reduceStarted(0, "node1", T);
+    job.reduceStarted(1, "node2", T);
+    return job;
+  }
+
+  @Test
+  void aRunTimeReportedAfterTheMapWasKnownWithoutOneCountsOnce() {
+    // the plugin's reduce 0 asks the AM for run times; other reduces report the map first
+    Job job = twoReduces();
+    assertThat(job.mapCompleted(1, 0, "m", 0, 0, 10, -1, 0, T)).isTrue();
+    assertThat(job.medianMapRunTimeNanos()).isEqualTo(-1);
+
+    assertThat(job.mapCompleted(0, 0, "m", 0, 4_000_000_000L, 10, -1, 0, T))
+        .as("the median moved: every host's demand changes").isTrue();
+    assertThat(job.medianMapRunTimeNanos()).isEqualTo(4_000_000_000L);
+    assertThat(job.mapsDone()).isEqualTo(1);
+    assertThat(job.mapCompleted(0, 0, "m", 0, 9_000_000_000L, 10, -1, 0, T))
+        .as("a map's run time counts once").isFalse();
+    assertThat(job.medianMapRunTimeNanos()).isEqualTo(4_000_000_000L);
+  }
+
+  @Test
+  void whenTheRunningMapsStartedIsKeptWithTheirCountFromTheLatestReportThatCountedThem() {
+    Job job = twoReduces();
+    assertThat(job.mapCompleted(0, 0, "m", 0, 0, 10, 3, T - 7, T)).isTrue();
+    assertThat(job.runningMapsSinceUnixNanos()).isEqualTo(T - 7);
+    // another reduce's report of the same map counts nothing: both stay
+    assertThat(job.mapCompleted(1, 0, "m", 0, 0, 10, -1, 0, T)).isFalse();
+    assertThat(job.mapsRunning()).isEqualTo(3);
+    assertThat(job.runningMapsSinceUnixNanos()).isEqualTo(T - 7);
+    // the same count, started later: every host's demand changes
+    assertThat(job.mapCompleted(0, 1, "m", 0, 0, 10, 3, T - 2, T + 1)).isTrue();
+    assertThat(job.mapCompleted(0, 1, "m", 0, 0, 10, 3, T - 2, T + 1)).isFalse();
+    assertThat(job.runningMapsSinceUnixNanos()).isEqualTo(T - 2);
+    // a count without a start: unknown again
+    job.mapCompleted(0, 2, "m", 0, 0, 10, 1, 0, T + 2);
+    assertThat(job.mapsRunning()).isEqualTo(1);
+    assertThat(job.runningMapsSinceUnixNanos()).isZero();
   }
 
   @Test

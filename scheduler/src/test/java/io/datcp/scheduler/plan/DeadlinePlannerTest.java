@@ -79,6 +79,16 @@ class DeadlinePlannerTest {
   }
 
   @Test
+  void theReasonSaysWhenTheRunningMapsStarted() {
+    Demand running = new Demand("a", 20 * MB, 3, NOW + 7 * S, 1, 5 * S, true, NOW - 3 * S);
+    Deadline d = planner.plan("h1", List.of(running), NOW).get("a");
+
+    assertThat(seconds(d)).isCloseTo(7.0, within(1e-6));
+    assertThat(d.reason()).contains("waiting for 3 maps", "started 3.00 s ago",
+        "median map 5.00 s after their start", "then 1 wave(s) of the rest");
+  }
+
+  @Test
   void aWaitingJobIsNeverTighterThanItsBytesAtAFairShare() {
     // Last map ends in 1 s, but 40 MB at half of 80 Mbit/s takes 8 s.
     Demand waiting = new Demand("a", 40 * MB, 1, NOW + S, 1, S, true);

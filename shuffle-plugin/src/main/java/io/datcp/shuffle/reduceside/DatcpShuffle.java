@@ -8,6 +8,9 @@ import io.datcp.shuffle.agent.EventForwarder;
 import io.datcp.shuffle.agent.Events;
 import java.io.IOException;
 import java.lang.reflect.Proxy;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
 import org.apache.hadoop.mapred.JobConf;
 import org.apache.hadoop.mapred.RawKeyValueIterator;
 import org.apache.hadoop.mapred.ShuffleConsumerPlugin;
@@ -27,14 +30,21 @@ import org.slf4j.LoggerFactory;
 public class DatcpShuffle<K, V> extends Shuffle<K, V> {
   private static final Logger LOG = LoggerFactory.getLogger(DatcpShuffle.class);
 
+  /** Asks YARN for one reduce per job (reduce 0), so the AM's load does not grow with reduces. */
+  private static final int ASKING_REDUCE = 0;
+
   private EventForwarder events;
   private String jobId;
   private int reduce;
+  private JobFacts facts;
+  /** Reduce 0's map-completion reports, off the shuffle's event-fetcher thread; else null. */
+  private ExecutorService asker;
 
   @Override
   public void init(ShuffleConsumerPlugin.Context context) {
     JobConf conf = context.getJobConf();
     AgentConfig config = AgentConfig.from(conf); // fails the task on a bad key, naming it
+    facts = JobFacts.from(conf, context.getReduceId().getJobID().toString());
     jobId = context.getReduceId().getJobID().toString();
     reduce = context.getReduceId().getTaskID().getId();
     String host = Events.localHostName();
@@ -44,14 +54,27 @@ public class DatcpShuffle<K, V> extends Shuffle<K, V> {
         .setJobId(jobId).setReduceId(reduce).setHost(host)
         .setTotalMaps(conf.getNumMapTasks()).setTotalReduces(conf.getNumReduceTasks())
         .setQueue(conf.getQueueName()).setUser(conf.getUser() == null ? "" : conf.getUser())
-        .setJobName(conf.getJobName()).setPriority(priority(conf))).build());
+        .setJobName(conf.getJobName()).setPriority(priority(conf))
+        .setJobSubmitTimeUnixNanos(facts == null ? 0
+            : TimeUnit.MILLISECONDS.toNanos(facts.submitTimeMillis()))).build());
     super.init(withUmbilical(context, watched(context.getUmbilical())));
   }
 
   private TaskUmbilicalProtocol watched(TaskUmbilicalProtocol umbilical) {
+    CompletionEventsWatcher watcher;
+    if (facts != null && reduce == ASKING_REDUCE) {
+      asker = Executors.newSingleThreadExecutor(r -> {
+        Thread t = new Thread(r, "datcp-job-facts");
+        t.setDaemon(true);
+        return t;
+      });
+      watcher = new CompletionEventsWatcher(umbilical, events, jobId, reduce, facts, asker);
+    } else {
+      watcher = new CompletionEventsWatcher(umbilical, events, jobId, reduce);
+    }
     return (TaskUmbilicalProtocol) Proxy.newProxyInstance(
         TaskUmbilicalProtocol.class.getClassLoader(), new Class<?>[] {TaskUmbilicalProtocol.class},
-        new CompletionEventsWatcher(umbilical, events, jobId, reduce));
+        watcher);
   }
 
   @Override
@@ -72,11 +95,28 @@ public class DatcpShuffle<K, V> extends Shuffle<K, V> {
     try {
       super.close();
     } finally {
+      stopAsking();
       events.close();
       if (events.dropped() > 0) {
         LOG.info("DATCP: {} shuffle events dropped (agent slow or absent), {} delivered",
             events.dropped(), events.delivered());
       }
+    }
+  }
+
+  /** Lets the reports in flight finish, for at most one job-facts timeout; drops the rest. */
+  private void stopAsking() {
+    if (asker == null) {
+      return;
+    }
+    asker.shutdown();
+    try {
+      if (!asker.awaitTermination(facts.timeoutMillis(), TimeUnit.MILLISECONDS)) {
+        asker.shutdownNow();
+      }
+    } catch (InterruptedException e) {
+      asker.shutdownNow();
+      Thread.currentThread().interrupt();
     }
   }
 

@@ -15,9 +15,14 @@ import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.lang.reflect.Proxy;
+import java.net.InetAddress;
+import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.mapred.JobID;
 import org.apache.hadoop.mapred.MapTaskCompletionEventsUpdate;
 import org.apache.hadoop.mapred.RawKeyValueIterator;
@@ -29,6 +34,7 @@ import org.apache.hadoop.mapreduce.task.reduce.MapHost;
 import org.apache.hadoop.mapreduce.task.reduce.MapOutput;
 import org.apache.hadoop.mapreduce.task.reduce.MergeManager;
 import org.apache.hadoop.mapreduce.task.reduce.ShuffleClientMetrics;
+import org.apache.hadoop.yarn.conf.YarnConfiguration;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -179,6 +185,44 @@ class ReduceSideReportingTest {
     assertThat(agent.events.subList(1, agent.events.size())).extracting(ShuffleEvent::getMapLost)
         .containsExactly(
             lost(2, "nm-2.example", 0), lost(3, "nm-3.example", 1), lost(1, "nm-1.example", 0));
+  }
+
+  /**
+   * Reduce 0 with job facts but YARN unreachable (nothing listens on the addresses): the poll's
+   * events are reported in order, off the caller's thread, with the facts unknown; once the
+   * reports' thread has stopped (the shuffle closed) the umbilical still answers unchanged.
+   */
+  @Test
+  void withYarnUnreachableReduceZeroReportsInOrderWithTheFactsUnknown() throws Exception {
+    TaskCompletionEvent done = event(0, "attempt_1700000000000_0007_m_000001_0",
+        TaskCompletionEvent.Status.SUCCEEDED, "http://nm-1.example:13562");
+    MapTaskCompletionEventsUpdate update = new MapTaskCompletionEventsUpdate(
+        new TaskCompletionEvent[] {done, event(1, "attempt_1700000000000_0007_m_000001_0",
+            TaskCompletionEvent.Status.OBSOLETE, "http://nm-1.example:13562")}, false);
+    TaskUmbilicalProtocol real = (TaskUmbilicalProtocol) Proxy.newProxyInstance(
+        getClass().getClassLoader(), new Class<?>[] {TaskUmbilicalProtocol.class},
+        (proxy, method, args) -> method.getName().equals("getMapCompletionEvents") ? update : null);
+    Configuration conf = new Configuration(false);
+    try (ServerSocket closed = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+      // a port that was just free: connections to it are refused
+      conf.set(YarnConfiguration.RM_WEBAPP_ADDRESS, "127.0.0.1:" + closed.getLocalPort());
+    }
+    ExecutorService asker = Executors.newSingleThreadExecutor();
+    TaskUmbilicalProtocol watched = (TaskUmbilicalProtocol) Proxy.newProxyInstance(
+        getClass().getClassLoader(), new Class<?>[] {TaskUmbilicalProtocol.class},
+        new CompletionEventsWatcher(real, events, JOB, 0, JobFacts.from(conf, JOB), asker));
+
+    assertThat(invoke(watched)).isSameAs(update);
+    await().atMost(Duration.ofSeconds(10)).until(() -> agent.events.size() >= 2);
+    assertThat(agent.events).extracting(ShuffleEvent::getEventCase).containsExactly(
+        ShuffleEvent.EventCase.MAP_COMPLETED, ShuffleEvent.EventCase.MAP_LOST);
+    MapCompleted m = agent.events.get(0).getMapCompleted();
+    assertThat(m.getRunTimeNanos()).isZero();
+    assertThat(m.getMapsRunning()).isEqualTo(-1);
+    assertThat(m.getRunningMapsSinceUnixNanos()).isZero();
+
+    asker.shutdown();
+    assertThat(invoke(watched)).isSameAs(update);
   }
 
   private static MapLost lost(int map, String host, int attempt) {
