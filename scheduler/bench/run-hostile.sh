@@ -91,6 +91,10 @@ read -r a0 a1 < <(window "honest load alone")
 read -r b0 b1 < <(window "honest load with the attacker")
 echo "scheduler heap, honest load alone     ($a0-$a1 s): $(heap "$a0" "$a1")"
 echo "scheduler heap, with the attacker     ($b0-$b1 s): $(heap "$b0" "$b1")"
+read -r c0 c1 < <(window "honest load with the attacker, round 2") || true
+if [[ -n "${c0:-}" ]]; then
+  echo "scheduler heap, attacker round 2      ($c0-$c1 s): $(heap "$c0" "$c1")"
+fi
 echo "scheduler heap, whole run                       : $(heap 0 1e9)"
 if grep -q OutOfMemoryError "$data/scheduler.log"; then
   echo "scheduler: OutOfMemoryError (see its log)"

@@ -155,6 +155,13 @@ public final class LoadBenchmark implements Callable<Integer> {
           + " 1,000 jobs and goes quiet: what its retained state alone costs honest calls.")
   long hostileCalls;
 
+  @Option(names = "--hostile-rounds", defaultValue = "1",
+      description = "Attacks one after the other, each measured against the same window alone"
+          + " (a new attacker connection each; the scheduler keeps what the earlier ones left):"
+          + " the first attack's cost includes compiling the code only attacks reach, later"
+          + " ones show an attack against a scheduler that has seen one.")
+  int hostileRounds;
+
   @Option(names = "--hostile-jvm",
       description = "Run the hostile node in a JVM of its own (same CPUs as this one): tells"
           + " what of the attacked window's tail is this JVM's own (the attacker's garbage,"
@@ -334,6 +341,13 @@ public final class LoadBenchmark implements Callable<Integer> {
         + " to " + serverUptime(0) + " s)");
     printWindow(honestSecs, honestEvents, honestUpdates, honestCpu, honestClientCpu);
     long[][] alone = {reports.recorded(), outcomeReports.recorded(), lookups.recorded()};
+    for (int round = 1; round <= hostileRounds; round++) {
+      attackedWindow(uri, alone, round == 1 ? "" : ", round " + round);
+    }
+  }
+
+  /** One attack of --hostile-seconds, measured, and its honest p99 against {@code alone}'s. */
+  private void attackedWindow(String uri, long[][] alone, String label) throws Exception {
     reports = new Samples();
     firstReports = new Samples();
     outcomeReports = new Samples();
@@ -373,7 +387,8 @@ public final class LoadBenchmark implements Callable<Integer> {
       attacker.stop();
       summary = attacker.summary(secs);
     }
-    System.out.println("-- honest load with the attacker (scheduler uptime " + from + " to "
+    System.out.println("-- honest load with the attacker" + label + " (scheduler uptime " + from
+        + " to "
         + serverUptime(0) + " s)");
     System.out.println(summary);
     printWindow(secs, eventsBefore, updatesBefore, serverCpuTicks() - cpuBefore,
