@@ -31,9 +31,12 @@ import io.datcp.scheduler.serve.PolicyPushes;
 import io.datcp.scheduler.serve.PolicyUpdateHub;
 import io.datcp.scheduler.switches.SwitchBook;
 import io.datcp.scheduler.switches.SwitchPort;
+import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Clock;
+import java.util.EnumMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -106,6 +109,13 @@ public final class SchedulerService {
     this.views = new JobViews(live, policies, flowLog);
     this.planViews = new PlanViews(live, policies, flowPolicies, hub);
     registry.onRetired(new JobMetrics(meters)::retired);
+    Map<Replanner.Decision, Counter> decided = new EnumMap<>(Replanner.Decision.class);
+    for (Replanner.Decision d : Replanner.Decision.values()) {
+      decided.put(d, Counter.builder("datcp.planner.decisions").tag("decision", d.label)
+          .description("Plan decisions sent to agents, by what changed for the job on a reducer"
+              + " host's downlink").register(meters));
+    }
+    plan.onDecision(d -> decided.get(d).increment());
     this.registry = registry;
   }
 

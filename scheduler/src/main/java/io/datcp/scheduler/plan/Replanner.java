@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Consumer;
 
 /**
  * The planning step, and its one entry point: every job publishes its demand on each reducer
@@ -48,7 +49,30 @@ public final class Replanner {
     void moved(Job job, String host, Deadline d, long now);
   }
 
+  /** What a plan decision that is news to a job's agents changed (planner metrics). */
+  public enum Decision {
+    /** The job's first deadline on the host. */
+    NEW("new"),
+    /** The job became first on the host's downlink. */
+    FIRST("first"),
+    /** Another job became first. */
+    NOT_FIRST("not_first"),
+    /** The job started waiting for maps. */
+    WAITING("waiting"),
+    /** The job stopped waiting for maps. */
+    MAPS_DONE("maps_done"),
+    /** Only its deadline moved, materially. */
+    MOVED("moved");
+
+    public final String label;
+
+    Decision(String label) {
+      this.label = label;
+    }
+  }
+
   private final Stripes hostLocks = new Stripes(STRIPES);
+  private volatile Consumer<Decision> decisions = d -> { };
   private final JobRegistry registry;
   private final DeadlinePlanner planner;
   private final AchievedShare achieved;
@@ -74,6 +98,11 @@ public final class Replanner {
     this.planner = new DeadlinePlanner(downlinkBitsPerSecond, targetUtilisation);
     this.achieved = new AchievedShare(downlinkBitsPerSecond, targetUtilisation);
     this.orderOnly = orderOnly;
+  }
+
+  /** Told of every decision handed to {@code Moves}, by what it changed. */
+  public void onDecision(Consumer<Decision> listener) {
+    decisions = listener;
   }
 
   public boolean orderOnly() {
@@ -113,6 +142,11 @@ public final class Replanner {
           // when its deadline stays where it was; with the order policy nothing else is news
           if (before == null || before.first() != d.first() || before.waiting() != d.waiting()
               || (!orderOnly && movedMaterially(before.unixNanos(), d.unixNanos(), now))) {
+            decisions.accept(before == null ? Decision.NEW
+                : before.first() != d.first() ? (d.first() ? Decision.FIRST : Decision.NOT_FIRST)
+                : before.waiting() != d.waiting()
+                    ? (d.waiting() ? Decision.WAITING : Decision.MAPS_DONE)
+                : Decision.MOVED);
             moves.moved(registry.running(jobId), host, d, now);
           }
         });

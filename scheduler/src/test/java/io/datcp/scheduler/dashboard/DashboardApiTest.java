@@ -92,6 +92,10 @@ class DashboardApiTest {
         .isEqualTo(1);
     assertThat(sample(metrics, "datcp_flows_ended_total", "deadline=\"met\"")).isEqualTo(2);
     assertThat(sample(metrics, "datcp_flows_ended_total", "deadline=\"missed\"")).isEqualTo(1);
+    // each job's first plan on its reducer's host; every kind is exported from the start
+    assertThat(sample(metrics, "datcp_planner_decisions_total", "decision=\"new\"")).isEqualTo(3);
+    assertThat(sample(metrics, "datcp_planner_decisions_total", "decision=\"not_first\""))
+        .isEqualTo(0);
   }
 
   @Test
