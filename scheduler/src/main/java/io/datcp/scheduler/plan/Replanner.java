@@ -137,21 +137,33 @@ public final class Replanner {
           hostPlans.put(host, plan);
         }
         plan.forEach((jobId, d) -> {
-          Deadline before = old.get(jobId);
-          // a job that became first or stopped waiting changes importance, phi and quench even
-          // when its deadline stays where it was; with the order policy nothing else is news
-          if (before == null || before.first() != d.first() || before.waiting() != d.waiting()
-              || (!orderOnly && movedMaterially(before.unixNanos(), d.unixNanos(), now))) {
-            decisions.accept(before == null ? Decision.NEW
-                : before.first() != d.first() ? (d.first() ? Decision.FIRST : Decision.NOT_FIRST)
-                : before.waiting() != d.waiting()
-                    ? (d.waiting() ? Decision.WAITING : Decision.MAPS_DONE)
-                : Decision.MOVED);
+          Decision news = news(old.get(jobId), d, now);
+          if (news != null) {
+            decisions.accept(news);
             moves.moved(registry.running(jobId), host, d, now);
           }
         });
       }
     }
+  }
+
+  /**
+   * What changed for a job from {@code before} to {@code d} that its agents must hear, or null
+   * when nothing did: a job that became first or stopped waiting changes importance, phi and
+   * quench even when its deadline stays where it was; with the order policy nothing else is news.
+   */
+  private Decision news(Deadline before, Deadline d, long now) {
+    if (before == null) {
+      return Decision.NEW;
+    }
+    if (before.first() != d.first()) {
+      return d.first() ? Decision.FIRST : Decision.NOT_FIRST;
+    }
+    if (before.waiting() != d.waiting()) {
+      return d.waiting() ? Decision.WAITING : Decision.MAPS_DONE;
+    }
+    return !orderOnly && movedMaterially(before.unixNanos(), d.unixNanos(), now)
+        ? Decision.MOVED : null;
   }
 
   /**
