@@ -413,6 +413,11 @@ public final class JobRegistry {
     return shufflingByHost.getOrDefault(host, Set.of());
   }
 
+  /** Hosts where a running job has a reduce still shuffling (a live, concurrent view). */
+  public Collection<String> shufflingHosts() {
+    return shufflingByHost.keySet();
+  }
+
   /** Running jobs (a live, concurrent view). */
   public Collection<Job> runningJobs() {
     return running.values();

@@ -71,15 +71,7 @@ public final class PlanViews {
 
   /** Hosts where a running job has a reduce still shuffling, sorted. */
   public List<String> reducerHosts() {
-    TreeSet<String> hosts = new TreeSet<>();
-    for (Job j : live.registry().runningJobs()) {
-      for (Job.Reduce r : j.reduces()) {
-        if (r.shuffling()) {
-          hosts.add(r.host());
-        }
-      }
-    }
-    return List.copyOf(hosts);
+    return List.copyOf(new TreeSet<>(live.registry().shufflingHosts()));
   }
 
   /** {@code host}'s plan; empty jobs when nothing shuffles there. */

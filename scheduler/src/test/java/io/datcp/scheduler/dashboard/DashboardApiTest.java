@@ -155,14 +155,29 @@ class DashboardApiTest {
   }
 
   @Test
+  void theHostListHoldsTheHostsWhereAReduceShufflesSortedUntilItsShuffleEnds() throws Exception {
+    grpc.start("job_a", "prod", "alice", "node3", now, 2, 1);
+    grpc.start("job_b", "prod", "alice", "node1", now, 2, 1);
+    grpc.start("job_c", "prod", "alice", "node3", now, 2, 1);
+    assertThat(hosts()).containsExactly("node1", "node3");
+    grpc.finish("job_b", "node1", now + 2 * S, true);
+    grpc.finish("job_a", "node3", now + 2 * S, true);
+    assertThat(hosts()).containsExactly("node3");
+  }
+
+  private List<String> hosts() throws Exception {
+    List<String> hosts = new ArrayList<>();
+    json.readTree(get("/api/v1/dashboard/hosts").body()).get("hosts")
+        .forEach(h -> hosts.add(h.asText()));
+    return hosts;
+  }
+
+  @Test
   void unknownJobIsNotFoundAndAHostWithoutShufflesHasAnEmptyPlan() throws Exception {
     assertThat(get("/api/v1/dashboard/jobs/job_none").statusCode()).isEqualTo(404);
     JsonNode plan = json.readTree(get("/api/v1/dashboard/hosts/node9").body());
     assertThat(plan.get("jobs")).isEmpty();
     assertThat(plan.get("ended")).isEmpty();
-    List<String> hosts = new ArrayList<>();
-    json.readTree(get("/api/v1/dashboard/hosts").body()).get("hosts")
-        .forEach(h -> hosts.add(h.asText()));
-    assertThat(hosts).isEmpty();
+    assertThat(hosts()).isEmpty();
   }
 }
