@@ -24,8 +24,8 @@ import java.util.stream.IntStream;
  * state), {@code .../appattempts} (the application's attempts, the first until the AM is
  * {@link #restartAm restarted}) and {@code .../appattempts/{attempt}/containers} (one container
  * per host placed in that attempt). Applications and attempts it was not told of are 404, as
- * YARN answers. Served by the JDK's HTTP server, so that in the load benchmark it stays off the
- * event loops of the gRPC clients it shares a JVM with.
+ * YARN answers. Served by the JDK's HTTP server. {@link #main} serves one in a process of its own
+ * for the load benchmark, told where jobs run over two more paths (see there).
  */
 public final class FakeResourceManager implements AutoCloseable {
   /** What YARN knows of one application. */
@@ -68,6 +68,25 @@ public final class FakeResourceManager implements AutoCloseable {
       answer.thenRun(() -> send(exchange, a));
     });
     server.start();
+  }
+
+  /**
+   * Serves one on port {@code args[0]} until killed, for the load benchmark: in a JVM of its own
+   * its collections and threads do not pause the clocks of the calls the benchmark times. The
+   * benchmark tells it where jobs run with {@code POST /bench/place/{jobId}} (body: host names,
+   * one per line) and reads {@code GET /bench/served} (container lists, attempt lists,
+   * applications served).
+   */
+  public static void main(String[] args) {
+    FakeResourceManager rm = new FakeResourceManager(Integer.parseInt(args[0]));
+    rm.server.createContext("/bench/place/", exchange -> {
+      String job = exchange.getRequestURI().getPath().substring("/bench/place/".length());
+      String body = new String(exchange.getRequestBody().readAllBytes(), StandardCharsets.UTF_8);
+      rm.place(job, body.lines().filter(l -> !l.isEmpty()).toArray(String[]::new));
+      send(exchange, json("{}"));
+    });
+    rm.server.createContext("/bench/served", exchange -> send(exchange, new Answer(200,
+        rm.containerRequests() + " " + rm.attemptRequests() + " " + rm.appRequests())));
   }
 
   /** http://127.0.0.1:port, for yarn.rm.webappAddress. */

@@ -24,7 +24,6 @@ import io.datcp.proto.v1.ShuffleFinished;
 import io.datcp.proto.v1.ShuffleReport;
 import io.datcp.proto.v1.ShuffleReportServiceGrpc;
 import io.datcp.proto.v1.WatchRequest;
-import io.datcp.scheduler.FakeResourceManager;
 import io.grpc.stub.StreamObserver;
 import io.netty.channel.EventLoopGroup;
 import java.time.Duration;
@@ -44,6 +43,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BiConsumer;
 import java.util.function.Supplier;
+import java.util.stream.Stream;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -115,9 +115,9 @@ public final class LoadBenchmark implements Callable<Integer> {
   java.nio.file.Path writeNodeTokens;
 
   @Option(names = "--fake-rm-port", defaultValue = "0",
-      description = "Serve a fake YARN ResourceManager on this port that places each job's"
-          + " containers on the hosts the job's calls come from (give the scheduler"
-          + " yarn.rm.webappAddress=http://127.0.0.1:PORT); 0: none.")
+      description = "Serve a fake YARN ResourceManager on this port, in a JVM of its own, that"
+          + " places each job's containers on the hosts the job's calls come from (give the"
+          + " scheduler yarn.rm.webappAddress=http://127.0.0.1:PORT); 0: none.")
   int fakeRmPort;
 
   @Option(names = "--server-pid", defaultValue = "0",
@@ -234,7 +234,7 @@ public final class LoadBenchmark implements Callable<Integer> {
   /** Open-loop job starts wait on it; workers run on the client's event loops otherwise. */
   private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor();
 
-  private FakeResourceManager rm;
+  private FakeResourceManagerProcess rm;
 
   @Override
   public Integer call() throws Exception {
@@ -247,7 +247,7 @@ public final class LoadBenchmark implements Callable<Integer> {
       return 0;
     }
     if (fakeRmPort > 0) {
-      rm = new FakeResourceManager(fakeRmPort);
+      rm = new FakeResourceManagerProcess(fakeRmPort);
     }
     String uri = "http://" + target;
     int loopCount = eventLoops > 0 ? eventLoops : Runtime.getRuntime().availableProcessors();
@@ -323,9 +323,9 @@ public final class LoadBenchmark implements Callable<Integer> {
     factories.forEach(ClientFactory::close);
     loops.shutdownGracefully(0, 0, TimeUnit.SECONDS);
     if (rm != null) {
-      System.out.printf(Locale.ROOT, "fake RM          %d container lists, %d attempt lists,"
-          + " %d applications served%n", rm.containerRequests(), rm.attemptRequests(),
-          rm.appRequests());
+      String[] served = rm.served().split(" ");
+      System.out.printf(Locale.ROOT, "fake RM          %s container lists, %s attempt lists,"
+          + " %s applications served%n", served[0], served[1], served[2]);
       rm.close();
     }
     return 0;
@@ -798,8 +798,9 @@ public final class LoadBenchmark implements Callable<Integer> {
     }
     if (rm != null) {
       // YARN placed the job's containers on the hosts its calls come from before they call
-      rm.place(job, reduceHosts)
-          .place(job, allMapHosts.toArray(String[]::new));
+      String[] placed = Stream.concat(Arrays.stream(reduceHosts),
+          allMapHosts.stream()).toArray(String[]::new);
+      steps.add(0, () -> rm.place(job, placed));
     }
     for (int r = 0; r < reduces; r++) {
       int reduce = r;
