@@ -14,8 +14,9 @@
 # an OLD_JAR gets it too with OLD_TLS=1 (jars that have the tls.* keys).
 # RM_AB=1 instead runs the current jar twice with node tokens (every host its own, so the
 # scheduler checks every claim): "old" without a ResourceManager (host checks only), "new" with
-# a fake ResourceManager in the benchmark (port RM_PORT, default 18088) that places each job's
-# containers on its hosts, so each report is verified against YARN; compare shows the cost.
+# a fake ResourceManager (port RM_PORT, default 18088; the benchmark starts it in a JVM of its own
+# on the clients' CPU) that places each job's containers on its hosts, so each report is verified
+# against YARN; compare shows the cost.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 jar="$here/target/scheduler.jar"
