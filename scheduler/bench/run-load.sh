@@ -15,8 +15,8 @@
 # RM_AB=1 instead runs the current jar twice with node tokens (every host its own, so the
 # scheduler checks every claim): "old" without a ResourceManager (host checks only), "new" with
 # a fake ResourceManager (port RM_PORT, default 18088; the benchmark starts it in a JVM of its own
-# on the clients' CPU) that places each job's containers on its hosts, so each report is verified
-# against YARN; compare shows the cost.
+# on the clients' CPU, or on RM_CPUS, a taskset list) that places each job's containers on its
+# hosts, so each report is verified against YARN; compare shows the cost.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 jar="$here/target/scheduler.jar"
@@ -53,7 +53,7 @@ run() {
     if [[ "$1" == "--tokens-rm" ]]; then
       printf 'yarn.rm.webappAddress=http://127.0.0.1:%s\n' "${RM_PORT:-18088}" \
         >> "$data/scheduler.properties"
-      bench=(--fake-rm-port "${RM_PORT:-18088}")
+      bench=(--fake-rm-port "${RM_PORT:-18088}" --fake-rm-cpus "${RM_CPUS:-}")
     fi
     java -cp "$jar:$classes" io.datcp.scheduler.bench.LoadBenchmark --write-node-tokens "$data" \
       "${@:2}"

@@ -11,13 +11,15 @@ import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 
 /**
  * The load benchmark's fake ResourceManager ({@link FakeResourceManager#main}) in a JVM of its
  * own: served inside the benchmark, its collections paused the clocks of the calls being timed
- * and nearly doubled the benchmark's own GC time. It inherits the benchmark's CPU affinity, so
- * a pinned run keeps it off the scheduler's CPU.
+ * and nearly doubled the benchmark's own GC time. It inherits the benchmark's CPU affinity
+ * unless given CPUs of its own.
  */
 final class FakeResourceManagerProcess implements AutoCloseable {
   private final Process process;
@@ -25,11 +27,17 @@ final class FakeResourceManagerProcess implements AutoCloseable {
   private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
       .connectTimeout(Duration.ofSeconds(5)).build();
 
-  FakeResourceManagerProcess(int port) throws IOException, InterruptedException {
+  /** {@code cpus}: a taskset CPU list to run it on; empty: the benchmark's. */
+  FakeResourceManagerProcess(int port, String cpus) throws IOException, InterruptedException {
     Path java = Paths.get(System.getProperty("java.home"), "bin", "java");
-    process = new ProcessBuilder(java.toString(), "-Xmx256m", "-cp",
+    List<String> command = new ArrayList<>();
+    if (!cpus.isEmpty()) {
+      command.addAll(List.of("taskset", "-c", cpus));
+    }
+    command.addAll(List.of(java.toString(), "-Xmx256m", "-cp",
         System.getProperty("java.class.path"), FakeResourceManager.class.getName(),
-        Integer.toString(port)).inheritIO().start();
+        Integer.toString(port)));
+    process = new ProcessBuilder(command).inheritIO().start();
     base = "http://127.0.0.1:" + port;
     long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
     while (true) {

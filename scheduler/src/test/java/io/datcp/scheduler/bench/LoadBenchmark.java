@@ -120,6 +120,11 @@ public final class LoadBenchmark implements Callable<Integer> {
           + " scheduler yarn.rm.webappAddress=http://127.0.0.1:PORT); 0: none.")
   int fakeRmPort;
 
+  @Option(names = "--fake-rm-cpus", defaultValue = "",
+      description = "CPUs (a taskset list) for the fake ResourceManager's JVM; empty: the"
+          + " benchmark's own.")
+  String fakeRmCpus;
+
   @Option(names = "--server-pid", defaultValue = "0",
       description = "Process id of the scheduler (same machine): prints its CPU time per request,"
           + " which depends far less on other load on the machine than latency does.")
@@ -247,7 +252,7 @@ public final class LoadBenchmark implements Callable<Integer> {
       return 0;
     }
     if (fakeRmPort > 0) {
-      rm = new FakeResourceManagerProcess(fakeRmPort);
+      rm = new FakeResourceManagerProcess(fakeRmPort, fakeRmCpus);
     }
     String uri = "http://" + target;
     int loopCount = eventLoops > 0 ? eventLoops : Runtime.getRuntime().availableProcessors();
