@@ -19,6 +19,9 @@
 #define DATCP_AQM_H
 
 #include "datcp_abi.h"
+#ifndef __bpf__
+#include "datcp_core.h" /* datcp_isqrt, for the loader's K_i */
+#endif
 
 #ifndef DATCP_Q
 #define DATCP_Q 1024U
@@ -95,6 +98,31 @@ static __always_inline int aqm_step_mark(__u64 q, __u32 k)
 {
 	return q > k;
 }
+
+#ifndef __bpf__
+/* PFDCT's ideal marking threshold K_i (Eq. 15) for a port of rate_bps with
+ * round-trip time rtt_ns and packets of mtu bytes, in bytes: the least K that
+ * keeps the sawtooth's minimum queue above 0 for N = 1 (Eq. 13-14,
+ * 2K^2 + 3K + 2 - C*RTT/N >= 0), K_i = (sqrt(8 C RTT - 7) - 3) / 4 packets;
+ * 0 when C*RTT is under 2 packets. Computed in Q8 packets: C*RTT beyond
+ * 8,000 packets saturates (12 MB at 1500 B). The loader computes it once per
+ * port configuration; the BPF program only reads the result. */
+static __always_inline __u32 aqm_pfdct_ideal_k(__u64 rate_bps, __u64 rtt_ns, __u32 mtu)
+{
+	__u64 bdp_q10, x_q10, s_q8;
+
+	if (!mtu)
+		return 0;
+	bdp_q10 = aqm_service_bytes(rtt_ns, rate_bps) * DATCP_Q / mtu;
+	if (bdp_q10 > 8000ULL * DATCP_Q)
+		bdp_q10 = 8000ULL * DATCP_Q;
+	x_q10 = 8 * bdp_q10; /* 8 C RTT, Q10 packets */
+	if (x_q10 <= 16ULL * DATCP_Q) /* sqrt(8 C RTT - 7) <= 3 */
+		return 0;
+	s_q8 = datcp_isqrt((x_q10 - 7ULL * DATCP_Q) << 6);
+	return (__u32)((s_q8 - 3 * 256) / 4 * mtu / 256);
+}
+#endif
 
 /* PFDCT 3.2.5: LQV = (1 - h) LQV + h LQ; K_t moves toward keeping LQV at
  * the ideal K_i: down (more marking) while LQV > K_i, up while LQV < K_i,

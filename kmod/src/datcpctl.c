@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "datcp.h"
+#include "datcp_aqm.h"
 
 #define EXIT_USAGE 2
 
@@ -54,9 +55,11 @@ static const char usage[] =
 	"        run datcpctl in the socket's namespace (nsenter --net=...)\n"
 	"  switch configure [--netns NS] --dev IF --rate-mbit R --buffer-bytes B\n"
 	"           [--mark none|red|step|pfdct] [--red-min B --red-max B --red-maxp P]\n"
-	"           [--k-bytes B] [--preset pfdct] [--dscp-map DSCP=BAND,...]\n"
+	"           [--k-bytes B | --rtt-us U] [--preset pfdct] [--dscp-map DSCP=BAND,...]\n"
 	"        defaults: --mark red --red-min 80000 --red-max 120000 --red-maxp 1 (DATCP\n"
 	"        Table 1); every DSCP in band 1 of 0..2 (0 is served first)\n"
+	"        --rtt-us: with --mark pfdct, K_i from the port's rate and this round-trip\n"
+	"        time (PFDCT Eq. 15, 1500-byte packets) instead of --k-bytes\n"
 	"  switch counters [--netns NS] --dev IF [--json]\n"
 	"  switch reset [--netns NS] --dev IF\n"
 	"  events [--netns-ring] [--json] [--count N] [--timeout-ms MS]\n"
@@ -574,9 +577,11 @@ static void print_counters_json(const struct datcp_port_config *cfg, const struc
 		marks += st->band[b].marks;
 		drops += st->band[b].drops;
 	}
-	printf("{\"rate_bps\":%llu,\"buffer_bytes\":%u,\"mark\":\"%s\",\"bytes\":%llu,\"packets\":%llu,"
+	printf("{\"rate_bps\":%llu,\"buffer_bytes\":%u,\"mark\":\"%s\",\"k_bytes\":%u,"
+	       "\"pfdct_k_t\":%llu,\"bytes\":%llu,\"packets\":%llu,"
 	       "\"marks\":%llu,\"drops\":%llu,\"peak_queue_bytes\":%llu,\"bands\":[",
 	       (unsigned long long)cfg->rate_bps, cfg->buffer_bytes, datcp_mark_name(cfg->mark_mode),
+	       cfg->k_bytes, (unsigned long long)st->pfdct_k_t,
 	       (unsigned long long)bytes, (unsigned long long)packets, (unsigned long long)marks,
 	       (unsigned long long)drops, (unsigned long long)st->peak_queue_bytes);
 	for (b = 0; b < DATCP_BANDS; b++)
@@ -601,11 +606,13 @@ static int cmd_switch(int argc, char **argv)
 					      { "red-maxp", required_argument, 0, 'p' },
 					      { "k", required_argument, 0, 'k' },
 					      { "k-bytes", required_argument, 0, 'k' },
+					      { "rtt-us", required_argument, 0, 'R' },
 					      { "preset", required_argument, 0, 'P' },
 					      { "dscp-map", required_argument, 0, 'M' },
 					      { "json", no_argument, 0, 'j' },
 					      { 0 } };
 	const char *sub = argc > 1 ? argv[1] : "", *netns = NULL, *dev = NULL, *dscp_map = NULL;
+	unsigned long long rtt_us = 0;
 	struct datcp_port_config cfg;
 	struct datcp_port_state st;
 	unsigned long long v;
@@ -658,6 +665,11 @@ static int cmd_switch(int argc, char **argv)
 				return EXIT_USAGE;
 			cfg.red_maxp_q = to_q(x);
 			break;
+		case 'R':
+			if (parse_u64("--rtt-us", optarg, 10000000, &v) || v == 0)
+				return usage_error("--rtt-us must be 1..10000000");
+			rtt_us = v;
+			break;
 		case 'P':
 			if (strcmp(optarg, "pfdct"))
 				return usage_error("--preset: '%s' unknown (pfdct)", optarg);
@@ -683,6 +695,17 @@ static int cmd_switch(int argc, char **argv)
 			return usage_error("switch configure needs --rate-mbit and --buffer-bytes");
 		if (dscp_map && parse_dscp_map(dscp_map, cfg.dscp_band))
 			return EXIT_USAGE;
+		if (rtt_us) {
+			if (cfg.mark_mode != DATCP_MARK_PFDCT || cfg.k_bytes)
+				return usage_error("--rtt-us needs --mark pfdct and no --k-bytes");
+			cfg.k_bytes = aqm_pfdct_ideal_k(cfg.rate_bps, rtt_us * 1000, 1500);
+			if (!cfg.k_bytes)
+				return usage_error("PFDCT's K_i (Eq. 15) is 0 at %llu Mbit/s and %llu us (C*RTT"
+						   " <= 2 packets); give --k-bytes",
+						   (unsigned long long)cfg.rate_bps / 1000000, rtt_us);
+			printf("PFDCT K_i = %u bytes (Eq. 15: %llu Mbit/s, RTT %llu us)\n", cfg.k_bytes,
+			       (unsigned long long)cfg.rate_bps / 1000000, rtt_us);
+		}
 		err = datcp_switch_configure(netns, dev, &cfg);
 	} else if (!strcmp(sub, "counters")) {
 		err = datcp_switch_read(netns, dev, &cfg, &st);

@@ -245,6 +245,9 @@ static void run_row(struct row *r)
 	} else if (!strcmp(f, "aqm_service.csv")) {
 		check(r, "service", aqm_service_bytes(col(r, "dt_ns"), col(r, "rate_bps")),
 		      col(r, "expected_bytes"), 0);
+	} else if (!strcmp(f, "pfdct_ideal_k.csv")) {
+		check(r, "K_i", aqm_pfdct_ideal_k(col(r, "rate_bps"), col(r, "rtt_ns"), (__u32)col(r, "mtu")),
+		      col(r, "expected_bytes"), col(r, "tolerance"));
 	} else if (!strcmp(f, "aqm_red.csv")) {
 		check(r, "red mark",
 		      (unsigned)aqm_red_mark(col(r, "q"), (__u32)col(r, "min"), (__u32)col(r, "max"),

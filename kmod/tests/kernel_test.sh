@@ -758,6 +758,21 @@ exec 7>&-
 kill "$hpid" 2>/dev/null; wait "$hpid" 2>/dev/null
 rm -f $fifo_h.in $fifo_h.out
 
+# --- PFDCT's ideal threshold from the port's rate and RTT (Eq. 15) ---
+nsp=datcp-kt-pfdct-$$
+ip netns add $nsp && nss+=($nsp)
+ip -n $nsp link add v0 type veth peer name v1 && ip -n $nsp link set v0 up && ip -n $nsp link set v1 up
+out=$($CTL switch configure --netns $nsp --dev v0 --rate-mbit 100 --buffer-bytes 100000 --mark pfdct --rtt-us 1000 --preset pfdct 2>&1)
+check "pfdct with --rtt-us configures K_i from Eq. 15 (100 Mbit/s, 1 ms: 1769 B)" grep -q "K_i = 1769 bytes" <<<"$out"
+out=$($CTL switch counters --netns $nsp --dev v0 --json)
+check "the port's counters show K_i and K_t starting at it" grep -q '"mark":"pfdct","k_bytes":1769,"pfdct_k_t":1769' <<<"$out"
+out=$($CTL switch configure --netns $nsp --dev v0 --rate-mbit 100 --buffer-bytes 100000 --mark pfdct --rtt-us 100 2>&1); rc=$?
+check "a K_i of 0 (C*RTT <= 2 packets) is refused, pointing at --k-bytes" test $rc -eq 2 -a -n "$(grep -o "give --k-bytes" <<<"$out")"
+out=$($CTL switch configure --netns $nsp --dev v0 --rate-mbit 100 --buffer-bytes 100000 --mark step --rtt-us 1000 2>&1); rc=$?
+check "--rtt-us without --mark pfdct is refused" test $rc -eq 2 -a -n "$(grep -o "needs --mark pfdct" <<<"$out")"
+$CTL switch reset --netns $nsp --dev v0 >/dev/null 2>&1
+ip netns del $nsp
+
 # --- unload ---
 $CTL flow set --src 10.9.9.1:1000 --dst 10.9.9.2:2000 --size 1000
 out=$($CTL unload 2>&1); rc=$?
