@@ -446,6 +446,7 @@ class Generator:
             sw["steady"] = {k: (final[k] - steady[k]) if final.get(k) is not None and
                             steady.get(k) is not None else None for k in ("marks", "drops", "packets")}
         sw["impl"] = self.tb.port_impl
+        sw["ports"] = final.get("ports")
         # sanity: the emulated port must have been the bottleneck
         over = [x for x in tot[2:] if x > 1.3 * self.tb.link_mbps]
         if len(over) > 3:

@@ -157,6 +157,15 @@ def switch_configure(ns, dev, rate_mbit, sw):
                      int(sw.get("red_max", 120000)), "--red-maxp", sw.get("red_maxp", 1.0)]
         elif mark == "step":
             args += ["--k-bytes", int(sw.get("k", 30000))]
+        elif mark == "pfdct":
+            # K_i: given, or from the port's rate and RTT (PFDCT Eq. 15)
+            if "k" in sw:
+                args += ["--k-bytes", int(sw["k"])]
+            elif "rtt_us" in sw:
+                args += ["--rtt-us", int(sw["rtt_us"])]
+            else:
+                raise ValueError("switch.mark pfdct needs switch.k (K_i, bytes) or "
+                                 "switch.rtt_us (K_i from the port's rate and RTT, Eq. 15)")
         if sw.get("dscp_map"):
             args += ["--dscp-map", sw["dscp_map"]]
         try:

@@ -2,7 +2,10 @@
 when kmod/build/datcpctl is missing (CI builds it first)."""
 import json
 
+import pytest
+
 from conftest import bench_json, bench_until, needs_kmod, needs_root
+from datcpbench import kernel
 
 
 def _window_mean(flow, a, b):
@@ -81,3 +84,27 @@ def test_dctcp_family_runs_on_step_marking_at_k_and_datcp_on_red():
     r = bench_json("eq5", "--short", "--cc", "datcp")
     assert r["switch_config"]["mark"] == "red", r["switch_config"]
     assert r["kmod_params"].startswith("g=0.1 "), r.get("kmod_params")
+
+
+@needs_root
+@needs_kmod
+def test_pfdct_port_takes_its_ideal_threshold_from_rate_and_rtt(tmp_path):
+    # PFDCT Eq. 15 at 100 Mbit/s and 1 ms: K_i = (sqrt(8 C RTT - 7) - 3) / 4 packets, 1769 B;
+    # DSCP 0 in the long-flow band (2), the only band PFDCT marks
+    spec = {"scenario": "pfdct-k", "link_mbps": 100,
+            "switch": {"buffer_bytes": 100000, "mark": "pfdct", "rtt_us": 1000,
+                       "dscp_map": "0=2"},
+            "duration_s": 3, "min_duration_s": 2.0, "steady_from_s": 0.5,
+            "flows": [{"id": "a", "size_bytes": None}, {"id": "b", "size_bytes": None}]}
+    p = tmp_path / "spec.json"
+    p.write_text(json.dumps(spec))
+    r = bench_json("custom", "--spec", str(p), "--cc", "dctcp")
+    ports = r["switch"]["ports"].values()
+    assert ports and all(c["mark"] == "pfdct" and c["k_bytes"] == 1769 for c in ports), ports
+    assert r["switch"]["marks"] > 0, r["switch"]
+
+
+@needs_kmod
+def test_pfdct_without_k_or_rtt_is_refused_naming_both_fields():
+    with pytest.raises(ValueError, match="switch.k .* or switch.rtt_us"):
+        kernel.switch_configure("no-such-ns", "eth0", 100, {"mark": "pfdct"})
