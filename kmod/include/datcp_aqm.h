@@ -104,7 +104,7 @@ static __always_inline int aqm_step_mark(__u64 q, __u32 k)
  * round-trip time rtt_ns and packets of mtu bytes, in bytes: the least K that
  * keeps the sawtooth's minimum queue above 0 for N = 1 (Eq. 13-14,
  * 2K^2 + 3K + 2 - C*RTT/N >= 0), K_i = (sqrt(8 C RTT - 7) - 3) / 4 packets;
- * 0 when C*RTT is under 2 packets. Computed in Q8 packets: C*RTT beyond
+ * 0 when C*RTT is at most 2 packets. Computed in Q8 packets: C*RTT beyond
  * 8,000 packets saturates (12 MB at 1500 B). The loader computes it once per
  * port configuration; the BPF program only reads the result. */
 static __always_inline __u32 aqm_pfdct_ideal_k(__u64 rate_bps, __u64 rtt_ns, __u32 mtu)
