@@ -141,6 +141,10 @@ public final class Job {
   private int lookups;
   private long finishUnixNanos;
   private boolean succeeded;
+  /** The planner's first estimate of its last map's end; null before any. */
+  private MapEndEstimate firstMapEndEstimate;
+  /** The planner's latest estimate whose ends differ from the one before it; null before any. */
+  private MapEndEstimate latestMapEndEstimate;
   /** The operator's decision for this job and the rule-set version it was made under. */
   private record CachedDecision(PolicyDecision decision, long version) {}
 
@@ -202,6 +206,30 @@ public final class Job {
       }
     }
     return true;
+  }
+
+  /**
+   * The planner estimated the last map's end as {@code e}: kept as the first estimate when there
+   * is none, and as the latest unless its ends are the latest's (a report that changed nothing
+   * about the maps re-makes the same estimate later). Caller holds the job's lock.
+   */
+  public void mapEndEstimated(MapEndEstimate e) {
+    if (firstMapEndEstimate == null) {
+      firstMapEndEstimate = e;
+    }
+    if (!e.sameEnds(latestMapEndEstimate)) {
+      latestMapEndEstimate = e;
+    }
+  }
+
+  /** The planner's first estimate of the last map's end; null before any. */
+  public MapEndEstimate firstMapEndEstimate() {
+    return firstMapEndEstimate;
+  }
+
+  /** The planner's latest estimate of the last map's end that moved an end; null before any. */
+  public MapEndEstimate latestMapEndEstimate() {
+    return latestMapEndEstimate;
   }
 
   /** Scheduler time of the last report that named this job. */

@@ -104,6 +104,7 @@ public final class JobViews {
         j.conf().priority(), state(j),
         j.totalMaps(), j.mapsDone(), j.totalReduces(), j.startUnixNanos(), j.finishUnixNanos(),
         j.finished() ? j.finishUnixNanos() - j.startUnixNanos() : 0, j.shuffleTimeNanos(now),
-        t.total(), t.met(), t.metRatio(), Decisions.of(j, policies), reduces);
+        t.total(), t.met(), t.metRatio(), Decisions.of(j, policies), reduces,
+        j.firstMapEndEstimate(), j.latestMapEndEstimate());
   }
 }
