@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Prints the job A/B comparison (DATCP §4.4, Fig. 14) from a run of the workload runner on
 docker/workloads/ab.json (docker/demo-ab.sh): medians over the rounds of each mode, then one
-line per round, with whether all of job B's flows met the deadline the scheduler gave them, and each job's real last map end against the
-scheduler's estimates of it, with the map-wave rule and without (issue 19 item 8).
+line per round, with whether all of job B's flows met the deadline the scheduler gave them,
+and each job's real last map end against the scheduler's estimates of it, with the map-wave
+rule and without (issue 19 item 8).
 
 usage: ab-table.py DIR      (DIR: run-workload.sh's --out, with raw/off/ and raw/on/)
 """

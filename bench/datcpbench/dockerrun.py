@@ -281,7 +281,8 @@ def map_end_lines(results):
     """Markdown: per mode with scheduler estimates (results.json's jobs' map_end), one row per
     round, job and estimate (first, latest): the real last map end, when the estimate was made
     and after how many maps, both rules' estimates and errors; then per mode the median
-    absolute errors and in how many estimates the map-wave rule was closer. [] without any."""
+    absolute errors and in how many distinct estimates the map-wave rule was closer; [] without
+    any."""
     rows, summary = [], []
     for mode, entry in results["modes"].items():
         per = [(n, j["map_end"]) for n, j in sorted(entry.get("jobs", {}).items())
@@ -299,6 +300,10 @@ def map_end_lines(results):
                         rows.append(f"| {mode} {i} | {name} | {e['real_s']:.2f} s | {which} "
                                     "| no estimate | | | | |")
                         continue
+                    if which == "latest" and m == e["first"]:
+                        rows.append(f"| {mode} {i} | {name} | {e['real_s']:.2f} s | latest "
+                                    "| the first (no later estimate moved an end) | | | | |")
+                        continue
                     made += 1
                     wave, last = abs(m["map_wave_error_s"]), abs(m["last_completion_error_s"])
                     closer += wave < last
@@ -311,10 +316,11 @@ def map_end_lines(results):
             med = me["median_abs_error_s"]
             for which in ESTIMATES:
                 if med[which]["map_wave"] is not None:
-                    summary.append(f"| {mode} | {name} | {which} | {med[which]['map_wave']:.2f} s "
+                    summary.append(f"| {mode} | {name} | {which} "
+                                   f"| {med[which]['map_wave']:.2f} s "
                                    f"| {med[which]['last_completion']:.2f} s |")
-        summary.append(f"| {mode} | all | | map-wave closer in {closer} of {made} estimates"
-                       f"{f', as close in {tie}' if tie else ''} | |")
+        summary.append(f"| {mode} | all | | map-wave closer in {closer} of {made} distinct "
+                       f"estimates{f', as close in {tie}' if tie else ''} | |")
     if not rows:
         return []
     return ["", "## The last map's end: the scheduler's estimates against the real one", "",
@@ -355,7 +361,7 @@ def merge(spec, rounds_by_mode, checks, records_by_mode=None):
                           "phases_s": {k: statistics.median(phases(p)[k] for p in per)
                                        for k in PHASES}}
             ends = [e.get(name) for e in estimates]
-            if any(e and (e["first"] or e["latest"]) for e in ends):
+            if any(ends):
                 jobs[name]["map_end"] = {"rounds": ends,
                                          "median_abs_error_s": _median_abs_errors(ends)}
         entry = {"jobs": jobs}
