@@ -15,12 +15,15 @@ import java.util.List;
  *     rule and the last-completion rule; null when it made none (no map of known length done
  *     while maps were left and a reduce shuffled)
  * @param latestMapEndEstimate its latest estimate that moved an end; null when none
+ * @param mapEndEstimates every estimate that moved an end, oldest first (at most 64: beyond,
+ *     the latest replaces the one before)
  */
 public record JobView(String id, String name, String user, String queue, JobPriority priority,
     String state, int totalMaps, int mapsDone, int totalReduces, long startUnixNanos,
     long finishUnixNanos, long completionTimeNanos, long shuffleTimeNanos, long flows,
     long flowsMet, double deadlineMetRatio, PolicyDecision policy, List<ReduceView> reduces,
-    MapEndEstimate firstMapEndEstimate, MapEndEstimate latestMapEndEstimate) {
+    MapEndEstimate firstMapEndEstimate, MapEndEstimate latestMapEndEstimate,
+    List<MapEndEstimate> mapEndEstimates) {
 
   /**
    * One reduce and the deadline its flows currently get.

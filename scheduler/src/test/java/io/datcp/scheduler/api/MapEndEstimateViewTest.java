@@ -26,7 +26,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The job view (GET /api/v1/jobs/{id}) shows when the planner expected the job's last map to
- * end, by the map-wave rule and by the last-completion rule, first and latest, so that the
+ * end, by the map-wave rule and by the last-completion rule, first, latest and all, so that the
  * Docker runners can hold both against the real end. The job is the Docker A/B's job A: 4 maps
  * started together at T0 on 4 slots, two end after 10 s, the two slow ones at 15 s and 20 s.
  */
@@ -90,11 +90,15 @@ class MapEndEstimateViewTest {
     assertThat(latest.get("mapWaveUnixNanos").asLong()).isEqualTo(t0 + 15 * S);
     assertThat(latest.get("lastCompletionUnixNanos").asLong()).isEqualTo(t0 + 25 * S);
 
+    // every estimate that moved an end, oldest first
+    assertThat(job(server).get("mapEndEstimates")).containsExactly(first, latest);
+
     at(server, 20, mapDone(t0, 3, 20, 0));
     JsonNode done = job(server);
     assertThat(done.get("mapsDone").asInt()).isEqualTo(4);
     // no map left, no estimate: the first and latest stay for the runners to compare
     assertThat(done.get("firstMapEndEstimate")).isEqualTo(first);
     assertThat(done.get("latestMapEndEstimate")).isEqualTo(latest);
+    assertThat(done.get("mapEndEstimates")).containsExactly(first, latest);
   }
 }
