@@ -226,8 +226,25 @@ def phases(job):
     return {k: v / 1000 for k, v in zip(PHASES, ms)}
 
 
-ESTIMATES = ("first", "latest")
+ESTIMATES = ("first", "latest", "held")
 RULES = ("map_wave", "last_completion")
+
+
+def _held_errors(estimates, real, seconds):
+    """Each rule's mean absolute error over time: every estimate (the view's mapEndEstimates)
+    weighted by how long it stood, from when it was made to the next one or to the real end
+    (estimates made after the real end stood for none of it). None when none stood."""
+    made = [seconds(e["madeUnixNanos"]) for e in estimates]
+    ends = made[1:] + [real]
+    spans = [max(0.0, min(end, real) - start) for start, end in zip(made, ends)]
+    window = sum(spans)
+    if window <= 0:
+        return None
+    out = {"made_s": made[0], "estimates": len(estimates), "window_s": round(window, 3)}
+    for rule, key in zip(RULES, ("mapWaveUnixNanos", "lastCompletionUnixNanos")):
+        out[rule + "_error_s"] = round(sum(abs(seconds(e[key]) - real) * w
+                                           for e, w in zip(estimates, spans)) / window, 3)
+    return out
 
 
 def map_end_estimates(rnd, records):
@@ -235,9 +252,10 @@ def map_end_estimates(rnd, records):
     run-workload.sh keeps them): the real end of its last map (its history: the finish of its
     last map attempt) and the scheduler's first and latest estimates of it (GET /api/v1/jobs:
     firstMapEndEstimate, latestMapEndEstimate) by the map-wave rule the planner uses and by the
-    last-completion rule, each with its error (estimate less the real end). Seconds from the
-    round's start. A job the scheduler made no estimate for has first and latest None; {}
-    without scheduler records."""
+    last-completion rule, each with its error (estimate less the real end), and over all its
+    estimates, each weighted by how long it stood, each rule's mean absolute error (held).
+    Seconds from the round's start. A job the scheduler made no estimate for has first, latest
+    and held None; {} without scheduler records."""
     views = ((records or {}).get("jobs") or {}).get("jobs")
     if not views:
         return {}
@@ -253,7 +271,9 @@ def map_end_estimates(rnd, records):
         real = h["lastMapFinishMillis"] / 1000
         view = by_id.get(h["jobId"]) or {}
         entry = {"real_s": real, "maps": len(h["maps"])}
-        for which in ESTIMATES:
+        held = view.get("mapEndEstimates")
+        entry["held"] = _held_errors(held, real, seconds) if held else None
+        for which in ESTIMATES[:2]:
             e = view.get(which + "MapEndEstimate")
             if not e:
                 entry[which] = None
@@ -271,66 +291,72 @@ def _median_abs_errors(entries):
     """Median absolute error of each estimate by each rule over the entries that have it."""
     out = {}
     for which in ESTIMATES:
-        made = [e[which] for e in entries if e and e[which]]
+        made = [e[which] for e in entries if e and e.get(which)]
         out[which] = {r: round(statistics.median(abs(m[r + "_error_s"]) for m in made), 3)
                       if made else None for r in RULES}
     return out
 
 
+def _estimate_row(which, m, e):
+    """The cells after the real end for one estimate of a round's job; None when it repeats
+    the first."""
+    if m is None:
+        return f"{which} | no estimate | | | |"
+    if which == "held":
+        return (f"held: {m['estimates']} estimate(s) over {m['window_s']:.2f} s "
+                f"| from {m['made_s']:.2f} s | | {m['map_wave_error_s']:.2f} s (mean abs) "
+                f"| | {m['last_completion_error_s']:.2f} s (mean abs) |")
+    if which == "latest" and m == e["first"]:
+        return "latest | the first (no later estimate moved an end) | | | |"
+    return (f"{which} | {m['made_s']:.2f} s ({m['maps_done']}/{e['maps']}) "
+            f"| {m['map_wave_s']:.2f} s | {m['map_wave_error_s']:+.2f} s "
+            f"| {m['last_completion_s']:.2f} s | {m['last_completion_error_s']:+.2f} s |")
+
+
 def map_end_lines(results):
     """Markdown: per mode with scheduler estimates (results.json's jobs' map_end), one row per
-    round, job and estimate (first, latest): the real last map end, when the estimate was made
-    and after how many maps, both rules' estimates and errors; then per mode the median
-    absolute errors and in how many distinct estimates the map-wave rule was closer; [] without
-    any."""
+    round, job and estimate (first, latest, held: all weighted by how long each stood): the
+    real last map end, when the estimate was made and after how many maps, both rules'
+    estimates and errors; then per mode and job the median absolute errors, and in how many
+    rounds' estimates the map-wave rule was closer; [] without any."""
     rows, summary = [], []
     for mode, entry in results["modes"].items():
         per = [(n, j["map_end"]) for n, j in sorted(entry.get("jobs", {}).items())
                if j.get("map_end")]
-        if not per:
-            continue
-        closer = tie = made = 0
+        closer = {w: [0, 0] for w in ESTIMATES}
         for name, me in per:
             for i, e in enumerate(me["rounds"], 1):
                 if e is None:
                     continue
                 for which in ESTIMATES:
-                    m = e[which]
-                    if m is None:
-                        rows.append(f"| {mode} {i} | {name} | {e['real_s']:.2f} s | {which} "
-                                    "| no estimate | | | | |")
-                        continue
-                    if which == "latest" and m == e["first"]:
-                        rows.append(f"| {mode} {i} | {name} | {e['real_s']:.2f} s | latest "
-                                    "| the first (no later estimate moved an end) | | | | |")
-                        continue
-                    made += 1
-                    wave, last = abs(m["map_wave_error_s"]), abs(m["last_completion_error_s"])
-                    closer += wave < last
-                    tie += wave == last
-                    rows.append(f"| {mode} {i} | {name} | {e['real_s']:.2f} s | {which} "
-                                f"| {m['made_s']:.2f} s ({m['maps_done']}/{e['maps']}) "
-                                f"| {m['map_wave_s']:.2f} s | {m['map_wave_error_s']:+.2f} s "
-                                f"| {m['last_completion_s']:.2f} s "
-                                f"| {m['last_completion_error_s']:+.2f} s |")
+                    m = e.get(which)
+                    rows.append(f"| {mode} {i} | {name} | {e['real_s']:.2f} s | "
+                                + _estimate_row(which, m, e))
+                    if m is not None and not (which == "latest" and m == e["first"]):
+                        closer[which][0] += abs(m["map_wave_error_s"]) < abs(
+                            m["last_completion_error_s"])
+                        closer[which][1] += 1
             med = me["median_abs_error_s"]
             for which in ESTIMATES:
-                if med[which]["map_wave"] is not None:
+                if (med.get(which) or {}).get("map_wave") is not None:
                     summary.append(f"| {mode} | {name} | {which} "
                                    f"| {med[which]['map_wave']:.2f} s "
                                    f"| {med[which]['last_completion']:.2f} s |")
-        summary.append(f"| {mode} | all | | map-wave closer in {closer} of {made} distinct "
-                       f"estimates{f', as close in {tie}' if tie else ''} | |")
+        for which, (c, n) in closer.items():
+            if n:
+                summary.append(f"| {mode} | all | {which} | map-wave closer in {c} of {n} | |")
     if not rows:
         return []
     return ["", "## The last map's end: the scheduler's estimates against the real one", "",
             "Seconds from the round's start. Real: the finish of the job's last map attempt "
             "(job history). The scheduler's first estimate (made at the first report of a map "
-            "of known length while maps were left and a reduce shuffled) and its latest (the "
-            "last that moved an end before the last map was done), by the map-wave rule it plans "
-            "with (running maps end a median after the earliest started, the rest in waves) "
-            "and by the last-completion rule (maps left in waves of the median after the last "
-            "map completion); error = estimate - real.", "",
+            "of known length while maps were left and a reduce shuffled), its latest (the "
+            "last that moved an end before the last map was done), and all of them held over "
+            "time (each weighted by how long it stood before the next one or the real end: the "
+            "mean absolute error of the deadline the planner aimed at while it waited), by the "
+            "map-wave rule it plans with (running maps end a median after the earliest "
+            "started, the rest in waves) and by the last-completion rule (maps left in waves "
+            "of the median after the last map completion); error = estimate - real.", "",
             "| round | job | real last map end | estimate | made (maps done) | map-wave "
             "| error | last-completion | error |", "|---|---|---|---|---|---|---|---|---|"] \
         + rows + ["", "| mode | job | estimate | median abs error, map-wave "

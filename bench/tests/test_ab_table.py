@@ -81,4 +81,4 @@ def test_the_last_maps_end_against_the_schedulers_estimates(tmp_path):
     assert "| on | A | first | 4.80 s | 8.00 s |" in r.stdout
     assert "| on 1 | A | 25.20 s | latest | the first (no later estimate moved an end) |" \
         in r.stdout
-    assert "| on | all | | map-wave closer in 1 of 1 distinct estimates | |" in r.stdout
+    assert "| on | all | first | map-wave closer in 1 of 1 | |" in r.stdout

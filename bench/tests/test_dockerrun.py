@@ -215,7 +215,10 @@ def scheduler_round(jct, first, latest):
     rnd = round_json(jct, 2.0)
     rnd["startMillis"] = ORIGIN_MS
     rnd["jobs"]["j1"]["history"]["jobId"] = "job_1"
-    view = {"id": "job_1", "firstMapEndEstimate": first, "latestMapEndEstimate": latest}
+    view = {"id": "job_1", "firstMapEndEstimate": first, "latestMapEndEstimate": latest,
+            "mapEndEstimates": [e for e in (first, latest) if e]}
+    if first == latest:
+        view["mapEndEstimates"] = [first] if first else []
     return rnd, {"jobs": {"jobs": [view]}, "flows": {}}
 
 
@@ -228,6 +231,13 @@ def test_map_end_estimates_hold_both_rules_against_the_last_maps_real_end():
                           "last_completion_error_s": 1.0}
     assert e["latest"]["map_wave_error_s"] == 0.2
     assert e["latest"]["last_completion_error_s"] == 2.0
+    # held: the first stood 0.5 s (errors 0.5, 1.0 s), the latest 1.0 s to the real end (0.2,
+    # 2.0 s)
+    assert e["held"] == {"made_s": 3.5, "estimates": 2, "window_s": 1.5,
+                         "map_wave_error_s": 0.3, "last_completion_error_s": 1.667}
+    # an estimate made after the last map really ended stood for none of the wait
+    late, records = scheduler_round(9.8, estimate(5.5, 1, 4.5, 6.0), None)
+    assert dockerrun.map_end_estimates(late, records)["j1"]["held"] is None
     # a job the scheduler made no estimate for, and a round without the scheduler
     rnd, records = scheduler_round(9.8, None, None)
     assert dockerrun.map_end_estimates(rnd, records)["j1"]["first"] is None
@@ -257,8 +267,12 @@ def test_merge_keeps_the_map_end_estimates_and_prints_them_side_by_side(tmp_path
             "| +1.00 s |") in text
     assert "| on | j1 | first | 0.75 s | 0.75 s |" in text
     # round 1 closer by map-wave (0.5 < 1.0), round 2 by last-completion; the latest estimates
-    # are the first ones
-    assert "| on | all | | map-wave closer in 1 of 2 distinct estimates | |" in text
+    # are the first ones, held the whole 1.5 s to the real end
+    assert "| on | all | first | map-wave closer in 1 of 2 | |" in text
+    assert "| on | all | latest |" not in text
+    assert ("| on 2 | j1 | 5.00 s | held: 1 estimate(s) over 1.50 s | from 3.50 s | "
+            "| 1.00 s (mean abs) | | 0.50 s (mean abs) |") in text
+    assert "| on | all | held | map-wave closer in 1 of 2 | |" in text
 
 
 def test_mapend_prints_one_rounds_estimates(tmp_path, capsys):
