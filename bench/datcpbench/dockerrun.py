@@ -301,13 +301,13 @@ def _estimate_row(which, m, e):
     """The cells after the real end for one estimate of a round's job; None when it repeats
     the first."""
     if m is None:
-        return f"{which} | no estimate | | | |"
+        return f"{which} | no estimate | | | | |"
     if which == "held":
         return (f"held: {m['estimates']} estimate(s) over {m['window_s']:.2f} s "
                 f"| from {m['made_s']:.2f} s | | {m['map_wave_error_s']:.2f} s (mean abs) "
                 f"| | {m['last_completion_error_s']:.2f} s (mean abs) |")
     if which == "latest" and m == e["first"]:
-        return "latest | the first (no later estimate moved an end) | | | |"
+        return "latest | the first (no later estimate moved an end) | | | | |"
     return (f"{which} | {m['made_s']:.2f} s ({m['maps_done']}/{e['maps']}) "
             f"| {m['map_wave_s']:.2f} s | {m['map_wave_error_s']:+.2f} s "
             f"| {m['last_completion_s']:.2f} s | {m['last_completion_error_s']:+.2f} s |")

@@ -284,3 +284,6 @@ def test_mapend_prints_one_rounds_estimates(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "| on 3 | j1 | 5.00 s | first | 3.50 s (1/2) | 4.50 s | -0.50 s |" in out
     assert "| on 3 | j1 | 5.00 s | latest | no estimate |" in out
+    # every row has the header's nine cells
+    rows = [line for line in out.splitlines() if line.startswith("| on 3 |")]
+    assert len(rows) == 3 and all(line.count("|") == 10 for line in rows)
