@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Prints the job A/B comparison (DATCP §4.4, Fig. 14) from a run of the workload runner on
 docker/workloads/ab.json (docker/demo-ab.sh): medians over the rounds of each mode, then one
-line per round, with whether all of job B's flows met the deadline the scheduler gave them.
+line per round, with whether all of job B's flows met the deadline the scheduler gave them,
+and each job's real last map end against the scheduler's estimates of it, with the map-wave
+rule and without (issue 19 item 8).
 
 usage: ab-table.py DIR      (DIR: run-workload.sh's --out, with raw/off/ and raw/on/)
 """
@@ -9,6 +11,10 @@ import json
 import os
 import statistics
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "bench"))
+from datcpbench import dockerrun  # noqa: E402
 
 # (row, job, key of the job's history details; completion counts from the maps' release)
 ROWS = [
@@ -101,6 +107,7 @@ def table(run_dir):
     if on:
         met = sum(bool(b_on_time(r, rec)) for r, rec in on)
         lines += ["", f"Job B's flows all met their deadline in {met} of {len(on)} rounds on."]
+    lines += dockerrun.map_end_lines(results)
     return "\n".join(lines) + "\n"
 
 

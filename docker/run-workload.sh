@@ -310,7 +310,12 @@ run_mode() {
 			grep -E "WorkloadScenario: FAILED|Exception" "$out/raw/$mode/round-$i.log" | head -5 >&2
 			die "$mode round $i: the jobs did not all succeed with their exact bytes (log $out/raw/$mode/round-$i.log)"
 		fi
-		if [[ " ${services[*]} " == *" scheduler "* ]]; then scheduler_records "$mode" "$i"; fi
+		if [[ " ${services[*]} " == *" scheduler "* ]]; then
+			scheduler_records "$mode" "$i"
+			# issue 19 item 8: each job's real last map end against the scheduler's estimates
+			PYTHONPATH=$root/bench python3 -m datcpbench.dockerrun mapend --mode "$mode" --index "$i" \
+				--round "$out/raw/$mode/round-$i.json" --scheduler "$out/raw/$mode/round-$i-scheduler.json"
+		fi
 		if [ "$mode" != off ]; then shuffle_service_metrics "$mode" "$i"; fi
 		PYTHONPATH=$root/bench python3 -m datcpbench.dockerrun check --mode "$mode" \
 			--samples "$out/raw/$mode/round-$i-samples" --out "$out/raw/$mode/round-$i-check.json" ||

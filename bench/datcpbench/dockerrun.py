@@ -6,10 +6,13 @@ kernel (`ss -tinH --tos` on port 13562, both ends) and the datcp flow table (`da
 --json`). `verify` turns those samples into what each mode actually used (`cc_seen`,
 `dscp_seen`, ...) and the list of ways they break the mode's definition; `cpu_usage` adds what
 the round cost in CPU (each container's cgroup, each NodeManager's Java processes by role);
-`merge` builds results.json (issue 16's schema) from the rounds' job-client output.
+`merge` builds results.json (issue 16's schema) from the rounds' job-client output;
+`map_end_estimates` holds the scheduler's estimates of each job's last map's end against the
+real one (issue 19 item 8) and `mapend` prints them for one round.
 
     python3 -m datcpbench.dockerrun check --mode MODE --samples DIR --out FILE
     python3 -m datcpbench.dockerrun merge --dir DIR --spec NAME --modes M,.. --rounds N
+    python3 -m datcpbench.dockerrun mapend --round FILE --scheduler FILE --mode MODE --index I
 """
 import argparse
 import glob
@@ -223,13 +226,154 @@ def phases(job):
     return {k: v / 1000 for k, v in zip(PHASES, ms)}
 
 
-def merge(spec, rounds_by_mode, checks):
+ESTIMATES = ("first", "latest", "held")
+RULES = ("map_wave", "last_completion")
+
+
+def _held_errors(estimates, real, seconds):
+    """Each rule's mean absolute error over time: every estimate (the view's mapEndEstimates)
+    weighted by how long it stood, from when it was made to the next one or to the real end
+    (estimates made after the real end stood for none of it). None when none stood."""
+    made = [seconds(e["madeUnixNanos"]) for e in estimates]
+    ends = made[1:] + [real]
+    spans = [max(0.0, min(end, real) - start) for start, end in zip(made, ends)]
+    window = sum(spans)
+    if window <= 0:
+        return None
+    out = {"made_s": made[0], "estimates": len(estimates), "window_s": round(window, 3)}
+    for rule, key in zip(RULES, ("mapWaveUnixNanos", "lastCompletionUnixNanos")):
+        out[rule + "_error_s"] = round(sum(abs(seconds(e[key]) - real) * w
+                                           for e, w in zip(estimates, spans)) / window, 3)
+    return out
+
+
+def map_end_estimates(rnd, records):
+    """Per job of a round (job-client JSON `rnd`, the scheduler's records `records` as
+    run-workload.sh keeps them): the real end of its last map (its history: the finish of its
+    last map attempt) and the scheduler's first and latest estimates of it (GET /api/v1/jobs:
+    firstMapEndEstimate, latestMapEndEstimate) by the map-wave rule the planner uses and by the
+    last-completion rule, each with its error (estimate less the real end), and over all its
+    estimates, each weighted by how long it stood, each rule's mean absolute error (held).
+    Seconds from the round's start. A job the scheduler made no estimate for has first, latest
+    and held None; {} without scheduler records."""
+    views = ((records or {}).get("jobs") or {}).get("jobs")
+    if not views:
+        return {}
+    by_id = {v["id"]: v for v in views}
+    origin = rnd["startMillis"] * 1_000_000
+
+    def seconds(unix_nanos):
+        return round((unix_nanos - origin) / 1e9, 3)
+
+    out = {}
+    for name, job in rnd["jobs"].items():
+        h = job["history"]
+        real = h["lastMapFinishMillis"] / 1000
+        view = by_id.get(h["jobId"]) or {}
+        entry = {"real_s": real, "maps": len(h["maps"])}
+        held = view.get("mapEndEstimates")
+        entry["held"] = _held_errors(held, real, seconds) if held else None
+        for which in ESTIMATES[:2]:
+            e = view.get(which + "MapEndEstimate")
+            if not e:
+                entry[which] = None
+                continue
+            wave, last = seconds(e["mapWaveUnixNanos"]), seconds(e["lastCompletionUnixNanos"])
+            entry[which] = {"made_s": seconds(e["madeUnixNanos"]), "maps_done": e["mapsDone"],
+                            "map_wave_s": wave, "last_completion_s": last,
+                            "map_wave_error_s": round(wave - real, 3),
+                            "last_completion_error_s": round(last - real, 3)}
+        out[name] = entry
+    return out
+
+
+def _median_abs_errors(entries):
+    """Median absolute error of each estimate by each rule over the entries that have it."""
+    out = {}
+    for which in ESTIMATES:
+        made = [e[which] for e in entries if e and e.get(which)]
+        out[which] = {r: round(statistics.median(abs(m[r + "_error_s"]) for m in made), 3)
+                      if made else None for r in RULES}
+    return out
+
+
+def _estimate_row(which, m, e):
+    """The cells after the real end for one estimate of a round's job; None when it repeats
+    the first."""
+    if m is None:
+        return f"{which} | no estimate | | | | |"
+    if which == "held":
+        return (f"held: {m['estimates']} estimate(s) over {m['window_s']:.2f} s "
+                f"| from {m['made_s']:.2f} s | | {m['map_wave_error_s']:.2f} s (mean abs) "
+                f"| | {m['last_completion_error_s']:.2f} s (mean abs) |")
+    if which == "latest" and m == e["first"]:
+        return "latest | the first (no later estimate moved an end) | | | | |"
+    return (f"{which} | {m['made_s']:.2f} s ({m['maps_done']}/{e['maps']}) "
+            f"| {m['map_wave_s']:.2f} s | {m['map_wave_error_s']:+.2f} s "
+            f"| {m['last_completion_s']:.2f} s | {m['last_completion_error_s']:+.2f} s |")
+
+
+def map_end_lines(results):
+    """Markdown: per mode with scheduler estimates (results.json's jobs' map_end), one row per
+    round, job and estimate (first, latest, held: all weighted by how long each stood): the
+    real last map end, when the estimate was made and after how many maps, both rules'
+    estimates and errors; then per mode and job the median absolute errors, and in how many
+    rounds' estimates the map-wave rule was closer; [] without any."""
+    rows, summary = [], []
+    for mode, entry in results["modes"].items():
+        per = [(n, j["map_end"]) for n, j in sorted(entry.get("jobs", {}).items())
+               if j.get("map_end")]
+        closer = {w: [0, 0] for w in ESTIMATES}
+        for name, me in per:
+            for i, e in enumerate(me["rounds"], 1):
+                if e is None:
+                    continue
+                for which in ESTIMATES:
+                    m = e.get(which)
+                    rows.append(f"| {mode} {i} | {name} | {e['real_s']:.2f} s | "
+                                + _estimate_row(which, m, e))
+                    if m is not None and not (which == "latest" and m == e["first"]):
+                        closer[which][0] += abs(m["map_wave_error_s"]) < abs(
+                            m["last_completion_error_s"])
+                        closer[which][1] += 1
+            med = me["median_abs_error_s"]
+            for which in ESTIMATES:
+                if (med.get(which) or {}).get("map_wave") is not None:
+                    summary.append(f"| {mode} | {name} | {which} "
+                                   f"| {med[which]['map_wave']:.2f} s "
+                                   f"| {med[which]['last_completion']:.2f} s |")
+        for which, (c, n) in closer.items():
+            if n:
+                summary.append(f"| {mode} | all | {which} | map-wave closer in {c} of {n} | |")
+    if not rows:
+        return []
+    return ["", "## The last map's end: the scheduler's estimates against the real one", "",
+            "Seconds from the round's start. Real: the finish of the job's last map attempt "
+            "(job history). The scheduler's first estimate (made at the first report of a map "
+            "of known length while maps were left and a reduce shuffled), its latest (the "
+            "last that moved an end before the last map was done), and all of them held over "
+            "time (each weighted by how long it stood before the next one or the real end: the "
+            "mean absolute error of the deadline the planner aimed at while it waited), by the "
+            "map-wave rule it plans with (running maps end a median after the earliest "
+            "started, the rest in waves) and by the last-completion rule (maps left in waves "
+            "of the median after the last map completion); error = estimate - real.", "",
+            "| round | job | real last map end | estimate | made (maps done) | map-wave "
+            "| error | last-completion | error |", "|---|---|---|---|---|---|---|---|---|"] \
+        + rows + ["", "| mode | job | estimate | median abs error, map-wave "
+                  "| median abs error, last-completion |", "|---|---|---|---|---|"] + summary
+
+
+def merge(spec, rounds_by_mode, checks, records_by_mode=None):
     """results.json: per mode, per job the medians over rounds of jct_s, copy_s and the phases
     (phases_s), the rounds' jct_s, bytes and deadline_met (the median jct_s against deadline_s;
-    null without one), the union of the rounds' verification summaries, and the medians of
-    the rounds' CPU seconds (cpu_s) where the rounds have them."""
+    null without one), with the scheduler's records (`records_by_mode`: per mode, per round,
+    None where there are none) the estimates of its last map's end per round and their median
+    absolute errors (map_end), the union of the rounds' verification summaries, and the
+    medians of the rounds' CPU seconds (cpu_s) where the rounds have them."""
     modes = {}
     for mode, rounds in rounds_by_mode.items():
+        records = (records_by_mode or {}).get(mode) or [None] * len(rounds)
+        estimates = [map_end_estimates(r, rec) for r, rec in zip(rounds, records)]
         jobs = {}
         for name in rounds[0]["jobs"]:
             per = [r["jobs"][name] for r in rounds]
@@ -242,6 +386,10 @@ def merge(spec, rounds_by_mode, checks):
                           "rounds": [p["jct_s"] for p in per],
                           "phases_s": {k: statistics.median(phases(p)[k] for p in per)
                                        for k in PHASES}}
+            ends = [e.get(name) for e in estimates]
+            if any(ends):
+                jobs[name]["map_end"] = {"rounds": ends,
+                                         "median_abs_error_s": _median_abs_errors(ends)}
         entry = {"jobs": jobs}
         for key in ("cc_seen", "dscp_seen", "ecn_seen", "flow_modes_seen"):
             entry[key] = sorted({v for c in checks[mode] for v in c[key]})
@@ -270,7 +418,24 @@ def _main(argv=None):
     m.add_argument("--spec", required=True, help="the spec's name")
     m.add_argument("--modes", required=True)
     m.add_argument("--rounds", required=True, type=int)
+    e = sub.add_parser("mapend", help="one round's estimates of each job's last map's end")
+    e.add_argument("--round", required=True, help="the round's job-client JSON")
+    e.add_argument("--scheduler", required=True, help="the round's scheduler records")
+    e.add_argument("--mode", required=True, choices=MODES)
+    e.add_argument("--index", required=True, type=int, help="the round's number, from 1")
     a = ap.parse_args(argv)
+    if a.cmd == "mapend":
+        with open(a.round) as f:
+            rnd = json.load(f)
+        with open(a.scheduler) as f:
+            records = json.load(f)
+        ends = map_end_estimates(rnd, records)
+        results = {"modes": {a.mode: {"jobs": {
+            n: {"map_end": {"rounds": [None] * (a.index - 1) + [e],
+                            "median_abs_error_s": _median_abs_errors([e])}}
+            for n, e in ends.items()}}}}
+        print("\n".join(map_end_lines(results)[2:]))
+        return 0
     if a.cmd == "check":
         summary, problems = check_samples(a.mode, a.samples)
         with open(a.out, "w") as f:
@@ -288,17 +453,21 @@ def _main(argv=None):
         for p in problems:
             print(f"MODE CHECK FAILED: {p}", file=sys.stderr)
         return 1 if problems else 0
-    rounds_by_mode, checks = {}, {}
+    rounds_by_mode, checks, records = {}, {}, {}
     for mode in a.modes.split(","):
-        rounds_by_mode[mode], checks[mode] = [], []
+        rounds_by_mode[mode], checks[mode], records[mode] = [], [], []
         for i in range(1, a.rounds + 1):
             base = os.path.join(a.dir, "raw", mode, f"round-{i}")
             with open(base + ".json") as f:
                 rounds_by_mode[mode].append(json.load(f))
             with open(base + "-check.json") as f:
                 checks[mode].append(json.load(f))
+            records[mode].append(None)
+            if os.path.exists(base + "-scheduler.json"):
+                with open(base + "-scheduler.json") as f:
+                    records[mode][-1] = json.load(f)
     with open(os.path.join(a.dir, "results.json"), "w") as f:
-        json.dump(merge(a.spec, rounds_by_mode, checks), f, indent=1)
+        json.dump(merge(a.spec, rounds_by_mode, checks, records), f, indent=1)
     return 0
 
 

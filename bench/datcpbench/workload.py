@@ -10,6 +10,8 @@ import os
 import re
 import statistics
 
+from datcpbench import dockerrun
+
 MODES = ("off", "dctcp", "prio", "on")
 BASELINES = ("off", "dctcp", "prio")
 # issue 16 §5: on against off and against the best baseline
@@ -377,6 +379,7 @@ def table_md(results, a):
             s = a["slow_alone_stats"][m]
             L.append(f"| {m} | {_f(s['median'])} | {_f(s['p95'])} | {_f(s['max'])} |")
     L += _cpu_md(results, a["modes"])
+    L += dockerrun.map_end_lines(results)
     L += ["", "## Issue 16 §5 targets (on)", ""]
     if a["targets"] is None:
         L.append("No `on` mode in these results: targets not evaluated.")

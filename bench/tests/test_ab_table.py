@@ -61,3 +61,24 @@ def test_off_only_and_missing_results(tmp_path):
     assert "met their deadline" not in r.stdout
     r = run(tmp_path / "nothing")
     assert r.returncode == 1 and "results.json" in r.stderr
+
+
+def test_the_last_maps_end_against_the_schedulers_estimates(tmp_path):
+    # as the runner's merge keeps them (datcpbench.dockerrun.map_end_estimates)
+    first = {"made_s": 20.4, "maps_done": 2, "map_wave_s": 20.4, "last_completion_s": 33.2,
+             "map_wave_error_s": -4.8, "last_completion_error_s": 8.0}
+    map_end = {"rounds": [{"real_s": 25.2, "maps": 4, "first": first, "latest": first}],
+               "median_abs_error_s": {w: {"map_wave": 4.8, "last_completion": 8.0}
+                                      for w in ("first", "latest")}}
+    (tmp_path / "results.json").write_text(json.dumps(
+        {"rounds": 1, "modes": {"off": {}, "on": {"jobs": {"A": {"map_end": map_end}}}}}))
+    write_round(tmp_path, "off", 1, 3000, 7500)
+    write_round(tmp_path, "on", 1, 1800, 7600, b_met=True)
+    r = run(tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert ("| on 1 | A | 25.20 s | first | 20.40 s (2/4) | 20.40 s | -4.80 s | 33.20 s "
+            "| +8.00 s |") in r.stdout
+    assert "| on | A | first | 4.80 s | 8.00 s |" in r.stdout
+    assert "| on 1 | A | 25.20 s | latest | the first (no later estimate moved an end) |" \
+        in r.stdout
+    assert "| on | all | first | map-wave closer in 1 of 1 | |" in r.stdout

@@ -197,3 +197,93 @@ def test_merge_keeps_the_median_cpu_of_the_rounds(tmp_path):
     cpu = json.loads((tmp_path / "results.json").read_text())["modes"]["off"]["cpu_s"]
     # a role a round did not see counts 0 in that round
     assert cpu == {"total": 12.0, "containers": {"nm1": 12.0}, "roles": {"map": 5.0}}
+
+
+ORIGIN_MS = 1_795_000_000_000
+
+
+def estimate(made, done, wave, last):
+    """A map-end estimate as GET /api/v1/jobs shows it, times in s from the round's start."""
+    ns = lambda s: ORIGIN_MS * 1_000_000 + round(s * 1e9)  # noqa: E731
+    return {"madeUnixNanos": ns(made), "mapsDone": done, "mapsRunning": 1,
+            "runningMapsSinceUnixNanos": ns(3), "medianMapNanos": 1_500_000_000, "waves": 0,
+            "mapWaveUnixNanos": ns(wave), "lastCompletionUnixNanos": ns(last)}
+
+
+def scheduler_round(jct, first, latest):
+    """A round of job j1 (last map ends at 5 s) and the scheduler's records of it."""
+    rnd = round_json(jct, 2.0)
+    rnd["startMillis"] = ORIGIN_MS
+    rnd["jobs"]["j1"]["history"]["jobId"] = "job_1"
+    view = {"id": "job_1", "firstMapEndEstimate": first, "latestMapEndEstimate": latest,
+            "mapEndEstimates": [e for e in (first, latest) if e]}
+    if first == latest:
+        view["mapEndEstimates"] = [first] if first else []
+    return rnd, {"jobs": {"jobs": [view]}, "flows": {}}
+
+
+def test_map_end_estimates_hold_both_rules_against_the_last_maps_real_end():
+    rnd, records = scheduler_round(9.8, estimate(3.5, 1, 4.5, 6.0), estimate(4.0, 1, 5.2, 7.0))
+    e = dockerrun.map_end_estimates(rnd, records)["j1"]
+    assert e["real_s"] == 5.0 and e["maps"] == 2
+    assert e["first"] == {"made_s": 3.5, "maps_done": 1, "map_wave_s": 4.5,
+                          "last_completion_s": 6.0, "map_wave_error_s": -0.5,
+                          "last_completion_error_s": 1.0}
+    assert e["latest"]["map_wave_error_s"] == 0.2
+    assert e["latest"]["last_completion_error_s"] == 2.0
+    # held: the first stood 0.5 s (errors 0.5, 1.0 s), the latest 1.0 s to the real end (0.2,
+    # 2.0 s)
+    assert e["held"] == {"made_s": 3.5, "estimates": 2, "window_s": 1.5,
+                         "map_wave_error_s": 0.3, "last_completion_error_s": 1.667}
+    # an estimate made after the last map really ended stood for none of the wait
+    late, records = scheduler_round(9.8, estimate(5.5, 1, 4.5, 6.0), None)
+    assert dockerrun.map_end_estimates(late, records)["j1"]["held"] is None
+    # a job the scheduler made no estimate for, and a round without the scheduler
+    rnd, records = scheduler_round(9.8, None, None)
+    assert dockerrun.map_end_estimates(rnd, records)["j1"]["first"] is None
+    assert dockerrun.map_end_estimates(rnd, None) == {}
+
+
+def test_merge_keeps_the_map_end_estimates_and_prints_them_side_by_side(tmp_path):
+    check = {"cc_seen": ["datcp"], "dscp_seen": [0], "ecn_seen": [True],
+             "flow_modes_seen": [], "problems": []}
+    d = tmp_path / "raw" / "on"
+    d.mkdir(parents=True)
+    # errors: map-wave -0.5 s and -1.0 s, last-completion +1.0 s and +0.5 s
+    for i, (wave, last) in enumerate([(4.5, 6.0), (4.0, 5.5)], 1):
+        rnd, records = scheduler_round(9.8, estimate(3.5, 1, wave, last),
+                                       estimate(3.5, 1, wave, last))
+        (d / f"round-{i}.json").write_text(json.dumps(rnd))
+        (d / f"round-{i}-check.json").write_text(json.dumps(check))
+        (d / f"round-{i}-scheduler.json").write_text(json.dumps(records))
+    assert dockerrun._main(["merge", "--dir", str(tmp_path), "--spec", "s", "--modes", "on",
+                            "--rounds", "2"]) == 0
+    r = json.loads((tmp_path / "results.json").read_text())
+    me = r["modes"]["on"]["jobs"]["j1"]["map_end"]
+    assert [e["first"]["map_wave_error_s"] for e in me["rounds"]] == [-0.5, -1.0]
+    assert me["median_abs_error_s"]["first"] == {"map_wave": 0.75, "last_completion": 0.75}
+    text = "\n".join(dockerrun.map_end_lines(r))
+    assert ("| on 1 | j1 | 5.00 s | first | 3.50 s (1/2) | 4.50 s | -0.50 s | 6.00 s "
+            "| +1.00 s |") in text
+    assert "| on | j1 | first | 0.75 s | 0.75 s |" in text
+    # round 1 closer by map-wave (0.5 < 1.0), round 2 by last-completion; the latest estimates
+    # are the first ones, held the whole 1.5 s to the real end
+    assert "| on | all | first | map-wave closer in 1 of 2 | |" in text
+    assert "| on | all | latest |" not in text
+    assert ("| on 2 | j1 | 5.00 s | held: 1 estimate(s) over 1.50 s | from 3.50 s | "
+            "| 1.00 s (mean abs) | | 0.50 s (mean abs) |") in text
+    assert "| on | all | held | map-wave closer in 1 of 2 | |" in text
+
+
+def test_mapend_prints_one_rounds_estimates(tmp_path, capsys):
+    rnd, records = scheduler_round(9.8, estimate(3.5, 1, 4.5, 6.0), None)
+    (tmp_path / "r.json").write_text(json.dumps(rnd))
+    (tmp_path / "s.json").write_text(json.dumps(records))
+    assert dockerrun._main(["mapend", "--round", str(tmp_path / "r.json"), "--scheduler",
+                            str(tmp_path / "s.json"), "--mode", "on", "--index", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "| on 3 | j1 | 5.00 s | first | 3.50 s (1/2) | 4.50 s | -0.50 s |" in out
+    assert "| on 3 | j1 | 5.00 s | latest | no estimate |" in out
+    # every row has the header's nine cells
+    rows = [line for line in out.splitlines() if line.startswith("| on 3 |")]
+    assert len(rows) == 3 and all(line.count("|") == 10 for line in rows)

@@ -250,6 +250,23 @@ def test_report_shows_the_cpu_of_the_modes_that_measured_it(tmp_path):
     assert "| on | 102.4 | 19.6 | 0.0 | 1.9 | 1.0 | 0.0 | 8.0 |" in text
 
 
+def test_report_shows_the_last_maps_end_against_the_schedulers_estimates(tmp_path):
+    r = results(modes=("off", "on"), alone=False)
+    _, text = workload.report(r, str(tmp_path))
+    assert "## The last map's end" not in text
+    first = {"made_s": 3.0, "maps_done": 1, "map_wave_s": 4.9, "last_completion_s": 6.5,
+             "map_wave_error_s": -0.1, "last_completion_error_s": 1.5}
+    r["modes"]["on"]["jobs"]["j1"]["map_end"] = {
+        "rounds": [{"real_s": 5.0, "maps": 2, "first": first, "latest": None}, None, None],
+        "median_abs_error_s": {"first": {"map_wave": 0.1, "last_completion": 1.5},
+                               "latest": {"map_wave": None, "last_completion": None}}}
+    _, text = workload.report(r, str(tmp_path))
+    assert "## The last map's end: the scheduler's estimates against the real one" in text
+    assert ("| on 1 | j1 | 5.00 s | first | 3.00 s (1/2) | 4.90 s | -0.10 s | 6.50 s "
+            "| +1.50 s |") in text
+    assert "| on 1 | j1 | 5.00 s | latest | no estimate |" in text
+
+
 def test_report_cli(tmp_path):
     p = tmp_path / "results.json"
     p.write_text(json.dumps(results()))

@@ -61,7 +61,7 @@ public final class JobEnds {
         }
         n++;
         hub.jobFinished(out, job.id(), now);
-        live.plan().publishDemands(job, Set.of());
+        live.plan().publishDemands(job, Set.of(), now);
         live.plan().closeEpisodes(job);
         live.registry().drainEvicted().forEach(flowLog::forget);
         live.plan().replan(touched, now, pushes.into(out));
@@ -118,7 +118,7 @@ public final class JobEnds {
           new JobEvent.JobFinished(end.finishUnixNanos(), job.id(), end.succeeded()),
           touched, now);
       hub.jobFinished(out, job.id(), now);
-      live.plan().publishDemands(job, touched);
+      live.plan().publishDemands(job, touched, now);
       live.plan().closeEpisodes(job);
       live.registry().drainEvicted().forEach(flowLog::forget);
       live.plan().replan(touched, now, pushes.into(out));

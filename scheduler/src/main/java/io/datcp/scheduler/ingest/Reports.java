@@ -207,7 +207,7 @@ public final class Reports {
           }
           attributes.askIfUnknown(j, now, askYarn);
         }
-        changed.forEach(j -> live.plan().publishDemands(j, touched));
+        changed.forEach(j -> live.plan().publishDemands(j, touched, now));
         changed.stream().filter(Job::finished).forEach(live.plan()::closeEpisodes);
       }
     }

@@ -40,6 +40,12 @@ public final class Job {
   /** The attempt of a map whose output a lookup's flow carries: lookups do not name it. */
   static final int ATTEMPT_UNKNOWN = -1;
 
+  /**
+   * Estimates of the last map's end kept per job: one per map completion of a job of 64 maps,
+   * and about 5 KB per job in the view.
+   */
+  static final int MAX_MAP_END_ESTIMATES = 64;
+
   /** One reduce task and its shuffle. */
   public static final class Reduce {
     final int id;
@@ -141,6 +147,11 @@ public final class Job {
   private int lookups;
   private long finishUnixNanos;
   private boolean succeeded;
+  /**
+   * The planner's estimates of its last map's end, each whose ends differ from the one before,
+   * oldest first; at most {@link #MAX_MAP_END_ESTIMATES}, the last replaced beyond that.
+   */
+  private final List<MapEndEstimate> mapEndEstimates = new ArrayList<>();
   /** The operator's decision for this job and the rule-set version it was made under. */
   private record CachedDecision(PolicyDecision decision, long version) {}
 
@@ -202,6 +213,29 @@ public final class Job {
       }
     }
     return true;
+  }
+
+  /**
+   * The planner estimated the last map's end as {@code e}: kept unless its ends are the latest
+   * estimate's (a report that changed nothing about the maps re-makes the same estimate later).
+   * Beyond {@link #MAX_MAP_END_ESTIMATES} it replaces the latest, so the first and the latest
+   * are always kept. Caller holds the job's lock.
+   */
+  public void mapEndEstimated(MapEndEstimate e) {
+    int n = mapEndEstimates.size();
+    if (n > 0 && e.sameEnds(mapEndEstimates.get(n - 1))) {
+      return;
+    }
+    if (n == MAX_MAP_END_ESTIMATES) {
+      mapEndEstimates.set(n - 1, e);
+    } else {
+      mapEndEstimates.add(e);
+    }
+  }
+
+  /** The planner's estimates of the last map's end that moved an end, oldest first. */
+  public List<MapEndEstimate> mapEndEstimates() {
+    return List.copyOf(mapEndEstimates);
   }
 
   /** Scheduler time of the last report that named this job. */

@@ -3,6 +3,7 @@ package io.datcp.scheduler.plan;
 import io.datcp.scheduler.common.Stripes;
 import io.datcp.scheduler.jobs.Job;
 import io.datcp.scheduler.jobs.JobRegistry;
+import io.datcp.scheduler.jobs.MapEndEstimate;
 import io.datcp.scheduler.plan.DeadlinePlanner.Deadline;
 import io.datcp.scheduler.plan.DeadlinePlanner.Demand;
 import java.util.ArrayList;
@@ -216,66 +217,84 @@ public final class Replanner {
    * computed afresh on {@code changed} hosts (null: all), kept on the others, unless its map
    * slots come from container counts, which every reduce start or shuffle end moves. Each
    * host's demand is one immutable record, replaced whole, so a plan reads a consistent one;
-   * a report that touched one host costs O(1), not O(the job's reduces). Caller holds the
-   * job's lock.
+   * a report that touched one host costs O(1), not O(the job's reduces). A demand computed while
+   * maps of known length are left leaves the estimate of the last map's end on the job
+   * ({@link Job#mapEndEstimated}), made at {@code now}. Caller holds the job's lock.
    */
-  public void publishDemands(Job job, Set<String> changed) {
+  public void publishDemands(Job job, Set<String> changed, long now) {
     if (job.finished()) {
       demands.remove(job.id());
       return;
     }
     Map<String, Demand> byHost = demands.computeIfAbsent(job.id(),
         j -> new ConcurrentHashMap<>());
+    MapEndEstimate mapEnd = mapEnd(job, now);
+    Set<String> hosts;
     if (changed == null || job.mapSlotsFromContainers() >= 0) {
-      Set<String> shuffling = new HashSet<>();
+      hosts = new HashSet<>();
       for (Job.Reduce r : job.reduces()) {
         if (r.shuffling()) {
-          shuffling.add(r.host());
+          hosts.add(r.host());
         }
       }
-      byHost.keySet().retainAll(shuffling);
-      shuffling.forEach(h -> byHost.put(h, demand(job, h)));
-      return;
-    }
-    for (String h : changed) {
-      if (job.shufflingOn(h).isEmpty()) {
-        byHost.remove(h);
-      } else {
-        byHost.put(h, demand(job, h));
+      byHost.keySet().retainAll(hosts);
+    } else {
+      hosts = new HashSet<>();
+      for (String h : changed) {
+        if (job.shufflingOn(h).isEmpty()) {
+          byHost.remove(h);
+        } else {
+          hosts.add(h);
+        }
       }
+    }
+    hosts.forEach(h -> byHost.put(h, demand(job, h, mapEnd)));
+    if (mapEnd != null && !hosts.isEmpty()) {
+      job.mapEndEstimated(mapEnd);
     }
   }
 
-  private static Demand demand(Job job, String host) {
+  private static Demand demand(Job job, String host, MapEndEstimate mapEnd) {
     long remaining = 0;
     for (Job.Reduce r : job.shufflingOn(host)) {
       remaining += job.remainingBytes(r);
     }
     int mapsLeft = Math.max(0, job.totalMaps() - job.mapsDone());
+    return mapEnd == null
+        ? new Demand(job.id(), remaining, mapsLeft, 0, 0, job.medianMapRunTimeNanos(),
+            job.flowingOn(host), 0)
+        : new Demand(job.id(), remaining, mapsLeft, mapEnd.mapWaveUnixNanos(), mapEnd.waves(),
+            mapEnd.medianMapNanos(), job.flowingOn(host), mapEnd.runningMapsSinceUnixNanos());
+  }
+
+  /**
+   * When {@code job}'s last map should end, by the map-wave rule and by the last-completion rule;
+   * null when no map is left or none has a known length.
+   */
+  static MapEndEstimate mapEnd(Job job, long now) {
+    int mapsLeft = Math.max(0, job.totalMaps() - job.mapsDone());
     long median = job.medianMapRunTimeNanos();
-    long waves = 0;
-    long lastMapFinish = 0;
-    long runningSince = 0;
-    if (mapsLeft > 0 && median >= 0) {
-      // §2.2: remaining maps run in waves over the slots the job holds; each wave takes about
-      // the median map length, starting when the last map finished and freed a slot.
-      int fromContainers = job.mapSlotsFromContainers();
-      int slots = job.mapsRunning() > 0 ? job.mapsRunning()
-          : fromContainers > 0 ? fromContainers : mapsLeft;
-      if (job.mapsRunning() > 0 && job.runningMapsSinceUnixNanos() > 0) {
-        // §2.2: the running maps end about a median after they started, the rest in waves after
-        runningSince = job.runningMapsSinceUnixNanos();
-        int notStarted = Math.max(0, mapsLeft - job.mapsRunning());
-        waves = (notStarted + slots - 1) / slots;
-        lastMapFinish = Math.max(job.lastMapCompletionUnixNanos(), runningSince + median)
-            + waves * median;
-      } else {
-        waves = (mapsLeft + slots - 1) / slots;
-        lastMapFinish = job.lastMapCompletionUnixNanos() + waves * median;
-      }
+    if (mapsLeft == 0 || median < 0) {
+      return null;
     }
-    return new Demand(job.id(), remaining, mapsLeft, lastMapFinish, waves, median,
-        job.flowingOn(host), runningSince);
+    // §2.2: remaining maps run in waves over the slots the job holds; each wave takes about
+    // the median map length, starting when the last map finished and freed a slot.
+    int fromContainers = job.mapSlotsFromContainers();
+    int slots = job.mapsRunning() > 0 ? job.mapsRunning()
+        : fromContainers > 0 ? fromContainers : mapsLeft;
+    long lastCompletionWaves = (mapsLeft + slots - 1) / slots;
+    long lastCompletion = job.lastMapCompletionUnixNanos() + lastCompletionWaves * median;
+    if (job.mapsRunning() > 0 && job.runningMapsSinceUnixNanos() > 0) {
+      // §2.2: the running maps end about a median after they started, the rest in waves after
+      long runningSince = job.runningMapsSinceUnixNanos();
+      int notStarted = Math.max(0, mapsLeft - job.mapsRunning());
+      long waves = (notStarted + slots - 1) / slots;
+      return new MapEndEstimate(now, job.mapsDone(), job.mapsRunning(), runningSince, median,
+          waves, Math.max(job.lastMapCompletionUnixNanos(), runningSince + median)
+              + waves * median, lastCompletion);
+    }
+    return new MapEndEstimate(now, job.mapsDone(), job.mapsRunning(), 0, median,
+        lastCompletionWaves, lastCompletion, lastCompletion);
   }
 
   /** Hosts where {@code job} has a reduce still shuffling. */

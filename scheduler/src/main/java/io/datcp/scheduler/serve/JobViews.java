@@ -7,6 +7,7 @@ import io.datcp.scheduler.flows.FlowLog;
 import io.datcp.scheduler.flows.FlowOutcome;
 import io.datcp.scheduler.jobs.Job;
 import io.datcp.scheduler.jobs.JobView;
+import io.datcp.scheduler.jobs.MapEndEstimate;
 import io.datcp.scheduler.plan.DeadlinePlanner.Deadline;
 import io.datcp.scheduler.plan.LiveJobs;
 import io.datcp.scheduler.policy.PolicyBook;
@@ -100,10 +101,13 @@ public final class JobViews {
           d == null || orderOnly ? 0 : d.unixNanos(),
           d == null ? "" : orderOnly ? FlowPolicies.orderReason(r.host(), d) : d.reason()));
     }
+    List<MapEndEstimate> ends = j.mapEndEstimates();
     return new JobView(j.id(), j.conf().jobName(), j.conf().user(), j.conf().queue(),
         j.conf().priority(), state(j),
         j.totalMaps(), j.mapsDone(), j.totalReduces(), j.startUnixNanos(), j.finishUnixNanos(),
         j.finished() ? j.finishUnixNanos() - j.startUnixNanos() : 0, j.shuffleTimeNanos(now),
-        t.total(), t.met(), t.metRatio(), Decisions.of(j, policies), reduces);
+        t.total(), t.met(), t.metRatio(), Decisions.of(j, policies), reduces,
+        ends.isEmpty() ? null : ends.get(0), ends.isEmpty() ? null : ends.get(ends.size() - 1),
+        ends);
   }
 }

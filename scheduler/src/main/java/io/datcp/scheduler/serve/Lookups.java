@@ -160,7 +160,7 @@ public final class Lookups {
           boolean learnt = live.registry().mapsServed(job, flow.reduceId(), agentHost, mapIds,
               bytes, now);
           if (JobRegistry.sawLookup(job, bytes) || first || learnt) {
-            live.plan().publishDemands(job, null);
+            live.plan().publishDemands(job, null, now);
           }
           if (learnt) {
             // maps newly done move the job's demand wherever it shuffles

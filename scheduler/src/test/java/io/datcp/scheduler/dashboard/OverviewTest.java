@@ -26,7 +26,8 @@ class OverviewTest {
         finish == 0 ? "running" : "succeeded", 2, 2, 1, finish - completion, finish,
         finish == 0 ? 0 : completion, completion / 2, flows, met,
         flows == 0 ? -1 : (double) met / flows,
-        new PolicyDecision(0, 0, FlowMode.DATCP, QuenchMode.SUSPEND, ""), List.of());
+        new PolicyDecision(0, 0, FlowMode.DATCP, QuenchMode.SUSPEND, ""), List.of(), null, null,
+        List.of());
   }
 
   @Test

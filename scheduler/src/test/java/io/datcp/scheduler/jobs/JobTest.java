@@ -205,4 +205,23 @@ class JobTest {
     assertThat(job.hasReduceOn("node1")).isTrue();
     assertThat(job.hasReduceOn("node3")).isFalse();
   }
+
+  @Test
+  void aJobKeepsEachMapEndEstimateThatMovedAnEndUpToItsCapWithTheFirstAndTheLatest() {
+    Job job = new Job("j", CONF, true, 100, 1, T);
+    int made = Job.MAX_MAP_END_ESTIMATES + 6;
+    for (int i = 0; i < made; i++) {
+      MapEndEstimate e = new MapEndEstimate(T + i, i, 1, 0, 1_000, 0, T + 10_000 + i, T + 20_000);
+      job.mapEndEstimated(e);
+      // made again by a report that changed nothing about the maps: not news
+      job.mapEndEstimated(new MapEndEstimate(T + i + 1, i, 1, 0, 1_000, 0, T + 10_000 + i,
+          T + 20_000));
+    }
+    List<MapEndEstimate> kept = job.mapEndEstimates();
+    assertThat(kept).hasSize(Job.MAX_MAP_END_ESTIMATES);
+    assertThat(kept.get(0).madeUnixNanos()).isEqualTo(T);
+    assertThat(kept.get(kept.size() - 1).mapWaveUnixNanos()).isEqualTo(T + 10_000 + made - 1);
+    assertThat(kept.get(kept.size() - 2).mapWaveUnixNanos())
+        .isEqualTo(T + 10_000 + Job.MAX_MAP_END_ESTIMATES - 2);
+  }
 }

@@ -70,7 +70,7 @@ class MapWaveEstimateTest {
           withRunTimes && running > 0 ? t : 0), new HashSet<>(), t);
     }
     long now = finish(done - 1);
-    planner.publishDemands(job, null);
+    planner.publishDemands(job, null, now);
     planner.replan(Set.of(HOST), now, (j, h, d, n) -> { });
     Deadline d = planner.planned(HOST, "j");
     System.out.printf(Locale.ROOT, "%d of %d maps done at %.1f s, %s run times: deadline %.2f s"
@@ -137,7 +137,7 @@ class MapWaveEstimateTest {
       job = registry.apply(new JobEvent.MapCompleted(t, "a", 0, m, "m" + m, 10 * S, -1, 2, 0,
           runningSince), new HashSet<>(), t);
     }
-    planner.publishDemands(job, null);
+    planner.publishDemands(job, null, t);
     planner.replan(Set.of(HOST), t, (j, h, d, n) -> { });
     Deadline d = planner.planned(HOST, "a");
     System.out.println(d.reason());

@@ -37,7 +37,7 @@ class PlanDecisionsTest {
 
   private void apply(JobEvent e, long now) {
     Job job = registry.apply(e, new HashSet<>(), now);
-    planner.publishDemands(job, null);
+    planner.publishDemands(job, null, now);
     planner.replan(Set.of(HOST), now, (j, h, d, n) -> { });
   }
 
