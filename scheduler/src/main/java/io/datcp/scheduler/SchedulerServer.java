@@ -138,7 +138,7 @@ public final class SchedulerServer implements AutoCloseable {
         conf.get(SchedulerConf.BURST_BYTES_PER_HOST), b.nanoTime, meters);
     service.reports().onLimitRefusals(budget::refusedForLimits);
     heavyLane = new HeavyLane(budget::heavy, HEAVY_LANE_PER_HOST, HEAVY_LANE_QUEUED,
-        System::nanoTime);
+        System::nanoTime, HeavyLane::workerCpuNanos);
     if (!conf.get(SchedulerConf.AUTH_NODES_REQUIRED)) {
       LOG.warn("auth.nodes.required=false: reports and agents without a node token are trusted"
           + " (development only)");

@@ -22,6 +22,8 @@ import java.io.ByteArrayOutputStream;
 import java.io.FilterInputStream;
 import java.io.IOException;
 import java.io.InputStream;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -56,6 +58,7 @@ import java.util.function.Predicate;
  */
 public final class HeavyLane implements AutoCloseable {
   static final int LARGE_BYTES = 64 * 1024;
+  private static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
   /** The share of one core the lane may use, sustained: what heavy hosts take from the rest. */
   static final double SHARE = 0.1;
   /** What the lane may run at once above its share after being idle, nanoseconds. */
@@ -117,6 +120,7 @@ public final class HeavyLane implements AutoCloseable {
 
   private final Predicate<String> heavy;
   private final LongSupplier nanoTime;
+  private final LongSupplier cpuTime;
   private final int maxPerHost;
   private final int maxQueued;
   private final Thread worker;
@@ -136,11 +140,15 @@ public final class HeavyLane implements AutoCloseable {
    * @param maxPerHost messages of one host that may wait for the worker at once
    * @param maxQueued messages of all hosts that may
    * @param nanoTime monotonic clock, nanoseconds
+   * @param cpuTime the CPU time of the thread that calls it, nanoseconds ({@link
+   *     #workerCpuNanos}): what a task is charged, so that time the machine spent on other work
+   *     while the task ran does not make the lane rest
    */
   public HeavyLane(Predicate<String> heavy, int maxPerHost, int maxQueued,
-      LongSupplier nanoTime) {
+      LongSupplier nanoTime, LongSupplier cpuTime) {
     this.heavy = heavy;
     this.nanoTime = nanoTime;
+    this.cpuTime = cpuTime;
     this.maxPerHost = maxPerHost;
     this.maxQueued = maxQueued;
     this.worker = new Thread(this::serve, "scheduler-heavy-lane");
@@ -230,10 +238,15 @@ public final class HeavyLane implements AutoCloseable {
           turns.add(host);
         }
       }
-      long start = nanoTime.getAsLong();
+      long start = cpuTime.getAsLong();
       task.run();
-      credit -= nanoTime.getAsLong() - start;
+      credit -= cpuTime.getAsLong() - start;
     }
+  }
+
+  /** The calling thread's CPU time, nanoseconds (the JVM's thread CPU clock). */
+  public static long workerCpuNanos() {
+    return THREADS.getCurrentThreadCpuTime();
   }
 
   private void enqueue(String host, Runnable task) {

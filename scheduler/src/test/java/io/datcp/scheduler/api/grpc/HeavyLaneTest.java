@@ -102,7 +102,8 @@ class HeavyLaneTest {
   };
 
   private ShuffleReportServiceGrpc.ShuffleReportServiceFutureStub start(int perHost, int queued) {
-    lane = new HeavyLane(heavyHosts::contains, perHost, queued, System::nanoTime);
+    lane = new HeavyLane(heavyHosts::contains, perHost, queued, System::nanoTime,
+        HeavyLane::workerCpuNanos);
     return startOn(lane, new BlockingReports()::report);
   }
 
@@ -224,7 +225,7 @@ class HeavyLaneTest {
   @Test
   void theLaneRestsOnceItHasUsedMoreThanItsShareOfACore() throws Exception {
     AtomicLong clock = new AtomicLong();
-    lane = new HeavyLane(h -> true, 100, 100, clock::get);
+    lane = new HeavyLane(h -> true, 100, 100, clock::get, clock::get);
     List<Integer> ran = new CopyOnWriteArrayList<>();
     // each task "runs" 20 ms on the lane's clock: the 50 ms burst pays for three
     startOn(lane, (request, out) -> {
@@ -248,5 +249,30 @@ class HeavyLaneTest {
     assertThat(ran).containsExactly(0, 1, 2, 3);
     clock.addAndGet(200_000_000L);
     assertThat(answers.get(4).get(30, TimeUnit.SECONDS).getAccepted()).isEqualTo(1);
+  }
+
+  @Test
+  void theLaneChargesATaskTheCpuItUsedNotTheTimeTheMachineRanOtherWork() throws Exception {
+    // ByteBudgetTest's calls timed out after 10 s on a machine loaded by other work: the lane
+    // charged each task its wall time, so a task preempted for 1 s made the lane rest 10 s
+    AtomicLong wall = new AtomicLong();
+    AtomicLong cpu = new AtomicLong();
+    lane = new HeavyLane(h -> true, 100, 100, wall::get, cpu::get);
+    startOn(lane, (request, out) -> {
+      // 100 ms pass while the task computes for 1 ms: other processes had the core
+      wall.addAndGet(100_000_000L);
+      cpu.addAndGet(1_000_000L);
+      out.onNext(ReportAck.newBuilder().setAccepted(1).build());
+      out.onCompleted();
+    });
+    var client = client("evil");
+    List<com.google.common.util.concurrent.ListenableFuture<ReportAck>> answers = new ArrayList<>();
+    for (int i = 0; i < 5; i++) {
+      answers.add(client.report(report(i, 1, 10)));
+    }
+    // 5 ms of the 50 ms burst used: no rest, though the clock moved 500 ms
+    for (var answer : answers) {
+      assertThat(answer.get(30, TimeUnit.SECONDS).getAccepted()).isEqualTo(1);
+    }
   }
 }
