@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import glob
 import json
+import math
 import os
 import re
 import statistics
@@ -45,7 +46,8 @@ def bg_share_during_deadline_flows(r):
     active = [False] * n
     for f in dl:
         a, b = flow_active_span(f)
-        for i in range(max(0, int(round(a / 0.1))), min(n, int(b / 0.1) + 1)):
+        # bins [i * 0.1, (i + 1) * 0.1) that overlap [a, b)
+        for i in range(max(0, math.floor(a / 0.1 + 1e-9)), min(n, math.ceil(b / 0.1 - 1e-9))):
             active[i] = True
     bg_sum = [sum(x) for x in zip(*(series(f, T) for f in bg))]
     w = [bg_sum[i] for i in range(n) if active[i]]
