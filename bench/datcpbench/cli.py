@@ -5,7 +5,8 @@ bench/run trace --trace SPEC.json [--select START:COUNT] [--hosts H] [--modes of
                 [--rounds N] [--out DIR]
 bench/run dcudp-incast [--short] [--senders 1,2,..] [--durations 1,0.01] [--rounds N] [--out DIR] [--json]
 bench/run SCENARIO --runs N --out DIR [--seed S] [--label L] [--kernel-trace SEC]
-bench/run stats --out DIR"""
+bench/run stats --out DIR
+bench/run diagnose --out DIR"""
 from __future__ import annotations
 
 import argparse
@@ -132,7 +133,8 @@ def main(argv=None):
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("scenario", help="|".join(scenarios.NAMES + ["custom", "all", "report",
                                                              "ablation", "cleanup", "trace",
-                                                             "dcudp-incast", "stats"]))
+                                                             "dcudp-incast", "stats",
+                                                             "diagnose"]))
     ap.add_argument("--cc", default="datcp", help="|".join(kernel.CCS))
     ap.add_argument("--json", action="store_true", help="print exactly one JSON object")
     ap.add_argument("--out", help="directory for results (JSON per run; report for 'all')")
@@ -203,6 +205,12 @@ def main(argv=None):
         if not a.out:
             ap.error("stats needs --out DIR")
         print(stats.summarize_dir(a.out))
+        return 0
+    if a.scenario == "diagnose":   # why deadline flows miss, from the run files in --out
+        from . import diagnose
+        if not a.out:
+            ap.error("diagnose needs --out DIR")
+        print(diagnose.write_dir(a.out))
         return 0
     if a.scenario == "ablation":   # ABLATION.md from <profile>-<n>/ folders in --out
         from . import ablation
