@@ -7,7 +7,7 @@ import subprocess
 import pytest
 from conftest import RUN, needs_root
 
-from datcpbench import scenarios, stats
+from datcpbench import diagnose, scenarios, stats
 
 
 def flow(fid, size, deadline, start, fct, met, series, cls=None):
@@ -112,3 +112,76 @@ def test_stats_without_run_files_fails(tmp_path):
     with pytest.raises(SystemExit, match="no run files"):
         stats.summarize_dir(str(tmp_path))
     assert not os.listdir(tmp_path)
+
+
+# ------------------------------------------------------------ bench/run diagnose
+
+def batch_flow(fid, size_mb, deadline):
+    return {"id": fid, "size_bytes": int(size_mb * 1e6), "deadline_s": deadline}
+
+
+def test_edf_feasibility_of_a_batch():
+    # a (2.5 MB, D 1 s) and b (5 MB, D 1 s): 60 Mbit by 1 s; c (12 MB, D 1.5 s): 156 Mbit
+    # by 1.5 s, more than 100 Mbit/s carry (150 Mbit), less than 110 Mbit/s (165)
+    batch = [batch_flow("a", 2.5, 1.0), batch_flow("b", 5, 1.0), batch_flow("c", 12, 1.5)]
+    assert diagnose.edf_feasible(batch, "a", 100e6)
+    assert diagnose.edf_feasible(batch, "b", 100e6)
+    assert not diagnose.edf_feasible(batch, "c", 100e6)
+    assert diagnose.edf_feasible(batch, "c", 110e6)
+    assert not diagnose.edf_feasible(batch, "b", 50e6)
+
+
+def test_need_series_is_bits_left_over_time_left():
+    f = flow("t0", 1_000_000, 1.0, 0.0, None, False, [4.0] * 20, "tight")
+    ns = diagnose.need_series(f, 2.0)
+    assert ns[0] == (0.0, 8.0)                      # 8 Mbit in 1 s
+    # after 0.5 s at 4 Mbit/s, 6 Mbit left for 0.5 s
+    assert dict(ns)[0.5] == pytest.approx(12.0)
+    assert all(t < 1.0 for t, _ in ns)
+
+
+def diag_result(bg_mbps, dl_mbps, suspended=0):
+    """Three flows of one batch at t = 1 s needing 20 Mbit/s each (2.5 MB in 1 s), each
+    getting dl_mbps for 1 s and missing; one background flow at bg_mbps."""
+    flows = [flow("bg0", None, None, 0.0, None, None, [bg_mbps] * 40)]
+    for i in range(3):
+        f = flow(f"moderate0.{i}", 2_500_000, 1.0, 1.0, None, False,
+                 [dl_mbps] * 10, "moderate")
+        f["suspended"] = suspended
+        flows.append(f)
+    return {"scenario": "mixed", "cc": "datcp", "link_mbps": 100, "duration_s": 4.0,
+            "flows": flows, "events": [], "label": "datcp", "seed": 1}
+
+
+def test_a_miss_while_background_takes_more_than_the_slack_is_blamed_on_it():
+    d = diagnose.run_diag(diag_result(bg_mbps=60.0, dl_mbps=12.0))
+    f = d["flows"][0]
+    assert f["need_mbps"] == pytest.approx(20.0)
+    assert f["got_mbps_to_deadline"] == pytest.approx(12.0)
+    assert f["bg_mbps_during"] == pytest.approx(60.0)
+    assert f["slack_mbps"] == pytest.approx(95.6 - 60.0)
+    assert f["edf_feasible"] and f["edf_feasible_bg30"]
+    assert [x["cause"] for x in d["flows"]] == ["bg_not_yielding"] * 3
+
+
+def test_quench_comes_before_background_and_a_yielding_background_is_not_blamed():
+    assert diagnose.run_diag(diag_result(60.0, 12.0, suspended=1))["flows"][0]["cause"] == \
+        "quenched"
+    # background within the slack: the flows' own first second decides
+    assert diagnose.run_diag(diag_result(30.0, 8.0))["flows"][0]["cause"] == "late_start"
+    assert diagnose.run_diag(diag_result(30.0, 15.0))["flows"][0]["cause"] == "other"
+
+
+def test_diagnose_dir_writes_a_plot_and_the_table(tmp_path):
+    r = diag_result(60.0, 12.0)
+    r["kernel_trace"] = [{"t_s": 1.0 + 0.2 * i, "id": fid, "urgency": u, "precedence": u,
+                          "b": 2 / (3 * u + 1), "quench": "none"}
+                         for i in range(5) for fid, u in (("moderate0.0", 1 + i), ("bg0", 1))]
+    (tmp_path / stats.run_file("mixed", "datcp", 1)).write_text(json.dumps(r))
+    txt = diagnose.write_dir(str(tmp_path))
+    assert "| datcp | 1 | 3 | 0 | 0 | 0 | 3 | 0 | 0 |" in txt
+    d = json.loads((tmp_path / "diagnosis" / "mixed__datcp__seed1.json").read_text())
+    f0 = d["flows"][0]
+    assert f0["urgency_max"] == 5 and f0["t_urgency_2_s"] == pytest.approx(0.2)
+    assert f0["bg_b_mean"] == pytest.approx(0.5)
+    assert (tmp_path / "diagnosis" / "mixed__datcp__seed1.png").stat().st_size > 10_000
