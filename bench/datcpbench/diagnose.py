@@ -84,6 +84,11 @@ def quench_times(r):
     return out
 
 
+def ratio(a, b):
+    """a / b rounded, None when b is 0 (the background would have to stop)."""
+    return round(a / b, 2) if b > 0 else None
+
+
 def flow_diag(r, f, quenches):
     T = r.get("duration_s") or 0.0
     C = GOODPUT_FRACTION * r["link_mbps"] * 1e6
@@ -120,6 +125,13 @@ def flow_diag(r, f, quenches):
          "slack_mbps": round(C / 1e6 - sum(8 * x["size_bytes"] / x["deadline_s"] / 1e6
                                            for x in batch), 2),
          "edf_feasible": edf_feasible(batch, f["id"], C),
+         # Eq. 5 shares: the flow's rate over one background flow's, needed when the
+         # background gets exactly the batch's slack, and got
+         "ratio_needed": ratio(need0, max(0.0, C / 1e6 - sum(
+             8 * x["size_bytes"] / x["deadline_s"] / 1e6 for x in batch)) / len(bg))
+         if bg else None,
+         "ratio_got": ratio(_mean([own[i] for i in sel]) or 0.0,
+                            (_mean([bg_sum[i] for i in sel]) or 0.0) / len(bg)) if bg else None,
          "edf_feasible_bg30": edf_feasible(batch, f["id"], (1 - BG_KEEP) * C),
          "suspended": f.get("suspended", 0), "killed": f.get("killed", False),
          "quench_t_s": quenches.get(f["id"], [])}
@@ -235,11 +247,12 @@ def table(diags):
     lines.append("")
     lines.append("Per class, medians over all runs' flows of the class (missed flows / met "
                  "flows): needed rate, rate got up to the deadline, background's aggregate "
-                 "rate meanwhile, kernel urgency mean and b mean of the flow, b mean of the "
-                 "background.")
+                 "rate meanwhile, the flow's rate over one background flow's needed (background "
+                 "at the batch's slack) and got, kernel urgency mean and max and b mean of "
+                 "the flow, b mean of the background.")
     lines.append("")
     cols = ("need_mbps", "got_mbps_to_deadline", "got_mbps_first_s", "bg_mbps_during",
-            "urgency_mean", "b_mean", "bg_b_mean")
+            "ratio_needed", "ratio_got", "urgency_mean", "urgency_max", "b_mean", "bg_b_mean")
     lines.append("| cc | class | missed/all | " + " | ".join(cols) + " |")
     lines.append("|---|---|---|" + "---|" * len(cols))
     for lab in labels:

@@ -161,6 +161,9 @@ def test_a_miss_while_background_takes_more_than_the_slack_is_blamed_on_it():
     assert f["bg_mbps_during"] == pytest.approx(60.0)
     assert f["slack_mbps"] == pytest.approx(95.6 - 60.0)
     assert f["edf_feasible"] and f["edf_feasible_bg30"]
+    # one background flow: it may keep 95.6 - 60 Mbit/s, the flow needs 20 of it
+    assert f["ratio_needed"] == pytest.approx(20.0 / 35.6, abs=0.01)
+    assert f["ratio_got"] == pytest.approx(0.2)
     assert [x["cause"] for x in d["flows"]] == ["bg_not_yielding"] * 3
 
 
