@@ -112,11 +112,10 @@ def repeat(a):
             # the run's flow entries must be gone: the next run starts from a clean map
             left = [e for e in kernel.flow_list() or [] if str(e.get("dst", "")).startswith(
                 RECEIVER_NET)]
-            r["kernel_flows_left"] = len(left)
+            r["kernel_flows_left"] = left
             if left:
                 log(f"warning: {len(left)} bench flow entries left in the kernel after run {i + 1}")
-        with open(os.path.join(a.out, stats.run_file(a.scenario, label, seed)), "w") as fh:
-            json.dump(r, fh)
+        stats.write_run(os.path.join(a.out, stats.run_file(a.scenario, label, seed)), r)
         log(f"  met {r['summary'].get('met')}/{r['summary'].get('deadline_flows')}  "
             f"{json.dumps(stats.metrics(r))}")
     txt = stats.summarize_dir(a.out)

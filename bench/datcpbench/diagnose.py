@@ -279,7 +279,7 @@ def table(diags):
 def write_dir(out, plots=True):
     groups = load_runs(out)
     if not groups:
-        raise SystemExit(f"{out}: no run files (<scenario>__<label>__seed<k>.json)")
+        raise SystemExit(f"{out}: no run files (<scenario>__<label>__seed<k>.json.gz)")
     os.makedirs(os.path.join(out, "diagnosis"), exist_ok=True)
     diags = []
     for (scen, label), rs in sorted(groups.items()):
@@ -287,7 +287,7 @@ def write_dir(out, plots=True):
             r.setdefault("label", label)
             d = run_diag(r)
             diags.append(d)
-            base = os.path.join(out, "diagnosis", run_file(scen, label, r["seed"])[:-5])
+            base = os.path.join(out, "diagnosis", run_file(scen, label, r["seed"])[:-8])
             with open(base + ".json", "w") as fh:
                 json.dump(d, fh, indent=1)
             if plots:

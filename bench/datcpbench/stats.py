@@ -1,12 +1,14 @@
 """Repeated runs of one scenario (``bench/run SCENARIO --runs N``, ``bench/run stats``):
 the scalar metrics of each run and their median and range (min-max) per CC.
 
-A run directory holds one JSON per run, ``<scenario>__<label>__seed<k>.json`` (the
-result of ``bench/run`` with ``seed``, ``label`` added); ``summarize_dir`` groups them
+A run directory holds one gzip'd JSON per run, ``<scenario>__<label>__seed<k>.json.gz``
+(the result of ``bench/run`` with ``seed``, ``label`` added; a kernel trace makes a mixed
+run's JSON over 1 MB); ``summarize_dir`` groups them
 by (scenario, label) and writes ``summary.json`` and ``SUMMARY.md``."""
 from __future__ import annotations
 
 import glob
+import gzip
 import json
 import math
 import os
@@ -15,13 +17,23 @@ import statistics
 
 from .runner import series
 
-RUN_FILE = re.compile(r"(?P<scenario>[^_]+)__(?P<label>.+)__seed(?P<seed>-?\d+)\.json$")
+RUN_FILE = re.compile(r"(?P<scenario>[^_]+)__(?P<label>.+)__seed(?P<seed>-?\d+)\.json\.gz$")
 # goodput of a 100 % busy link (payload / wire bytes at MTU 1500), as runner.link_util
 GOODPUT_FRACTION = 0.956
 
 
 def run_file(scenario, label, seed):
-    return f"{scenario}__{label}__seed{seed}.json"
+    return f"{scenario}__{label}__seed{seed}.json.gz"
+
+
+def write_run(path, r):
+    with gzip.open(path, "wt") as fh:
+        json.dump(r, fh)
+
+
+def read_run(path):
+    with gzip.open(path, "rt") as fh:
+        return json.load(fh)
 
 
 def flow_active_span(f):
@@ -101,12 +113,11 @@ def aggregate(per_run):
 def load_runs(out_dir):
     """{(scenario, label): [result, ...]} from the run files in out_dir, by seed."""
     groups = {}
-    for p in sorted(glob.glob(os.path.join(out_dir, "*__seed*.json"))):
+    for p in sorted(glob.glob(os.path.join(out_dir, "*__seed*.json.gz"))):
         m = RUN_FILE.match(os.path.basename(p))
         if not m:
             continue
-        with open(p) as fh:
-            r = json.load(fh)
+        r = read_run(p)
         r.setdefault("seed", int(m["seed"]))
         groups.setdefault((m["scenario"], m["label"]), []).append(r)
     for rs in groups.values():
@@ -174,7 +185,7 @@ def summarize_dir(out_dir):
     """Write out_dir/summary.json and out_dir/SUMMARY.md; return the table."""
     groups = load_runs(out_dir)
     if not groups:
-        raise SystemExit(f"{out_dir}: no run files (<scenario>__<label>__seed<k>.json)")
+        raise SystemExit(f"{out_dir}: no run files (<scenario>__<label>__seed<k>.json.gz)")
     summ = summarize_runs(groups)
     with open(os.path.join(out_dir, "summary.json"), "w") as fh:
         json.dump(summ, fh, indent=1)

@@ -70,9 +70,10 @@ def test_summary_of_run_files_groups_by_label_and_orders_by_seed(tmp_path):
             ("datcp", 2): [("lax", False), ("tight", False)],
             ("bbr", 1): [("lax", True), ("tight", False)]}
     for (label, seed), flags in runs.items():
-        (tmp_path / stats.run_file("mixed", label, seed)).write_text(
-            json.dumps(mixed_result(flags, seed=seed, label=label)))
-    (tmp_path / "notes.json").write_text("{}")   # not a run file: ignored
+        stats.write_run(str(tmp_path / stats.run_file("mixed", label, seed)),
+                        mixed_result(flags, seed=seed, label=label))
+    (tmp_path / "notes.json").write_text("{}")   # not run files: ignored
+    (tmp_path / "mixed__datcp__seed9.json").write_text("{}")
     txt = stats.summarize_dir(str(tmp_path))
     summ = json.loads((tmp_path / "summary.json").read_text())["mixed"]
     assert set(summ) == {"datcp", "bbr"}
@@ -180,7 +181,7 @@ def test_diagnose_dir_writes_a_plot_and_the_table(tmp_path):
     r["kernel_trace"] = [{"t_s": 1.0 + 0.2 * i, "id": fid, "urgency": u, "precedence": u,
                           "b": 2 / (3 * u + 1), "quench": "none"}
                          for i in range(5) for fid, u in (("moderate0.0", 1 + i), ("bg0", 1))]
-    (tmp_path / stats.run_file("mixed", "datcp", 1)).write_text(json.dumps(r))
+    stats.write_run(str(tmp_path / stats.run_file("mixed", "datcp", 1)), r)
     txt = diagnose.write_dir(str(tmp_path))
     assert "| datcp | 1 | 3 | 0 | 0 | 0 | 3 | 0 | 0 |" in txt
     d = json.loads((tmp_path / "diagnosis" / "mixed__datcp__seed1.json").read_text())
