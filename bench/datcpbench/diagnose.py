@@ -172,6 +172,12 @@ def run_diag(r):
                       and f.get("size_bytes")]}
 
 
+def kernel_mode(r):
+    """The datcp mode a run's cc ran in (None for cubic, bbr, reno)."""
+    from .kernel import CCS
+    return CCS.get(r["cc"], (None, None, None))[1]
+
+
 CLASS_COLOR = {"lax": "tab:green", "moderate": "tab:orange", "tight": "tab:red"}
 
 
@@ -230,7 +236,38 @@ def plot_run(r, diag, path):
     plt.close(fig)
 
 
-def table(diags):
+P_BUCKETS = ((0.5, 1.5), (1.5, 3), (3, 5), (5, 8), (8, 10.01))
+
+
+def share_by_precedence(r):
+    """Eq. 5 check: per kernel sample, a running deadline flow's R_avg over the mean R_avg
+    of the background flows (all at P = 1), with the flow's precedence P then. Eq. 5
+    makes the shares stand as the precedences: ratio = P. {bucket: [ratios]}"""
+    bg = {f["id"] for f in r["flows"] if f["size_bytes"] is None}
+    spans = {f["id"]: (f["start_s"], min(flow_active_span(f)[1], f["start_s"] + f["deadline_s"]))
+             for f in r["flows"] if f["deadline_s"] is not None and f.get("size_bytes")}
+    by_t = {}
+    for e in r.get("kernel_trace", []):
+        by_t.setdefault(e["t_s"], []).append(e)
+    out = {b: [] for b in P_BUCKETS}
+    for t, es in by_t.items():
+        bgr = [e["r_avg_bps"] for e in es if e["id"] in bg and e.get("r_avg_bps")]
+        if len(bgr) != len(bg):
+            continue
+        ref = sum(bgr) / len(bgr)
+        for e in es:
+            sp = spans.get(e["id"])
+            # from 0.5 s after its start: R_avg is an EWMA that starts from slow start
+            # quenched flows send nothing on purpose: not Eq. 5's business
+            if sp and sp[0] + 0.5 <= t < sp[1] and e.get("precedence") and e.get("r_avg_bps") \
+                    and e.get("quench") in (None, "none"):
+                for b in P_BUCKETS:
+                    if b[0] <= e["precedence"] < b[1]:
+                        out[b].append(e["r_avg_bps"] / ref)
+    return out
+
+
+def table(diags, runs=()):
     """Markdown: per label the misses per class and cause, summed over runs, and the
     medians of the numbers behind the causes."""
     lines = []
@@ -271,6 +308,30 @@ def table(diags):
                 cells.append(f"{med(miss)} / {med(ok)}")
             lines.append(f"| {lab} | {c} | {len(miss)}/{len(cf)} | " + " | ".join(cells) + " |")
     lines.append("")
+    eq5 = {}
+    for r in runs:
+        if r.get("kernel_trace") and kernel_mode(r) == "datcp":
+            acc = eq5.setdefault(r.get("label", r["cc"]), {b: [] for b in P_BUCKETS})
+            for b, v in share_by_precedence(r).items():
+                acc[b] += v
+    if eq5:
+        lines.append("Eq. 5 check (datcp mode, kernel samples of running deadline flows from "
+                     "0.5 s after their start): R_avg of the flow over the background flows' "
+                     "mean R_avg (background at P = 1, b = 0.5), median [p25-p75] (samples), "
+                     "by the flow's precedence P, quenched flows left out; Eq. 2 and 5 make "
+                     "the ratio P.")
+        lines.append("")
+        lines.append("| cc | " + " | ".join(f"P {lo:g}-{min(hi, 10):g}" for lo, hi in P_BUCKETS)
+                     + " |")
+        lines.append("|---|" + "---|" * len(P_BUCKETS))
+        for lab, acc in sorted(eq5.items()):
+            cells = []
+            for b in P_BUCKETS:
+                v = sorted(acc[b])
+                cells.append(f"{statistics.median(v):.2f} [{v[len(v) // 4]:.2f}-"
+                             f"{v[3 * len(v) // 4]:.2f}] ({len(v)})" if v else "-")
+            lines.append(f"| {lab} | " + " | ".join(cells) + " |")
+        lines.append("")
     lines.append("Causes (the first that applies): " +
                  "; ".join(f"`{c}`: {CAUSE_TEXT[c]}" for c in CAUSES) + ".")
     return "\n".join(lines)
@@ -292,7 +353,7 @@ def write_dir(out, plots=True):
                 json.dump(d, fh, indent=1)
             if plots:
                 plot_run(r, d, base + ".png")
-    txt = table(diags)
+    txt = table(diags, [r for rs in groups.values() for r in rs])
     with open(os.path.join(out, "DIAGNOSIS.md"), "w") as fh:
         fh.write(txt + "\n")
     return txt

@@ -189,3 +189,18 @@ def test_diagnose_dir_writes_a_plot_and_the_table(tmp_path):
     assert f0["urgency_max"] == 5 and f0["t_urgency_2_s"] == pytest.approx(0.2)
     assert f0["bg_b_mean"] == pytest.approx(0.5)
     assert (tmp_path / "diagnosis" / "mixed__datcp__seed1.png").stat().st_size > 10_000
+
+
+def test_eq5_check_pairs_each_deadline_flow_sample_with_the_background_mean():
+    r = diag_result(30.0, 20.0)
+    r["cc"] = "datcp"
+    tr = []
+    for t, p, q in ((1.2, 4.0, "none"), (1.6, 4.0, "none"), (1.8, 9.0, "suspended")):
+        tr.append({"t_s": t, "id": "bg0", "r_avg_bps": 10e6, "precedence": 1.0})
+        tr.append({"t_s": t, "id": "moderate0.0", "r_avg_bps": 20e6 + 10e6 * (t > 1.5),
+                   "precedence": p, "quench": q})
+    r["kernel_trace"] = tr
+    got = diagnose.share_by_precedence(r)
+    # 1.2 s is within 0.5 s of the start (R_avg still from slow start); 1.8 s is quenched
+    assert got[(3, 5)] == [3.0]
+    assert sum(len(v) for v in got.values()) == 1
