@@ -223,7 +223,8 @@ def plot_run(r, diag, path):
         for row, key, lab in ((1, 1, "urgency U"), (2, 3, "b (Eq. 5)")):
             axk = axes[row][0]
             for f in dl:
-                tr = [e for e in kernel_track(r, f["id"]) if e[key] is not None]
+                a, b = flow_active_span(f)   # the entry outlives the flow until its socket closes
+                tr = [e for e in kernel_track(r, f["id"]) if e[key] is not None and a <= e[0] <= b]
                 axk.plot([e[0] for e in tr], [e[key] for e in tr], lw=0.9,
                          color=CLASS_COLOR.get(f.get("class"), "tab:blue"))
             for x in bg:
