@@ -220,7 +220,8 @@ def plot_run(r, diag, path):
     ax.legend(handles=handles + [plt.Rectangle((0, 0), 1, 1, color="0.8", label="background")],
               loc="upper right", ncol=4, fontsize=8)
     if has_k:
-        for row, key, lab in ((1, 1, "urgency U"), (2, 3, "b (Eq. 5)")):
+        # datcp: P = U at phi 0 (Algorithm 1); pd2tcp: the penalty exponent p, b = alpha^p / 2
+        for row, key, lab in ((1, 2, "precedence P"), (2, 3, "b")):
             axk = axes[row][0]
             for f in dl:
                 a, b = flow_active_span(f)   # the entry outlives the flow until its socket closes
