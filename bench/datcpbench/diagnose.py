@@ -135,6 +135,19 @@ def flow_diag(r, f, quenches):
          "edf_feasible_bg30": edf_feasible(batch, f["id"], (1 - BG_KEEP) * C),
          "suspended": f.get("suspended", 0), "killed": f.get("killed", False),
          "quench_t_s": quenches.get(f["id"], [])}
+    d["batch_met"] = sum(1 for x in batch if x["met"])
+    if d["quench_t_s"]:
+        # the batch's flows still sending at the first quench, by the rate they then
+        # needed (bits left / time left; None once past their deadline): which one
+        # Algorithm 2 picked among them
+        tq = d["quench_t_s"][0]
+        at = {}
+        for x in batch:
+            xa, xb = flow_active_span(x)
+            if xa <= tq < xb:
+                ns = [v for t_, v in need_series(x, T) if t_ <= tq]
+                at[x["id"]] = ns[-1] if ns and x["start_s"] + x["deadline_s"] > tq else None
+        d["need_mbps_at_quench"] = at
     track = [e for e in kernel_track(r, f["id"]) if a <= e[0] < w_end]
     if track:
         us = [e[1] for e in track if e[1] is not None]

@@ -204,3 +204,18 @@ def test_eq5_check_pairs_each_deadline_flow_sample_with_the_background_mean():
     # 1.2 s is within 0.5 s of the start (R_avg still from slow start); 1.8 s is quenched
     assert got[(3, 5)] == [3.0]
     assert sum(len(v) for v in got.values()) == 1
+
+
+def test_a_quenched_flow_records_what_the_batch_needed_when_it_was_picked():
+    r = diag_result(60.0, 12.0, suspended=1)
+    for i, f in enumerate(r["flows"]):
+        f["addr"] = f"10.10.1.{i + 1}:4000"
+    r["events"] = [{"event": "quench", "action": "suspend", "src": "10.10.1.2:4000",
+                    "t_s": 1.55}]
+    d = diagnose.run_diag(r)["flows"]
+    assert d[0]["quench_t_s"] == [1.55]
+    # 20 Mbit at 12 Mbit/s for 0.5 s leaves 14 Mbit for the remaining 0.5 s
+    assert d[0]["need_mbps_at_quench"] == {f"moderate0.{i}": pytest.approx(28.0)
+                                           for i in range(3)}
+    assert d[1]["quench_t_s"] == [] and "need_mbps_at_quench" not in d[1]
+    assert d[0]["batch_met"] == 0
