@@ -3,7 +3,10 @@ bench/run custom --spec FILE.json [--cc CC] [--json]
 bench/run all --out DIR
 bench/run trace --trace SPEC.json [--select START:COUNT] [--hosts H] [--modes off,dctcp,prio,on]
                 [--rounds N] [--out DIR]
-bench/run dcudp-incast [--short] [--senders 1,2,..] [--durations 1,0.01] [--rounds N] [--out DIR] [--json]"""
+bench/run dcudp-incast [--short] [--senders 1,2,..] [--durations 1,0.01] [--rounds N] [--out DIR] [--json]
+bench/run SCENARIO --runs N --out DIR [--seed S] [--label L] [--kernel-trace SEC]
+bench/run stats --out DIR
+bench/run diagnose --out DIR"""
 from __future__ import annotations
 
 import argparse
@@ -89,12 +92,48 @@ def trace(ap, a):
                       timeout_s=a.timeout, rounds=a.rounds)
 
 
+def repeat(a):
+    """--runs N: run i on a fresh testbed with seed --seed + i (the scenario is rebuilt:
+    mixed draws its sizes and deadlines from the seed); each result is written as it
+    comes, then the summary over all run files of --out."""
+    from . import runner, stats
+    from .topo import RECEIVER_NET
+    label = a.label or (a.cc + (f"@{a.kmod_profile}" if a.kmod_profile else ""))
+    os.makedirs(a.out, exist_ok=True)
+    for i in range(a.runs):
+        seed = a.seed + i
+        spec = scenarios.build(a.scenario, a.link_mbps, a.switch_profile, a.short, seed)
+        if a.kernel_trace:
+            spec["kernel_trace_s"] = a.kernel_trace
+        log(f"run {i + 1}/{a.runs}: {a.scenario} with {label}, seed {seed} ...")
+        r = runner.run_spec(spec, a.cc, boost=a.boost_softirq or None)
+        r.update(seed=seed, label=label)
+        if kernel.available():
+            # the run's flow entries must be gone: the next run starts from a clean map
+            left = [e for e in kernel.flow_list() or [] if str(e.get("dst", "")).startswith(
+                RECEIVER_NET)]
+            r["kernel_flows_left"] = left
+            if left:
+                log(f"warning: {len(left)} bench flow entries left in the kernel after run {i + 1}")
+        stats.write_run(os.path.join(a.out, stats.run_file(a.scenario, label, seed)), r)
+        log(f"  met {r['summary'].get('met')}/{r['summary'].get('deadline_flows')}  "
+            f"{json.dumps(stats.metrics(r))}")
+    txt = stats.summarize_dir(a.out)
+    if a.json:
+        with open(os.path.join(a.out, "summary.json")) as fh:
+            sys.stdout.write(json.dumps(json.load(fh)) + "\n")
+    else:
+        print(txt)
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="bench/run", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("scenario", help="|".join(scenarios.NAMES + ["custom", "all", "report",
                                                              "ablation", "cleanup", "trace",
-                                                             "dcudp-incast"]))
+                                                             "dcudp-incast", "stats",
+                                                             "diagnose"]))
     ap.add_argument("--cc", default="datcp", help="|".join(kernel.CCS))
     ap.add_argument("--json", action="store_true", help="print exactly one JSON object")
     ap.add_argument("--out", help="directory for results (JSON per run; report for 'all')")
@@ -111,6 +150,15 @@ def main(argv=None):
                          "else tuned); replaces an unused datcp with other parameters")
     ap.add_argument("--kmod-param", action="append", default=[], metavar="NAME=VALUE",
                     help="one datcp parameter on top of the profile (datcpctl load --param)")
+    rp = ap.add_argument_group("repeated runs (see bench/README.md)")
+    rp.add_argument("--runs", type=int, help="run the scenario N times, run i with seed "
+                                             "--seed + i; per-run JSON, summary.json and "
+                                             "SUMMARY.md (median, min-max) in --out")
+    rp.add_argument("--label", help="name of the CC column in run files and the summary "
+                                    "(default: --cc, with @PROFILE for --kmod-profile)")
+    rp.add_argument("--kernel-trace", type=float, default=0.0, metavar="SEC",
+                    help="sample the kernel's per-flow state (urgency, precedence, b, cwnd, "
+                         "quench) every SEC seconds into the result's kernel_trace")
     ap.add_argument("--ccs", help="for 'all': comma-separated subset of CCs")
     ap.add_argument("--scenarios", help="for 'all': comma-separated subset of scenarios")
     dc = ap.add_argument_group("dcudp-incast (DCUDP section V-A, see bench/README.md)")
@@ -150,6 +198,18 @@ def main(argv=None):
         names = [n for n in scenarios.NAMES if any(k[0] == n for k in res)]
         ccs = [c for c in report.ALL_CCS if any(k[1] == c for k in res)]
         report.write_report(a.out, res, names, ccs, [], a.switch_profile, a.link_mbps, 0.0)
+        return 0
+    if a.scenario == "stats":   # summary.json + SUMMARY.md from the run files in --out
+        from . import stats
+        if not a.out:
+            ap.error("stats needs --out DIR")
+        print(stats.summarize_dir(a.out))
+        return 0
+    if a.scenario == "diagnose":   # why deadline flows miss, from the run files in --out
+        from . import diagnose
+        if not a.out:
+            ap.error("diagnose needs --out DIR")
+        print(diagnose.write_dir(a.out))
         return 0
     if a.scenario == "ablation":   # ABLATION.md from <profile>-<n>/ folders in --out
         from . import ablation
@@ -197,6 +257,18 @@ def main(argv=None):
         if a.scenario not in scenarios.NAMES:
             ap.error(f"unknown scenario {a.scenario}")
         spec = scenarios.build(a.scenario, a.link_mbps, a.switch_profile, a.short, a.seed)
+    if a.kernel_trace < 0:
+        ap.error(f"--kernel-trace {a.kernel_trace}: must be >= 0 seconds")
+    if a.kernel_trace:
+        spec["kernel_trace_s"] = a.kernel_trace
+    if a.runs is not None:
+        if a.runs < 1:
+            ap.error(f"--runs {a.runs}: must be an integer >= 1")
+        if not a.out:
+            ap.error("--runs needs --out DIR")
+        if a.scenario == "custom":
+            ap.error("--runs repeats a named scenario over seeds; custom specs have no seed")
+        return repeat(a)
 
     def progress(t, dur):
         log(f"  [{spec['scenario']} / {a.cc}] t={t:5.1f}s / max {dur:.0f}s")

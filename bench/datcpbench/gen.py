@@ -432,6 +432,7 @@ class Generator:
                  "fct_s": round(fct, 4) if fct is not None else None, "met": met,
                  "mean_mbps": round(mean, 3), "bytes": total, "phi": f.phi,
                  "src": f.src_i, "dst": f.dst_i, "killed": f.killed,
+                 "addr": f.src_key if f.laddr else None,   # the kernel events' "src"
                  "suspended": f.suspend_count,
                  "tput_from_s": round(b0 * BIN_S, 1),
                  "tput_mbps": [round(x, 2) for x in series]}

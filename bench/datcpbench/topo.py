@@ -9,6 +9,9 @@ import os
 from . import kernel
 from .netns import Cleanup, log, sh
 
+# receiver hosts are RECEIVER_NET + (j + 1)
+RECEIVER_NET = "10.10.2."
+
 
 class Testbed:
     def __init__(self, n_senders, n_receivers, link_mbps=100, switch=None,
@@ -30,7 +33,7 @@ class Testbed:
         return f"10.10.1.{i + 1}"
 
     def receiver_ip(self, j):
-        return f"10.10.2.{j + 1}"
+        return f"{RECEIVER_NET}{j + 1}"
 
     def all_hosts(self):
         return [(ns, self.sender_ip(i), f"s{i}") for i, ns in enumerate(self.senders)] + \
