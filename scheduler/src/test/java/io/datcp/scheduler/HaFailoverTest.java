@@ -77,10 +77,6 @@ class HaFailoverTest {
     return conf;
   }
 
-  private SchedulerServer start(String name) throws IOException {
-    return start(name, haConf());
-  }
-
   private SchedulerServer start(String name, Map<String, String> conf) throws IOException {
     SchedulerServer s = SchedulerServer.builder().dataDir(dir.resolve(name)).grpcPort(0)
         .httpPort(0).conf(SchedulerConf.fromMap(conf)).build().start();
@@ -123,9 +119,14 @@ class HaFailoverTest {
     throw new AssertionError("the leader stepped down while it was being found");
   }
 
-  private static SchedulerServer other(SchedulerServer one, SchedulerServer a,
-      SchedulerServer b) {
-    return one == a ? b : a;
+  /** Two schedulers on the test's ZooKeeper, once one leads and both know it. */
+  private record Pair(SchedulerServer leader, SchedulerServer follower) {}
+
+  private Pair startPair(Map<String, String> conf) throws IOException {
+    SchedulerServer a = start("a", conf);
+    SchedulerServer b = start("b", conf);
+    SchedulerServer leader = awaitOneLeader(a, b);
+    return new Pair(leader, leader == a ? b : a);
   }
 
   private static PolicyLookup lookup() {
@@ -153,10 +154,9 @@ class HaFailoverTest {
 
   @Test
   void oneOfTwoLeadsAndTheFollowerRefersNodeCallsToIt() throws Exception {
-    SchedulerServer a = start("a");
-    SchedulerServer b = start("b");
-    SchedulerServer leader = awaitOneLeader(a, b);
-    SchedulerServer follower = other(leader, a, b);
+    Pair pair = startPair(haConf());
+    SchedulerServer leader = pair.leader();
+    SchedulerServer follower = pair.follower();
 
     assertThatThrownBy(() -> TestServices.stub(follower, null,
         FlowPolicyServiceGrpc.FlowPolicyServiceBlockingStub.class).lookupPolicy(lookup()))
@@ -185,10 +185,9 @@ class HaFailoverTest {
 
   @Test
   void aPolicyWrittenThroughTheLeaderOutlivesItAndTheFollowerTakesOver() throws Exception {
-    SchedulerServer a = start("a");
-    SchedulerServer b = start("b");
-    SchedulerServer leader = awaitOneLeader(a, b);
-    SchedulerServer follower = other(leader, a, b);
+    Pair pair = startPair(haConf());
+    SchedulerServer leader = pair.leader();
+    SchedulerServer follower = pair.follower();
 
     assertThat(send(leader, "PUT", "/api/v1/policies/gold", GOLD).statusCode()).isEqualTo(200);
     await().atMost(PATIENCE).until(() -> get(follower, "/api/v1/policies/gold").statusCode()
@@ -216,10 +215,9 @@ class HaFailoverTest {
 
   @Test
   void aPolicyWrittenThroughTheFollowerReachesTheLeaderAndADeleteBoth() throws Exception {
-    SchedulerServer a = start("a");
-    SchedulerServer b = start("b");
-    SchedulerServer leader = awaitOneLeader(a, b);
-    SchedulerServer follower = other(leader, a, b);
+    Pair pair = startPair(haConf());
+    SchedulerServer leader = pair.leader();
+    SchedulerServer follower = pair.follower();
 
     assertThat(send(follower, "PUT", "/api/v1/policies/gold", GOLD).statusCode())
         .isEqualTo(200);
@@ -236,21 +234,20 @@ class HaFailoverTest {
   void aLeaderThatLosesZooKeeperStopsLeadingAndOneLeadsWhenItIsBack() throws Exception {
     Map<String, String> conf = haConf();
     conf.put("ha.zookeeper.sessionTimeoutMillis", "4000");
-    SchedulerServer a = start("a", conf);
-    SchedulerServer b = start("b", conf);
-    SchedulerServer leader = awaitOneLeader(a, b);
+    Pair pair = startPair(conf);
+    SchedulerServer leader = pair.leader();
 
     zk.stop();
     // Curator suspends leadership when the connection is lost: no leader while none is known.
-    await().atMost(PATIENCE).until(() -> !a.leadership().isLeader()
-        && !b.leadership().isLeader());
+    await().atMost(PATIENCE).until(() -> !leader.leadership().isLeader()
+        && !pair.follower().leadership().isLeader());
     assertThatThrownBy(() -> TestServices.stub(leader, null,
         FlowPolicyServiceGrpc.FlowPolicyServiceBlockingStub.class).lookupPolicy(lookup()))
         .isInstanceOfSatisfying(StatusRuntimeException.class,
             e -> assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.UNAVAILABLE));
 
     zk.restart();
-    awaitOneLeader(a, b);
+    awaitOneLeader(leader, pair.follower());
   }
 
   @Test
