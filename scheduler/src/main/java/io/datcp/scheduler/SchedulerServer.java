@@ -202,6 +202,10 @@ public final class SchedulerServer implements AutoCloseable {
     int maxMessage = conf.get(SchedulerConf.REPORT_MAX_MESSAGE_BYTES);
 
     LeaderGate leaderGate = new LeaderGate(leadership);
+    FlowPolicyGrpcService agentCalls = new FlowPolicyGrpcService(service.lookups(),
+        service.reports(), service.switches(), conf.get(SchedulerConf.WATCH_MAX_QUEUED));
+    // A scheduler that stops leading sends its agents' streams to the one that leads.
+    leadership.onLoss(() -> agentCalls.endStreams(leaderGate.refusal()));
     ServerBuilder gb = Server.builder();
     if (tls == null) {
       gb.http(b.grpcPort);
@@ -229,9 +233,7 @@ public final class SchedulerServer implements AutoCloseable {
                 new ShuffleReportGrpcService(service.reports()).bindService()), nodeAuth),
                 leaderGate))
             .addService(ServerInterceptors.intercept(budget.guard(heavyLane.offload(
-                new FlowPolicyGrpcService(service.lookups(), service.reports(),
-                    service.switches(), conf.get(SchedulerConf.WATCH_MAX_QUEUED))
-                .bindService()), nodeAuth), leaderGate))
+                agentCalls.bindService()), nodeAuth), leaderGate))
             .addService(new PolicyAdminGrpcService(service.rules(), service.switches()))
             // v1alpha: the reflection flavour Armeria wires to its server; grpcurl falls back
             // to it.

@@ -6,11 +6,14 @@ import static org.awaitility.Awaitility.await;
 
 import io.datcp.proto.v1.FlowPolicyServiceGrpc;
 import io.datcp.proto.v1.PolicyLookup;
+import io.datcp.proto.v1.PolicyUpdate;
+import io.datcp.proto.v1.WatchRequest;
 import io.datcp.scheduler.api.grpc.LeaderGate;
 import io.datcp.scheduler.common.ConfigException;
 import io.datcp.scheduler.config.SchedulerConf;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
+import io.grpc.stub.StreamObserver;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.net.URI;
@@ -236,15 +239,42 @@ class HaFailoverTest {
     conf.put("ha.zookeeper.sessionTimeoutMillis", "4000");
     Pair pair = startPair(conf);
     SchedulerServer leader = pair.leader();
+    CompletableFuture<Boolean> snapshotSent = new CompletableFuture<>();
+    CompletableFuture<Status> streamEnded = new CompletableFuture<>();
+    TestServices.stub(leader, null, FlowPolicyServiceGrpc.FlowPolicyServiceStub.class)
+        .watchPolicies(WatchRequest.newBuilder().setAgentHost("node1").setResync(true).build(),
+            new StreamObserver<>() {
+              @Override
+              public void onNext(PolicyUpdate u) {
+                snapshotSent.complete(u.getSnapshotEnd());
+              }
+
+              @Override
+              public void onError(Throwable t) {
+                streamEnded.complete(Status.fromThrowable(t));
+              }
+
+              @Override
+              public void onCompleted() {
+                streamEnded.complete(Status.OK);
+              }
+            });
+    assertThat(snapshotSent.get(PATIENCE.toSeconds(), TimeUnit.SECONDS)).isTrue();
 
     zk.stop();
     // Curator suspends leadership when the connection is lost: no leader while none is known.
     await().atMost(PATIENCE).until(() -> !leader.leadership().isLeader()
         && !pair.follower().leadership().isLeader());
+    // Nor does it name itself: clients move on to another scheduler.
     assertThatThrownBy(() -> TestServices.stub(leader, null,
         FlowPolicyServiceGrpc.FlowPolicyServiceBlockingStub.class).lookupPolicy(lookup()))
-        .isInstanceOfSatisfying(StatusRuntimeException.class,
-            e -> assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.UNAVAILABLE));
+        .isInstanceOfSatisfying(StatusRuntimeException.class, e -> {
+          assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.UNAVAILABLE);
+          assertThat(e.getTrailers().get(LeaderGate.LEADER_TRAILER)).isNull();
+        });
+    // Its agents' update streams are ended, so they reconnect elsewhere.
+    assertThat(streamEnded.get(PATIENCE.toSeconds(), TimeUnit.SECONDS).getCode())
+        .isEqualTo(Status.Code.UNAVAILABLE);
 
     zk.restart();
     awaitOneLeader(leader, pair.follower());

@@ -16,6 +16,9 @@ public interface Leadership extends AutoCloseable {
   /** The current leader's gRPC address; empty while none is elected or known. */
   Optional<String> leader();
 
+  /** Runs {@code listener} each time this scheduler stops leading (never for a sole one). */
+  void onLoss(Runnable listener);
+
   /** "single" or "zookeeper", as /metrics and /api/v1/ha show it. */
   String mode();
 

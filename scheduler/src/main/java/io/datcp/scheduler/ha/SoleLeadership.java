@@ -22,6 +22,11 @@ public final class SoleLeadership implements Leadership {
   }
 
   @Override
+  public void onLoss(Runnable listener) {
+    // A sole scheduler leads as long as it runs.
+  }
+
+  @Override
   public String mode() {
     return "single";
   }

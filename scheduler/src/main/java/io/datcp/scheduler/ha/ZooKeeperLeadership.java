@@ -3,7 +3,9 @@ package io.datcp.scheduler.ha;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.Comparator;
+import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.CopyOnWriteArrayList;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.recipes.cache.ChildData;
 import org.apache.curator.framework.recipes.cache.CuratorCache;
@@ -31,6 +33,8 @@ public final class ZooKeeperLeadership implements Leadership {
   private final CuratorCache participants;
   private volatile LeaderLatch latch;
   private volatile Optional<String> leader = Optional.empty();
+  private volatile String self;
+  private final List<Runnable> lossListeners = new CopyOnWriteArrayList<>();
 
   /** @param latchPath the election's ZooKeeper node (created if absent) */
   public ZooKeeperLeadership(CuratorFramework zk, String latchPath) {
@@ -53,6 +57,7 @@ public final class ZooKeeperLeadership implements Leadership {
       @Override
       public void notLeader() {
         LOG.warn("this scheduler ({}) no longer leads", address);
+        lossListeners.forEach(Runnable::run);
       }
     });
     try {
@@ -60,6 +65,7 @@ public final class ZooKeeperLeadership implements Leadership {
     } catch (Exception e) {
       throw new IllegalStateException("cannot join the scheduler election at " + latchPath, e);
     }
+    self = address;
     latch = l;
   }
 
@@ -69,9 +75,19 @@ public final class ZooKeeperLeadership implements Leadership {
     return l != null && l.hasLeadership();
   }
 
+  /**
+   * While this scheduler has lost its connection its own election node stays until the session
+   * expires: it is not named then, so clients move on instead of coming back.
+   */
   @Override
   public Optional<String> leader() {
-    return leader;
+    Optional<String> l = leader;
+    return l.isPresent() && l.get().equals(self) && !isLeader() ? Optional.empty() : l;
+  }
+
+  @Override
+  public void onLoss(Runnable listener) {
+    lossListeners.add(listener);
   }
 
   @Override

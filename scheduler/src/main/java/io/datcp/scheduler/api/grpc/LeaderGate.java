@@ -6,6 +6,7 @@ import io.grpc.ServerCall;
 import io.grpc.ServerCallHandler;
 import io.grpc.ServerInterceptor;
 import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
 import java.util.Optional;
 
 /**
@@ -31,13 +32,20 @@ public final class LeaderGate implements ServerInterceptor {
     if (leadership.isLeader()) {
       return next.startCall(call, headers);
     }
+    StatusRuntimeException refusal = refusal();
+    call.close(refusal.getStatus(), refusal.getTrailers());
+    return new ServerCall.Listener<>() {};
+  }
+
+  /** UNAVAILABLE naming the leader, if one is known; also what ends streams on demotion. */
+  public StatusRuntimeException refusal() {
     Metadata trailers = new Metadata();
     Optional<String> leader = leadership.leader();
     leader.ifPresent(address -> trailers.put(LEADER_TRAILER, address));
-    call.close(Status.UNAVAILABLE.withDescription(leader
+    return Status.UNAVAILABLE.withDescription(leader
         .map(address -> "this scheduler is a follower; the leader is " + address
             + " (trailer datcp-leader)")
-        .orElse("this scheduler is a follower and knows no leader yet; retry")), trailers);
-    return new ServerCall.Listener<>() {};
+        .orElse("this scheduler is a follower and knows no leader yet; retry"))
+        .asRuntimeException(trailers);
   }
 }
