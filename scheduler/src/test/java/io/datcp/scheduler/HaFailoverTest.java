@@ -20,6 +20,7 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -214,6 +215,57 @@ class HaFailoverTest {
     assertThat(TestServices.stub(follower, null,
         FlowPolicyServiceGrpc.FlowPolicyServiceBlockingStub.class).lookupPolicy(lookup())
         .getJobId()).isEqualTo("job_1700000000000_0001");
+  }
+
+  /**
+   * The leader is a real scheduler process killed with SIGKILL: its session is not closed, so
+   * the follower leads once ZooKeeper expires it (about ha.zookeeper.sessionTimeoutMillis).
+   */
+  @Test
+  void aKilledLeaderIsReplacedAfterItsSessionExpiresWithItsAcknowledgedPolicy()
+      throws Exception {
+    int sessionMillis = 4000;
+    Map<String, String> conf = haConf();
+    conf.put("ha.zookeeper.sessionTimeoutMillis", Integer.toString(sessionMillis));
+    StringBuilder file = new StringBuilder();
+    conf.forEach((k, v) -> file.append(k).append('=').append(v).append('\n'));
+    Path confFile = Files.writeString(dir.resolve("child.properties"), file);
+    Path java = Path.of(System.getProperty("java.home"), "bin", "java");
+    Process child = new ProcessBuilder(java.toString(), "-Xmx256m",
+        "-cp", System.getProperty("java.class.path"), SchedulerMain.class.getName(),
+        "--data-dir", dir.resolve("child").toString(), "--grpc-port", "0", "--http-port", "0",
+        "--config", confFile.toString())
+        .redirectErrorStream(true).start();
+    try {
+      int childHttp = TestServices.awaitReady(child);
+      SchedulerServer follower = start("follower", conf);
+      // The child joined first, so it leads; the follower knows it.
+      await().atMost(PATIENCE).until(() -> follower.leadership().leader()
+          .filter(l -> !l.equals(follower.address())).isPresent());
+      assertThat(follower.leadership().isLeader()).isFalse();
+      HttpResponse<String> put = http.send(HttpRequest.newBuilder(
+              URI.create("http://127.0.0.1:" + childHttp + "/api/v1/policies/gold"))
+          .timeout(Duration.ofSeconds(30)).header("Authorization", "Bearer " + TOKEN)
+          .header("Content-Type", "application/json")
+          .PUT(HttpRequest.BodyPublishers.ofString(GOLD)).build(),
+          HttpResponse.BodyHandlers.ofString());
+      assertThat(put.statusCode()).isEqualTo(200);
+
+      long killed = System.nanoTime();
+      assertThat(new ProcessBuilder("kill", "-KILL", Long.toString(child.pid())).start()
+          .waitFor()).isZero();
+      await().atMost(PATIENCE).pollInterval(Duration.ofMillis(20))
+          .until(() -> follower.leadership().isLeader());
+      long ledAfterMillis = (System.nanoTime() - killed) / 1_000_000;
+      System.out.println("HA crash failover: the follower led " + ledAfterMillis
+          + " ms after the leader's SIGKILL (ha.zookeeper.sessionTimeoutMillis " + sessionMillis
+          + ")");
+      assertThat(follower.service().getPolicy("gold")).hasValueSatisfying(
+          r -> assertThat(r.queue()).isEqualTo("gold"));
+    } finally {
+      child.destroyForcibly();
+      child.waitFor(30, TimeUnit.SECONDS);
+    }
   }
 
   @Test
