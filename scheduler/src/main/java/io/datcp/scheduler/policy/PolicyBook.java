@@ -1,7 +1,6 @@
 package io.datcp.scheduler.policy;
 
 import io.datcp.scheduler.common.InvalidFieldException;
-import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashSet;
 import java.util.List;
