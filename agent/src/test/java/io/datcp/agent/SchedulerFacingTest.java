@@ -24,6 +24,7 @@ import io.datcp.proto.v1.RefusedEvent;
 import io.datcp.proto.v1.ReportAck;
 import io.datcp.proto.v1.ShuffleEvent;
 import io.datcp.proto.v1.ShuffleReport;
+import io.grpc.Metadata;
 import io.grpc.Status;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -127,6 +128,43 @@ class SchedulerFacingTest {
     await().atMost(Duration.ofSeconds(5)).until(() -> agent.kernel()
         .flowMeta(TestAgents.tuple(r)).orElseThrow().deadlineNs() != 0);
     assertThat(outageWarnings()).isEqualTo(1);
+  }
+
+  @Test
+  void callsGoToTheLeaderAFollowerNamesAndPastASchedulerThatIsDown() throws Exception {
+    FakeScheduler leader = new FakeScheduler().start();
+    FakeScheduler down = new FakeScheduler().start();
+    String downTarget = down.target();
+    down.close();
+    try {
+      scheduler = new FakeScheduler().start();
+      scheduler.followerOf = leader.target();
+      // Listed first: a follower (names the leader), then one that is down, then the leader.
+      Map<String, String> s = TestAgents.settings(dir,
+          scheduler.target() + "," + downTarget + "," + leader.target(), 13562);
+      agent = TestAgents.start(s);
+      client = new AgentClient(dir.resolve("agent.sock"));
+      await().atMost(Duration.ofSeconds(30)).until(() -> leader.watchers() == 1);
+      FlowRegistration r = TestAgents.registration("job_1700000000000_0303", 33, 44300).build();
+      client.blocking().registerFlow(r);
+      await().atMost(Duration.ofSeconds(30)).until(() -> !leader.lookups.isEmpty());
+      assertThat(scheduler.lookups).isEmpty();
+      assertThat(scheduler.watches).isEmpty();
+
+      // The leader steps down and names the first as the new one: calls follow.
+      scheduler.followerOf = null;
+      leader.followerOf = scheduler.target();
+      Metadata named = new Metadata();
+      named.put(Metadata.Key.of("datcp-leader", Metadata.ASCII_STRING_MARSHALLER),
+          scheduler.target());
+      leader.closeWatchers(Status.UNAVAILABLE, named);
+      await().atMost(Duration.ofSeconds(30)).until(() -> scheduler.watchers() == 1);
+      client.blocking().registerFlow(
+          TestAgents.registration("job_1700000000000_0304", 34, 44301).build());
+      await().atMost(Duration.ofSeconds(30)).until(() -> !scheduler.lookups.isEmpty());
+    } finally {
+      leader.close();
+    }
   }
 
   @Test

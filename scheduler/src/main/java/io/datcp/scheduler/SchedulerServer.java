@@ -19,6 +19,7 @@ import com.linecorp.armeria.server.healthcheck.HealthCheckService;
 import com.linecorp.armeria.server.metric.MetricCollectingService;
 import io.datcp.scheduler.api.grpc.FlowPolicyGrpcService;
 import io.datcp.scheduler.api.grpc.HeavyLane;
+import io.datcp.scheduler.api.grpc.LeaderGate;
 import io.datcp.scheduler.api.grpc.PolicyAdminGrpcService;
 import io.datcp.scheduler.api.grpc.ShuffleReportGrpcService;
 import io.datcp.scheduler.api.rest.JobResource;
@@ -35,11 +36,19 @@ import io.datcp.scheduler.common.ConfigException;
 import io.datcp.scheduler.config.SchedulerConf;
 import io.datcp.scheduler.dashboard.Dashboard;
 import io.datcp.scheduler.dashboard.DashboardResource;
+import io.datcp.scheduler.ha.Leadership;
+import io.datcp.scheduler.ha.SoleLeadership;
+import io.datcp.scheduler.ha.ZooKeeperEnsemble;
+import io.datcp.scheduler.ha.ZooKeeperLeadership;
 import io.datcp.scheduler.ingest.HostRateLimiter;
 import io.datcp.scheduler.ingest.YarnApps;
 import io.datcp.scheduler.policy.PolicyBook;
+import io.datcp.scheduler.policy.RuleStore;
 import io.datcp.scheduler.store.PolicyStore;
+import io.datcp.scheduler.store.ZooKeeperPolicyStore;
+import io.grpc.ServerInterceptors;
 import io.grpc.protobuf.services.ProtoReflectionService;
+import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.distribution.DistributionStatisticConfig;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
@@ -47,11 +56,15 @@ import io.netty.channel.EventLoopGroup;
 import io.netty.handler.ssl.ClientAuth;
 import io.netty.util.concurrent.EventExecutor;
 import java.io.IOException;
+import java.net.InetAddress;
+import java.net.UnknownHostException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -96,7 +109,11 @@ public final class SchedulerServer implements AutoCloseable {
           .serviceLevelObjectives().build().merge(DistributionStatisticConfig.DEFAULT);
 
   private final SchedulerService service;
-  private final PolicyStore store;
+  private final RuleStore store;
+  private final Leadership leadership;
+  /** The HA mode's ZooKeeper session; nothing to close for a single scheduler. */
+  private final AutoCloseable ensemble;
+  private final String advertisedHost;
   private final WriteToken token;
   private final NodeCredentials nodes;
   private final ScheduledExecutorService sweeper;
@@ -116,11 +133,20 @@ public final class SchedulerServer implements AutoCloseable {
     ObjectMapper json = new ObjectMapper()
         .configure(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES, true)
         .configure(DeserializationFeature.FAIL_ON_NULL_FOR_PRIMITIVES, true);
-    store = PolicyStore.open(b.dataDir, json);
+    Coordination coordination = coordination(conf, b.dataDir, json);
+    store = coordination.store();
+    leadership = coordination.leadership();
+    ensemble = coordination.ensemble();
+    advertisedHost = conf.get(SchedulerConf.HA_ADVERTISED_HOST);
     PolicyBook book = new PolicyBook(store, conf.get(SchedulerConf.DEFAULT_MODE),
         conf.get(SchedulerConf.DEFAULT_QUENCH_MODE));
     nodes = NodeCredentials.open(b.dataDir);
     PrometheusMeterRegistry meters = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    Gauge.builder("datcp.ha.leader", leadership, l -> l.isLeader() ? 1 : 0)
+        .description("1 while this scheduler leads (plans, serves agents and plugins), 0 while"
+            + " it follows; always 1 for a single scheduler")
+        .tag("mode", leadership.mode())
+        .register(meters);
     // Armeria reads this process-wide setting when it creates a route's meters.
     MoreMeters.setDistributionStatisticConfig(REQUEST_METRICS);
     int loops = conf.get(SchedulerConf.SERVER_EVENT_LOOPS);
@@ -175,6 +201,11 @@ public final class SchedulerServer implements AutoCloseable {
     }
     int maxMessage = conf.get(SchedulerConf.REPORT_MAX_MESSAGE_BYTES);
 
+    LeaderGate leaderGate = new LeaderGate(leadership);
+    FlowPolicyGrpcService agentCalls = new FlowPolicyGrpcService(service.lookups(),
+        service.reports(), service.switches(), conf.get(SchedulerConf.WATCH_MAX_QUEUED));
+    // A scheduler that stops leading sends its agents' streams to the one that leads.
+    leadership.onLoss(() -> agentCalls.endStreams(leaderGate.refusal()));
     ServerBuilder gb = Server.builder();
     if (tls == null) {
       gb.http(b.grpcPort);
@@ -197,11 +228,12 @@ public final class SchedulerServer implements AutoCloseable {
         // Policy update streams live as long as the agent; clients bound unary calls themselves.
         .requestTimeout(Duration.ZERO)
         .service(GrpcService.builder()
-            .addService(budget.guard(heavyLane.offload(
-                new ShuffleReportGrpcService(service.reports()).bindService()), nodeAuth))
-            .addService(budget.guard(heavyLane.offload(new FlowPolicyGrpcService(service.lookups(),
-                service.reports(), service.switches(), conf.get(SchedulerConf.WATCH_MAX_QUEUED))
-                .bindService()), nodeAuth))
+            // The leader gate first: a follower refuses node calls before any other work.
+            .addService(ServerInterceptors.intercept(budget.guard(heavyLane.offload(
+                new ShuffleReportGrpcService(service.reports()).bindService()), nodeAuth),
+                leaderGate))
+            .addService(ServerInterceptors.intercept(budget.guard(heavyLane.offload(
+                agentCalls.bindService()), nodeAuth), leaderGate))
             .addService(new PolicyAdminGrpcService(service.rules(), service.switches()))
             // v1alpha: the reflection flavour Armeria wires to its server; grpcurl falls back
             // to it.
@@ -230,6 +262,10 @@ public final class SchedulerServer implements AutoCloseable {
         .meterRegistry(meters)
         .maxRequestLength(maxMessage)
         .service("/healthz", HealthCheckService.of())
+        // Ready = leading: a load balancer or probe sends node traffic to the leader only.
+        .service("/readyz", HealthCheckService.builder().checkers(leadership::isLeader)
+            .longPolling(0).build())
+        .service("/api/v1/ha", (ctx, req) -> HttpResponse.ofJson(haStatus()))
         .service("/metrics", (ctx, req) -> HttpResponse.of(
             MediaType.parse("text/plain; version=0.0.4; charset=utf-8"), meters.scrape()))
         .annotatedService()
@@ -299,6 +335,58 @@ public final class SchedulerServer implements AutoCloseable {
         clientCa.isEmpty() ? null : Path.of(clientCa));
   }
 
+  /** The policy store and the election: local and sole, or (ha.zookeeper.connect) shared. */
+  private record Coordination(RuleStore store, Leadership leadership, AutoCloseable ensemble) {}
+
+  /**
+   * @throws ConfigException naming the ha.* or auth.* key the HA mode cannot start with
+   */
+  private static Coordination coordination(SchedulerConf conf, Path dataDir, ObjectMapper json) {
+    String connect = conf.get(SchedulerConf.HA_ZOOKEEPER_CONNECT);
+    if (connect.isEmpty()) {
+      return new Coordination(PolicyStore.open(dataDir, json), new SoleLeadership(), () -> { });
+    }
+    if (conf.get(SchedulerConf.AUTH_TOKEN).isEmpty()) {
+      throw new ConfigException("configuration key 'auth.token': required with"
+          + " ha.zookeeper.connect (at least 16 characters, the same on every scheduler), so"
+          + " that policy writes to any of them carry the same token");
+    }
+    String path = conf.get(SchedulerConf.HA_ZOOKEEPER_PATH);
+    ZooKeeperEnsemble zk = ZooKeeperEnsemble.connect(connect,
+        conf.get(SchedulerConf.HA_SESSION_TIMEOUT_MILLIS));
+    try {
+      return new Coordination(ZooKeeperPolicyStore.open(zk.client(), path + "/policies", json),
+          new ZooKeeperLeadership(zk.client(), path + "/leader"), zk);
+    } catch (RuntimeException e) {
+      zk.close();
+      throw e;
+    }
+  }
+
+  /** What GET /api/v1/ha answers: mode, this instance's role, its and the leader's address. */
+  private Map<String, Object> haStatus() {
+    Map<String, Object> status = new LinkedHashMap<>();
+    status.put("mode", leadership.mode());
+    status.put("role", leadership.isLeader() ? "leader" : "follower");
+    status.put("self", address());
+    status.put("leader", leadership.leader().orElse(null));
+    return status;
+  }
+
+  /** This instance's gRPC address as it joins the election: ha.advertisedHost:port. */
+  public String address() {
+    String host = advertisedHost;
+    if (host.isEmpty()) {
+      try {
+        host = InetAddress.getLocalHost().getCanonicalHostName();
+      } catch (UnknownHostException e) {
+        throw new ConfigException("configuration key 'ha.advertisedHost': this machine's host"
+            + " name does not resolve (" + e.getMessage() + "); set it");
+      }
+    }
+    return host + ":" + grpcPort();
+  }
+
   /** The ResourceManager, when configured: for job ends always, for attributes unless dev. */
   private static YarnApps yarn(SchedulerConf conf, ClientFactory clients) {
     boolean fromReports = conf.get(SchedulerConf.JOB_ATTRIBUTES_FROM).equals("reports");
@@ -326,6 +414,7 @@ public final class SchedulerServer implements AutoCloseable {
     try {
       grpc.start().join();
       http.start().join();
+      leadership.start(address());
     } catch (RuntimeException e) {
       close();
       throw e;
@@ -368,14 +457,26 @@ public final class SchedulerServer implements AutoCloseable {
     return nodes;
   }
 
+  /** This instance's role in the election (always leading without ha.zookeeper.connect). */
+  public Leadership leadership() {
+    return leadership;
+  }
+
   @Override
   public void close() {
+    // Leave the election first: another scheduler leads while this one stops.
+    leadership.close();
     sweeper.shutdownNow();
     CompletableFuture.allOf(http.stop(), grpc.stop()).join();
     heavyLane.close();
     clients.close();
     eventLoops.shutdownGracefully(0, 0, TimeUnit.SECONDS);
     store.close();
+    try {
+      ensemble.close();
+    } catch (Exception e) {
+      LOG.warn("closing the ZooKeeper session failed; it expires on its own", e);
+    }
   }
 
   /** Settings of one scheduler instance. */

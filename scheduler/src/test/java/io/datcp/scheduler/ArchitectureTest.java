@@ -36,7 +36,8 @@ class ArchitectureTest {
       Set.of("plan"),                                // deadlines per reducer host
       Set.of("jobs"),                                // the live job model
       Set.of("store"),                               // rules' persistence
-      Set.of("policy", "switches", "flows", "auth"), // rules, switch settings, flow log, tokens
+      Set.of("policy", "switches", "flows", "auth", "ha"), // rules, switch settings, flow log,
+                                                   // tokens, election and ZooKeeper session
       Set.of("common"));                             // exceptions, lock stripes, time
 
   private static final String BASE = "io/datcp/scheduler/";

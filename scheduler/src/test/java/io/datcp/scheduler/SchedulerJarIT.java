@@ -2,21 +2,15 @@ package io.datcp.scheduler;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -39,7 +33,7 @@ class SchedulerJarIT {
         "--config", conf.toString())
         .redirectErrorStream(true).start();
     try {
-      int port = awaitHttpPort(p);
+      int port = TestServices.awaitReady(p);
       HttpClient http = HttpClient.newHttpClient();
       for (String path : List.of("/healthz", "/api/v1/policies", "/api/v1/jobs",
           "/api/v1/flows", "/api/v1/openapi.json", "/metrics", "/",
@@ -59,23 +53,5 @@ class SchedulerJarIT {
       }
     }
     assertThat(p.exitValue()).as("clean exit on SIGTERM").isIn(0, 143);
-  }
-
-  private static int awaitHttpPort(Process p) throws Exception {
-    BufferedReader out = new BufferedReader(
-        new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
-    Pattern ready = Pattern.compile(Pattern.quote(SchedulerMain.READY) + ".*http port (\\d+)");
-    List<String> seen = new ArrayList<>();
-    for (String line; (line = out.readLine()) != null; ) {
-      seen.add(line);
-      Matcher m = ready.matcher(line);
-      if (m.find()) {
-        Thread drain = new Thread(() -> out.lines().forEach(l -> { }), "jar-output");
-        drain.setDaemon(true);
-        drain.start();
-        return Integer.parseInt(m.group(1));
-      }
-    }
-    throw new AssertionError("scheduler exited before it was ready: " + seen);
   }
 }

@@ -16,8 +16,11 @@ import io.datcp.scheduler.policy.PolicyBook;
 import io.datcp.scheduler.store.PolicyStore;
 import io.grpc.stub.StreamObserver;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.io.BufferedReader;
 import java.io.IOException;
+import java.io.InputStreamReader;
 import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -26,7 +29,10 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.extension.AfterEachCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -175,5 +181,32 @@ public final class TestServices {
       @Override
       public void onCompleted() {}
     };
+  }
+
+  /**
+   * Waits for a child scheduler JVM's ready line and returns its HTTP port; the child's output
+   * is drained from then on so it never blocks on a full pipe.
+   */
+  public static int awaitReady(Process child) throws IOException {
+    BufferedReader out = new BufferedReader(
+        new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
+    Pattern ready = Pattern.compile(Pattern.quote(SchedulerMain.READY) + ".*http port (\\d+)");
+    List<String> seen = new ArrayList<>();
+    long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+    while (System.nanoTime() < until) {
+      String line = out.readLine();
+      if (line == null) {
+        break;
+      }
+      seen.add(line);
+      Matcher m = ready.matcher(line);
+      if (m.find()) {
+        Thread drain = new Thread(() -> out.lines().forEach(l -> { }), "child-output");
+        drain.setDaemon(true);
+        drain.start();
+        return Integer.parseInt(m.group(1));
+      }
+    }
+    throw new AssertionError("scheduler did not become ready; output: " + seen);
   }
 }

@@ -198,9 +198,11 @@ public final class AgentConf {
 
   public static final Key<String> SCHEDULER_TARGET = register(new Key<>("scheduler.target",
       "localhost:9090", Function.identity(),
-      v -> v.isEmpty() || v.matches("[A-Za-z0-9._\\-\\[\\]:]+:[0-9]{1,5}"),
-      "empty or HOST:PORT",
-      "gRPC address of the scheduler; empty: run without one (default policy for every"
+      v -> v.isEmpty() || v.matches("[A-Za-z0-9._\\-\\[\\]:]+:[0-9]{1,5}"
+          + "(,[A-Za-z0-9._\\-\\[\\]:]+:[0-9]{1,5})*"),
+      "empty or HOST:PORT[,HOST:PORT...]",
+      "gRPC address of the scheduler, or of each scheduler of the HA mode (calls go to the"
+          + " leader: a follower names it); empty: run without one (default policy for every"
           + " flow)."));
 
   public static final Key<String> TOKEN_FILE = register(new Key<>("scheduler.tokenFile", "",

@@ -1,7 +1,6 @@
 package io.datcp.agent.scheduler;
 
 import io.datcp.agent.config.AgentConf;
-import io.grpc.ManagedChannel;
 import io.grpc.netty.GrpcSslContexts;
 import io.grpc.netty.NettyChannelBuilder;
 import io.netty.handler.ssl.SslContext;
@@ -13,10 +12,12 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.GeneralSecurityException;
 import java.security.cert.CertificateFactory;
+import java.util.List;
 import java.util.logging.Logger;
 
 /**
- * The channel to scheduler.target: TLS, the scheduler's certificate checked against
+ * The channels to the schedulers scheduler.target lists (one, or those of the HA mode, followed
+ * to the leader by {@link LeaderChannel}): TLS, the scheduler's certificate checked against
  * scheduler.caFile (and its name against the target's host), and this node's certificate
  * presented when scheduler.certFile is set (mutual TLS: the scheduler knows the node by it).
  * Plaintext only with scheduler.plaintext=true, with a warning. Bad files stop start-up with a
@@ -32,8 +33,8 @@ final class SchedulerChannel {
    *
    * @throws IllegalArgumentException naming the scheduler.* key whose value cannot be used
    */
-  static ManagedChannel open(AgentConf conf) {
-    String target = conf.get(AgentConf.SCHEDULER_TARGET);
+  static LeaderChannel open(AgentConf conf) {
+    List<String> targets = List.of(conf.get(AgentConf.SCHEDULER_TARGET).split(","));
     String ca = conf.get(AgentConf.SCHEDULER_CA_FILE);
     String cert = conf.get(AgentConf.SCHEDULER_CERT_FILE);
     String key = conf.get(AgentConf.SCHEDULER_KEY_FILE);
@@ -42,10 +43,11 @@ final class SchedulerChannel {
         throw new IllegalArgumentException("configuration key 'scheduler.plaintext': true"
             + " conflicts with scheduler.caFile, scheduler.certFile and scheduler.keyFile");
       }
-      LOG.warning("scheduler.plaintext=true: the scheduler at " + target + " is reached"
+      LOG.warning("scheduler.plaintext=true: the scheduler at " + targets + " is reached"
           + " without TLS, the node token readable on the network (development on loopback"
           + " only)");
-      return NettyChannelBuilder.forTarget(target).usePlaintext().build();
+      return new LeaderChannel(targets,
+          target -> NettyChannelBuilder.forTarget(target).usePlaintext().build());
     }
     if (cert.isEmpty() != key.isEmpty()) {
       throw new IllegalArgumentException("configuration key '" + (cert.isEmpty()
@@ -74,7 +76,8 @@ final class SchedulerChannel {
       throw new IllegalArgumentException("configuration keys 'scheduler.caFile',"
           + " 'scheduler.certFile', 'scheduler.keyFile': no TLS context from them: " + e);
     }
-    return NettyChannelBuilder.forTarget(target).sslContext(context).build();
+    return new LeaderChannel(targets,
+        target -> NettyChannelBuilder.forTarget(target).sslContext(context).build());
   }
 
   private static void readable(String key, String file) {

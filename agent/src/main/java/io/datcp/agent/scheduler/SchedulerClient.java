@@ -17,7 +17,6 @@ import io.datcp.proto.v1.WatchRequest;
 import io.grpc.CallCredentials;
 import io.grpc.Channel;
 import io.grpc.ClientInterceptors;
-import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.stub.ClientCallStreamObserver;
@@ -58,7 +57,7 @@ public final class SchedulerClient implements PolicySource, AutoCloseable {
   private static final int MAX_TRACKED_FLOWS = 100_000;
 
   private final String hostName;
-  private final ManagedChannel channel;
+  private final LeaderChannel channel;
   /** Null without scheduler.tokenFile. */
   private final NodeToken token;
   private final FlowPolicyServiceGrpc.FlowPolicyServiceStub policyStub;

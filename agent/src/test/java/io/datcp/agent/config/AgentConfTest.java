@@ -81,6 +81,17 @@ class AgentConfTest {
   }
 
   @Test
+  void schedulerTargetTakesOneAddressOrTheHaModesList() {
+    assertThat(AgentConf.fromMap(Map.of("scheduler.target", "s1:9090,s2:9090,[::1]:9091"))
+        .get(AgentConf.SCHEDULER_TARGET)).isEqualTo("s1:9090,s2:9090,[::1]:9091");
+    for (String bad : List.of("s1:9090,", "s1:9090,s2", "s1:9090 s2:9090")) {
+      assertThatThrownBy(() -> AgentConf.fromMap(Map.of("scheduler.target", bad)))
+          .as(bad).hasMessageContaining("'scheduler.target'")
+          .hasMessageContaining("HOST:PORT[,HOST:PORT...]");
+    }
+  }
+
+  @Test
   void keysThatGoTogetherAreChecked() {
     assertThatThrownBy(() -> AgentConf.fromMap(Map.of("agent.role", "switch")))
         .hasMessageContaining("'switch.name' is required when agent.role=switch");

@@ -67,6 +67,8 @@ public final class FakeScheduler implements AutoCloseable {
   /** When set, calls without "Bearer " + this are refused with UNAUTHENTICATED, as the
    *  scheduler's node authentication does. */
   public volatile String requiredToken;
+  /** When set, every call is refused as a follower of the HA mode does, naming this leader. */
+  public volatile String followerOf;
   /** Calls refused for their credential. */
   public final List<String> refused = new CopyOnWriteArrayList<>();
   /** With {@link #tls}: the DNS subjectAltNames of each call's client certificate. */
@@ -106,6 +108,15 @@ public final class FakeScheduler implements AutoCloseable {
             clientCertificateNames.add("");
           }
         }
+        String leader = followerOf;
+        if (leader != null) {
+          // As a follower scheduler's LeaderGate: refused unread, the leader named.
+          Metadata trailers = new Metadata();
+          trailers.put(Metadata.Key.of("datcp-leader", Metadata.ASCII_STRING_MARSHALLER), leader);
+          call.close(Status.UNAVAILABLE.withDescription("this scheduler is a follower; the"
+              + " leader is " + leader), trailers);
+          return new ServerCall.Listener<>() {};
+        }
         String required = requiredToken;
         if (required != null && !("Bearer " + required).equals(auth)) {
           refused.add(call.getMethodDescriptor().getBareMethodName());
@@ -139,6 +150,18 @@ public final class FakeScheduler implements AutoCloseable {
         }
       }
     }
+  }
+
+  /** Ends every policy update stream with {@code status} and {@code trailers}. */
+  public void closeWatchers(Status status, Metadata trailers) {
+    for (ServerCallStreamObserver<PolicyUpdate> w : watchers) {
+      synchronized (w) {
+        if (!w.isCancelled()) {
+          w.onError(status.asRuntimeException(trailers));
+        }
+      }
+    }
+    watchers.clear();
   }
 
   public int watchers() {

@@ -20,6 +20,7 @@ import java.util.Properties;
 import java.util.TreeSet;
 import java.util.function.Function;
 import java.util.function.Predicate;
+import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 
 /**
@@ -334,6 +335,41 @@ public final class SchedulerConf {
       "With tls.clientCaFile, whether a gRPC client must present a certificate (require) or"
           + " may come without one and use a token (optional). A certificate that the CAs did"
           + " not sign is refused at the handshake either way."));
+
+  /** host:port[,host:port...][/chroot], as ZooKeeper's own clients take it. */
+  private static final Pattern ZK_CONNECT = Pattern.compile(
+      "[A-Za-z0-9.\\-\\[\\]:]+:[0-9]{1,5}(,[A-Za-z0-9.\\-\\[\\]:]+:[0-9]{1,5})*(/[^/\\s]+)*");
+  /** An absolute ZooKeeper path: /a/b, no trailing slash, no empty or relative elements. */
+  private static final Pattern ZK_PATH = Pattern.compile("(/[A-Za-z0-9_.\\-]+)+");
+
+  public static final Key<String> HA_ZOOKEEPER_CONNECT = register(new Key<>(
+      "ha.zookeeper.connect", "", Function.identity(),
+      v -> v.isEmpty() || ZK_CONNECT.matcher(v).matches(),
+      "empty (one scheduler, local policy store) or host:port[,host:port...][/chroot]",
+      "ZooKeeper ensemble of the HA mode: schedulers sharing it elect one leader and keep the"
+          + " policy rules there (see README, High availability); empty: a single scheduler"
+          + " with its local store."));
+
+  public static final Key<String> HA_ZOOKEEPER_PATH = register(new Key<>(
+      "ha.zookeeper.path", "/datcp/scheduler", Function.identity(),
+      v -> ZK_PATH.matcher(v).matches() && !v.contains("/./") && !v.contains("/../")
+          && !v.endsWith("/.") && !v.endsWith("/.."),
+      "an absolute ZooKeeper path such as /datcp/scheduler (letters, digits, '_', '.', '-')",
+      "ZooKeeper node under which the schedulers of one cluster elect their leader (leader/)"
+          + " and keep their policy rules (policies); one path per cluster."));
+
+  public static final Key<Integer> HA_SESSION_TIMEOUT_MILLIS = register(intIn(
+      "ha.zookeeper.sessionTimeoutMillis", 10_000, 2_000, 120_000, "milliseconds",
+      "ZooKeeper session timeout: a leader that dies without closing its session (kill -9,"
+          + " power cut, partition) is replaced this long after it was last heard; a leader"
+          + " that stops cleanly is replaced at once. Also how long start-up waits to connect."));
+
+  public static final Key<String> HA_ADVERTISED_HOST = register(new Key<>(
+      "ha.advertisedHost", "", Function.identity(),
+      v -> v.isEmpty() || v.matches("[A-Za-z0-9.\\-]+|\\[[0-9A-Fa-f:.]+\\]"),
+      "empty (this machine's canonical host name) or a host name, IPv4 address or [IPv6]",
+      "Host name under which agents reach this scheduler's gRPC port; with that port it is"
+          + " this instance's address in the election, which followers name to agents."));
 
   private final Map<Key<?>, Object> values;
   private final SwitchSettings switches;

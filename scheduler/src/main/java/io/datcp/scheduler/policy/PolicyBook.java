@@ -1,17 +1,17 @@
 package io.datcp.scheduler.policy;
 
 import io.datcp.scheduler.common.InvalidFieldException;
-import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
 
 /**
  * The operator's policy rules: validated, stored durably, then matched against jobs. A change is
- * visible to lookups only after the store has committed it, and an invalid request changes
- * nothing.
+ * visible to lookups only after the store has committed it (the store tells the book, see
+ * {@link RuleStore#listen}), and an invalid request changes nothing.
  */
 public final class PolicyBook {
   private static final Comparator<PolicyRule> EVALUATION_ORDER =
@@ -21,12 +21,15 @@ public final class PolicyBook {
   private final PolicyDecision defaults;
   private volatile List<PolicyRule> rules;
   private volatile long version;
+  private final List<Runnable> changeListeners = new CopyOnWriteArrayList<>();
 
   public PolicyBook(RuleStore store, FlowMode defaultMode, QuenchMode defaultQuench) {
     this.store = store;
     // §4.4: flows have no importance unless an operator gives them one.
     this.defaults = new PolicyDecision(0, 0, defaultMode, defaultQuench, "");
     this.rules = sorted(store.loadAll());
+    // Writes publish through here too: the rules a lookup sees are always a committed set.
+    store.listen(this::committed);
   }
 
   /** Rules in evaluation order. */
@@ -43,18 +46,14 @@ public final class PolicyBook {
     return version;
   }
 
-  public synchronized PolicyRule put(PolicyRule rule) {
+  public PolicyRule put(PolicyRule rule) {
     rule.validate();
     store.put(rule);
-    List<PolicyRule> next = new ArrayList<>(rules);
-    next.removeIf(r -> r.name().equals(rule.name()));
-    next.add(rule);
-    publish(next);
     return rule;
   }
 
   /** Validates every rule before storing any, so a bad one leaves the old set in force. */
-  public synchronized List<PolicyRule> replaceAll(List<PolicyRule> newRules) {
+  public List<PolicyRule> replaceAll(List<PolicyRule> newRules) {
     Set<String> names = new HashSet<>();
     for (int i = 0; i < newRules.size(); i++) {
       PolicyRule r = newRules.get(i);
@@ -69,16 +68,19 @@ public final class PolicyBook {
           "duplicate name '" + r.name() + "'");
     }
     store.replaceAll(newRules);
-    publish(newRules);
     return rules;
   }
 
-  public synchronized boolean delete(String name) {
-    boolean deleted = store.delete(name);
-    if (deleted) {
-      publish(rules.stream().filter(r -> !r.name().equals(name)).toList());
-    }
-    return deleted;
+  public boolean delete(String name) {
+    return store.delete(name);
+  }
+
+  /**
+   * Runs {@code listener} after every change of the rules, whichever scheduler made it (a shared
+   * store tells of the others' writes too), so agents can be sent their flows' new policies.
+   */
+  public void onChange(Runnable listener) {
+    changeListeners.add(listener);
   }
 
   /** The first matching rule in evaluation order, or the defaults. */
@@ -95,9 +97,19 @@ public final class PolicyBook {
     return defaults;
   }
 
-  private void publish(List<PolicyRule> next) {
-    rules = sorted(next);
-    version++;
+  /** The store committed {@code all}; a set equal to the one in force changes nothing. */
+  private void committed(List<PolicyRule> all) {
+    List<PolicyRule> next = sorted(all);
+    synchronized (this) {
+      if (next.equals(rules)) {
+        return;
+      }
+      rules = next;
+      version++;
+    }
+    for (Runnable listener : changeListeners) {
+      listener.run();
+    }
   }
 
   private static List<PolicyRule> sorted(List<PolicyRule> rules) {

@@ -34,6 +34,8 @@ public final class PolicyPushes {
     this.hub = hub;
     updatesSent = Counter.builder("datcp.policy.updates").description("Policy updates pushed")
         .register(meters);
+    // Any scheduler's rule change, this one's or (HA mode) another's seen in ZooKeeper.
+    policies.onChange(this::pushPolicyChange);
   }
 
   /** What a re-plan's news becomes: updates queued in {@code out}. */
@@ -81,23 +83,15 @@ public final class PolicyPushes {
   }
 
   public PolicyRule putPolicy(PolicyRule rule) {
-    PolicyRule stored = policies.put(rule);
-    pushPolicyChange();
-    return stored;
+    return policies.put(rule);
   }
 
   public List<PolicyRule> replacePolicies(List<PolicyRule> rules) {
-    List<PolicyRule> stored = policies.replaceAll(rules);
-    pushPolicyChange();
-    return stored;
+    return policies.replaceAll(rules);
   }
 
   public boolean deletePolicy(String name) {
-    boolean deleted = policies.delete(name);
-    if (deleted) {
-      pushPolicyChange();
-    }
-    return deleted;
+    return policies.delete(name);
   }
 
   /** Importance, phi, mode or quench may have changed for any job: re-send interested flows. */

@@ -14,6 +14,8 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.Consumer;
 
 /**
  * The durable home of operator policy rules: an embedded SQLite database in the data directory.
@@ -26,6 +28,7 @@ public final class PolicyStore implements RuleStore, AutoCloseable {
 
   private final Connection db;
   private final ObjectMapper json;
+  private final List<Consumer<List<PolicyRule>>> listeners = new CopyOnWriteArrayList<>();
 
   private PolicyStore(Connection db, ObjectMapper json) {
     this.db = db;
@@ -51,6 +54,11 @@ public final class PolicyStore implements RuleStore, AutoCloseable {
   }
 
   @Override
+  public void listen(Consumer<List<PolicyRule>> committed) {
+    listeners.add(committed);
+  }
+
+  @Override
   public synchronized List<PolicyRule> loadAll() {
     List<PolicyRule> rules = new ArrayList<>();
     try (Statement s = db.createStatement();
@@ -69,6 +77,7 @@ public final class PolicyStore implements RuleStore, AutoCloseable {
   @Override
   public synchronized void put(PolicyRule rule) {
     transaction(() -> upsert(rule));
+    committed();
   }
 
   /** Replaces every rule in one transaction: afterwards exactly {@code rules} are stored. */
@@ -82,6 +91,7 @@ public final class PolicyStore implements RuleStore, AutoCloseable {
         upsert(r);
       }
     });
+    committed();
   }
 
   /** Deletes a rule; returns whether it existed. Durable on return. */
@@ -94,6 +104,9 @@ public final class PolicyStore implements RuleStore, AutoCloseable {
         deleted[0] = ps.executeUpdate() > 0;
       }
     });
+    if (deleted[0]) {
+      committed();
+    }
     return deleted[0];
   }
 
@@ -114,6 +127,14 @@ public final class PolicyStore implements RuleStore, AutoCloseable {
       ps.executeUpdate();
     } catch (JsonProcessingException e) {
       throw new UncheckedIOException(e);
+    }
+  }
+
+  /** Tells the listeners the rules just committed; under this store's lock, so in order. */
+  private void committed() {
+    List<PolicyRule> all = loadAll();
+    for (Consumer<List<PolicyRule>> l : listeners) {
+      l.accept(all);
     }
   }
 

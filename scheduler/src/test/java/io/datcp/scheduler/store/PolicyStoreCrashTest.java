@@ -5,29 +5,23 @@ import static org.awaitility.Awaitility.await;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.datcp.scheduler.SchedulerMain;
+import io.datcp.scheduler.TestServices;
 import io.datcp.scheduler.api.rest.WriteToken;
 import io.datcp.scheduler.policy.PolicyRule;
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -54,7 +48,7 @@ class PolicyStoreCrashTest {
         .redirectErrorStream(true).start();
     ExecutorService pool = Executors.newFixedThreadPool(WRITERS);
     try {
-      int port = awaitReady(child);
+      int port = TestServices.awaitReady(child);
       String token = Files.readString(dir.resolve(WriteToken.FILE_NAME)).trim();
       HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
       Set<String> acknowledged = ConcurrentHashMap.newKeySet();
@@ -105,29 +99,5 @@ class PolicyStoreCrashTest {
       pool.shutdownNow();
       child.destroyForcibly();
     }
-  }
-
-  private static int awaitReady(Process child) throws Exception {
-    BufferedReader out = new BufferedReader(
-        new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
-    Pattern ready = Pattern.compile(Pattern.quote(SchedulerMain.READY) + ".*http port (\\d+)");
-    List<String> seen = new ArrayList<>();
-    long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-    while (System.nanoTime() < until) {
-      String line = out.readLine();
-      if (line == null) {
-        break;
-      }
-      seen.add(line);
-      Matcher m = ready.matcher(line);
-      if (m.find()) {
-        // Keep draining the child's output so it never blocks on a full pipe.
-        Thread drain = new Thread(() -> out.lines().forEach(l -> { }), "child-output");
-        drain.setDaemon(true);
-        drain.start();
-        return Integer.parseInt(m.group(1));
-      }
-    }
-    throw new AssertionError("scheduler did not become ready; output: " + seen);
   }
 }

@@ -1,6 +1,7 @@
 package io.datcp.scheduler.api.grpc;
 
 import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
 import io.grpc.stub.ServerCallStreamObserver;
 import java.util.ArrayDeque;
 
@@ -53,7 +54,21 @@ final class BoundedStream<T> {
     drain();
   }
 
-  /** Whether the stream was closed for being too slow. */
+  /**
+   * Ends the stream with {@code error} unless it already ended; returns whether it did (queued
+   * messages are dropped: the client resyncs where it reconnects).
+   */
+  synchronized boolean end(StatusRuntimeException error) {
+    if (closed || out.isCancelled()) {
+      return false;
+    }
+    closed = true;
+    queue.clear();
+    out.onError(error);
+    return true;
+  }
+
+  /** Whether the stream was closed for being too slow or ended. */
   synchronized boolean closed() {
     return closed;
   }

@@ -12,8 +12,8 @@ import io.datcp.proto.v1.WatchRequest;
 import io.datcp.scheduler.auth.NodeAuthInterceptor;
 import io.datcp.scheduler.common.InvalidFieldException;
 import io.datcp.scheduler.common.LimitReachedException;
-import io.datcp.scheduler.flows.FlowOutcome;
 import io.datcp.scheduler.flows.FlowKey;
+import io.datcp.scheduler.flows.FlowOutcome;
 import io.datcp.scheduler.ingest.Ack;
 import io.datcp.scheduler.ingest.Caller;
 import io.datcp.scheduler.ingest.NotPermittedException;
@@ -21,11 +21,16 @@ import io.datcp.scheduler.ingest.Reports;
 import io.datcp.scheduler.serve.Lookups;
 import io.datcp.scheduler.switches.SwitchBook;
 import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
 
 /**
  * gRPC adapter for the per-host agents: lookups, the update stream, flow outcomes and the
@@ -36,6 +41,9 @@ public final class FlowPolicyGrpcService extends FlowPolicyServiceGrpc.FlowPolic
   private final Reports reports;
   private final SwitchBook switches;
   private final int maxQueuedUpdates;
+  /** What ends each open update and switch stream (see {@link #endStreams}). */
+  private final Set<Consumer<StatusRuntimeException>> openStreams =
+      ConcurrentHashMap.newKeySet();
 
   /** @param maxQueuedUpdates updates one slow stream may queue before it is closed */
   public FlowPolicyGrpcService(Lookups lookups, Reports reports, SwitchBook switches,
@@ -44,6 +52,44 @@ public final class FlowPolicyGrpcService extends FlowPolicyServiceGrpc.FlowPolic
     this.reports = reports;
     this.switches = switches;
     this.maxQueuedUpdates = maxQueuedUpdates;
+  }
+
+  /**
+   * Ends every open update and switch stream with {@code error}: this scheduler stopped
+   * leading, and its agents reconnect to the one that leads.
+   */
+  public void endStreams(StatusRuntimeException error) {
+    for (Consumer<StatusRuntimeException> end : List.copyOf(openStreams)) {
+      end.accept(error);
+    }
+  }
+
+  /**
+   * Registers an open stream: {@code release} (its unregistering from the domain) runs once,
+   * whether the client cancels or {@link #endStreams} ends it.
+   */
+  private void opened(ServerCallStreamObserver<?> call, BoundedStream<?> stream,
+      Runnable release) {
+    AtomicBoolean released = new AtomicBoolean();
+    Runnable once = () -> {
+      if (released.compareAndSet(false, true)) {
+        release.run();
+      }
+    };
+    Consumer<StatusRuntimeException> end = new Consumer<>() {
+      @Override
+      public void accept(StatusRuntimeException error) {
+        openStreams.remove(this);
+        if (stream.end(error)) {
+          once.run();
+        }
+      }
+    };
+    openStreams.add(end);
+    call.setOnCancelHandler(() -> {
+      openStreams.remove(end);
+      once.run();
+    });
   }
 
   @Override
@@ -98,7 +144,7 @@ public final class FlowPolicyGrpcService extends FlowPolicyServiceGrpc.FlowPolic
       out.onError(Status.RESOURCE_EXHAUSTED.withDescription(e.getMessage()).asRuntimeException());
       return;
     }
-    call.setOnCancelHandler(() -> stop.get().run());
+    opened(call, stream, () -> stop.get().run());
   }
 
   @Override
@@ -137,7 +183,7 @@ public final class FlowPolicyGrpcService extends FlowPolicyServiceGrpc.FlowPolic
       return;
     }
     Runnable uncount = counted;
-    call.setOnCancelHandler(() -> {
+    opened(call, stream, () -> {
       stop.run();
       uncount.run();
     });

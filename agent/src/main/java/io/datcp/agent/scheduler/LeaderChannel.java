@@ -1,0 +1,103 @@
+package io.datcp.agent.scheduler;
+
+import io.grpc.CallOptions;
+import io.grpc.Channel;
+import io.grpc.ClientCall;
+import io.grpc.ForwardingClientCall;
+import io.grpc.ForwardingClientCallListener;
+import io.grpc.ManagedChannel;
+import io.grpc.Metadata;
+import io.grpc.MethodDescriptor;
+import io.grpc.Status;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Function;
+import java.util.logging.Logger;
+
+/**
+ * Calls to whichever of the configured schedulers leads (scheduler.target lists them, HA mode):
+ * one channel per address, calls sent on the current one. A call that ends UNAVAILABLE moves the
+ * current one: to the address a follower names in the trailer {@code datcp-leader} when it is one
+ * of the list, else (a scheduler down, or a follower that knows no leader yet) to the next in the
+ * list. The failed call itself is not repeated here: the client's own retries (report batches
+ * keep their ids, the update stream reconnects, the next lookup) go to the new one.
+ */
+final class LeaderChannel extends Channel {
+  /** Set by a follower scheduler on its refusals: host:port of the leader's gRPC port. */
+  static final Metadata.Key<String> LEADER_TRAILER =
+      Metadata.Key.of("datcp-leader", Metadata.ASCII_STRING_MARSHALLER);
+  private static final Logger LOG = Logger.getLogger(LeaderChannel.class.getName());
+
+  private final List<String> targets;
+  private final List<ManagedChannel> channels = new ArrayList<>();
+  private final AtomicInteger current = new AtomicInteger();
+
+  /** @param open builds the (lazily connecting) channel to one address */
+  LeaderChannel(List<String> targets, Function<String, ManagedChannel> open) {
+    this.targets = List.copyOf(targets);
+    for (String t : this.targets) {
+      channels.add(open.apply(t));
+    }
+  }
+
+  /** The address calls go to now. */
+  String currentTarget() {
+    return targets.get(current.get());
+  }
+
+  @Override
+  public <Q, A> ClientCall<Q, A> newCall(MethodDescriptor<Q, A> method, CallOptions options) {
+    int used = current.get();
+    return new ForwardingClientCall.SimpleForwardingClientCall<>(
+        channels.get(used).newCall(method, options)) {
+      @Override
+      public void start(Listener<A> listener, Metadata headers) {
+        super.start(new ForwardingClientCallListener.SimpleForwardingClientCallListener<>(
+            listener) {
+          @Override
+          public void onClose(Status status, Metadata trailers) {
+            if (status.getCode() == Status.Code.UNAVAILABLE) {
+              moveFrom(used, trailers.get(LEADER_TRAILER));
+            }
+            super.onClose(status, trailers);
+          }
+        }, headers);
+      }
+    };
+  }
+
+  /**
+   * After a refusal by {@code used}: to the leader it named if listed, else to the next address;
+   * only if no other call moved the current one since (calls failing together move it once).
+   */
+  private void moveFrom(int used, String leader) {
+    if (targets.size() < 2) {
+      return;
+    }
+    int named = leader == null ? -1 : targets.indexOf(leader);
+    int next = named >= 0 ? named : (used + 1) % targets.size();
+    if (next != used && current.compareAndSet(used, next)) {
+      LOG.info("scheduler " + targets.get(used) + " unavailable" + (named >= 0
+          ? ", it names the leader " + leader : leader == null ? "" : ", it names " + leader
+              + " (not in scheduler.target)") + ": calls go to " + targets.get(next));
+    }
+  }
+
+  @Override
+  public String authority() {
+    return channels.get(current.get()).authority();
+  }
+
+  void shutdownNow() {
+    channels.forEach(ManagedChannel::shutdownNow);
+  }
+
+  void awaitTermination(long timeout, TimeUnit unit) throws InterruptedException {
+    long end = System.nanoTime() + unit.toNanos(timeout);
+    for (ManagedChannel c : channels) {
+      c.awaitTermination(Math.max(0, end - System.nanoTime()), TimeUnit.NANOSECONDS);
+    }
+  }
+}

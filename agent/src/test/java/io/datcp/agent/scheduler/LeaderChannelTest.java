@@ -1,0 +1,117 @@
+package io.datcp.agent.scheduler;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.datcp.agent.testing.FakeScheduler;
+import io.datcp.proto.v1.FlowPolicyServiceGrpc;
+import io.datcp.proto.v1.PolicyLookup;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import io.grpc.netty.NettyChannelBuilder;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The agent's side of the scheduler's HA mode: calls move to the leader a follower names in its
+ * refusal (trailer datcp-leader), past a scheduler that is down, and stay where they succeed.
+ */
+class LeaderChannelTest {
+  private final List<FakeScheduler> schedulers = new ArrayList<>();
+  private LeaderChannel channel;
+
+  @AfterEach
+  void stop() throws Exception {
+    if (channel != null) {
+      channel.shutdownNow();
+      channel.awaitTermination(5, TimeUnit.SECONDS);
+    }
+    for (FakeScheduler s : schedulers) {
+      s.close();
+    }
+  }
+
+  private FakeScheduler scheduler() throws Exception {
+    FakeScheduler s = new FakeScheduler().start();
+    schedulers.add(s);
+    return s;
+  }
+
+  private LeaderChannel channel(String... targets) {
+    channel = new LeaderChannel(List.of(targets),
+        t -> NettyChannelBuilder.forTarget(t).usePlaintext().build());
+    return channel;
+  }
+
+  private static PolicyLookup lookup() {
+    return PolicyLookup.newBuilder().setAgentHost("node1").setJobId("job_1700000000000_0001")
+        .setBytes(1).build();
+  }
+
+  private void lookupOn(LeaderChannel c) {
+    FlowPolicyServiceGrpc.newBlockingStub(c).withDeadlineAfter(30, TimeUnit.SECONDS)
+        .lookupPolicy(lookup());
+  }
+
+  private static void refusedUnavailable(Runnable call) {
+    assertThatThrownBy(call::run).isInstanceOfSatisfying(StatusRuntimeException.class,
+        e -> assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.UNAVAILABLE));
+  }
+
+  @Test
+  void aFollowersRefusalMovesCallsToTheLeaderItNames() throws Exception {
+    FakeScheduler follower = scheduler();
+    FakeScheduler other = scheduler();
+    FakeScheduler leader = scheduler();
+    follower.followerOf = leader.target();
+    LeaderChannel c = channel(follower.target(), other.target(), leader.target());
+
+    refusedUnavailable(() -> lookupOn(c));
+    assertThat(c.currentTarget()).isEqualTo(leader.target());
+    lookupOn(c);
+    lookupOn(c);
+    assertThat(leader.lookups).hasSize(2);
+    assertThat(follower.lookups).isEmpty();
+    assertThat(other.lookups).isEmpty();
+  }
+
+  @Test
+  void aSchedulerThatIsDownOrNamesNoListedLeaderMovesCallsToTheNext() throws Exception {
+    FakeScheduler down = scheduler();
+    down.close();
+    FakeScheduler stranger = scheduler();
+    stranger.followerOf = "elsewhere.example:9090";
+    FakeScheduler leader = scheduler();
+    LeaderChannel c = channel(down.target(), stranger.target(), leader.target());
+
+    refusedUnavailable(() -> lookupOn(c));
+    assertThat(c.currentTarget()).isEqualTo(stranger.target());
+    refusedUnavailable(() -> lookupOn(c));
+    assertThat(c.currentTarget()).isEqualTo(leader.target());
+    lookupOn(c);
+    assertThat(leader.lookups).hasSize(1);
+  }
+
+  @Test
+  void otherFailuresAndOneAddressLeaveCallsWhereTheyAre() throws Exception {
+    FakeScheduler first = scheduler();
+    FakeScheduler second = scheduler();
+    first.answer = l -> {
+      throw new IllegalStateException("a scheduler bug: the call ends UNKNOWN");
+    };
+    LeaderChannel c = channel(first.target(), second.target());
+    assertThatThrownBy(() -> lookupOn(c)).isInstanceOfSatisfying(StatusRuntimeException.class,
+        e -> assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.UNKNOWN));
+    assertThat(c.currentTarget()).isEqualTo(first.target());
+
+    channel.shutdownNow();
+    FakeScheduler only = scheduler();
+    only.followerOf = second.target();
+    LeaderChannel single = channel(only.target());
+    refusedUnavailable(() -> lookupOn(single));
+    assertThat(single.currentTarget()).isEqualTo(only.target());
+  }
+}
