@@ -92,25 +92,21 @@
  *   share (results/2026-11-26-mixed-stats: tight flows need 6-8x), so the
  *   background must yield more for deadline flows to gain. A deadline flow
  *   ahead of its deadline sinks to U_min too and shares equally with it. */
-#define DATCP_PARAMS_TUNED                                                             \
-	{ .g_max_q = 102, .alpha_q = 102, .u_max_q = 10 * DATCP_Q, .theta_max = 3,      \
-	  .quench_p_max_q = 20 * DATCP_Q, .quench_draws = 4, .resume_quiet_ms = 200,    \
-	  .quench_timeout_ms = 10000, .ewma_new_weight = 1, .guard_shift = 4,           \
-	  .slow_start_raise_only = 1, .hopeful_below_u_max = 1, .overdue_give_up = 1,   \
-	  .agnostic_u_min = 0, .line_rate_Bps = 0 }
+#define DATCP_PARAMS_TUNED_FIELDS                                                      \
+	.g_max_q = 102, .alpha_q = 102, .u_max_q = 10 * DATCP_Q, .theta_max = 3,        \
+	.quench_p_max_q = 20 * DATCP_Q, .quench_draws = 4, .resume_quiet_ms = 200,      \
+	.quench_timeout_ms = 10000, .ewma_new_weight = 1, .guard_shift = 4,             \
+	.slow_start_raise_only = 1, .hopeful_below_u_max = 1, .overdue_give_up = 1,     \
+	.line_rate_Bps = 0
+#define DATCP_PARAMS_TUNED { DATCP_PARAMS_TUNED_FIELDS, .agnostic_u_min = 0 }
+/* tuned, and deadline-agnostic flows yield (agnostic_u_min) */
+#define DATCP_PARAMS_YIELD { DATCP_PARAMS_TUNED_FIELDS, .agnostic_u_min = 1 }
 #define DATCP_PARAMS_PAPER                                                             \
 	{ .g_max_q = 51, .alpha_q = 102, .u_max_q = 10 * DATCP_Q, .theta_max = 3,       \
 	  .quench_p_max_q = 10 * DATCP_Q, .quench_draws = 1, .resume_quiet_ms = 200,    \
 	  .quench_timeout_ms = 10000, .ewma_new_weight = 0, .guard_shift = 0,           \
 	  .slow_start_raise_only = 0, .hopeful_below_u_max = 0, .overdue_give_up = 1,   \
 	  .agnostic_u_min = 0, .line_rate_Bps = 0 }
-/* tuned, and deadline-agnostic flows yield (agnostic_u_min) */
-#define DATCP_PARAMS_YIELD                                                             \
-	{ .g_max_q = 102, .alpha_q = 102, .u_max_q = 10 * DATCP_Q, .theta_max = 3,      \
-	  .quench_p_max_q = 20 * DATCP_Q, .quench_draws = 4, .resume_quiet_ms = 200,    \
-	  .quench_timeout_ms = 10000, .ewma_new_weight = 1, .guard_shift = 4,           \
-	  .slow_start_raise_only = 1, .hopeful_below_u_max = 1, .overdue_give_up = 1,   \
-	  .agnostic_u_min = 1, .line_rate_Bps = 0 }
 
 /* DCTCP g = 1/16 (2^-4), as in the DCTCP paper and Linux. */
 #define DCTCP_SHIFT_G 4U
