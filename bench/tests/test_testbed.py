@@ -5,7 +5,7 @@ import signal
 import subprocess
 import time
 
-from conftest import RUN, bench_json, bench_until, needs_root, our_netns
+from conftest import RUN, bench_json, needs_root, our_netns
 
 
 @needs_root
@@ -39,8 +39,11 @@ def test_custom_spec_contract(tmp_path):
 
 @needs_root
 def test_link_rate_is_enforced():
-    r = bench_until(lambda r: r["summary"]["p1_mbps"] + r["summary"]["p2_mbps"] > 85,
-                    "eq5", "--cc", "reno-ecn", "--short")
+    # two backlogged reno flows through a 100 Mbit/s port: their goodput is the port's rate
+    # less headers (95.6 Mbit/s), never above it. The generator (nice -15) and ksoftirqd
+    # (boosted) outrun a build's nice-0 load; scripts/test.sh holds the bench lock so that
+    # no other timing-sensitive run shares the CPU at their priority
+    r = bench_json("eq5", "--cc", "reno-ecn", "--short")
     tot = r["summary"]["p1_mbps"] + r["summary"]["p2_mbps"]
     assert 85 < tot < 100, tot
 
