@@ -5,6 +5,8 @@ import signal
 import subprocess
 import time
 
+import pytest
+
 from conftest import RUN, bench_json, needs_root, our_netns
 
 
@@ -61,3 +63,23 @@ def test_sigint_cleans_up():
     p.send_signal(signal.SIGINT)
     p.wait(timeout=30)
     assert not [n for n in our_netns() if n.startswith(prefix)]
+
+
+def _autogroup_nice():
+    with open("/proc/self/autogroup") as fh:
+        return int(fh.read().split()[-1])
+
+
+@needs_root
+@pytest.mark.skipif(not os.path.exists("/proc/self/autogroup"), reason="no autogroup scheduling")
+def test_boost_raises_the_session_autogroup_and_restores_it():
+    from datcpbench import runner
+    from datcpbench.netns import Cleanup
+    before = _autogroup_nice()
+    cleanup = Cleanup()
+    try:
+        runner.boost_autogroup(cleanup)
+        assert _autogroup_nice() == min(before, -15)
+    finally:
+        cleanup.run()
+    assert _autogroup_nice() == before
