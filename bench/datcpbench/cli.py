@@ -144,7 +144,8 @@ def main(argv=None):
     ap.add_argument("--short", action="store_true", help="CI-sized version of the scenario")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--boost-softirq", action="store_true",
-                    help="raise ksoftirqd priority during runs (CPU shared with builds)")
+                    help="raise ksoftirqd priority and this session's autogroup nice during "
+                         "runs (CPU shared with builds)")
     ap.add_argument("--kmod-profile", choices=["tuned", "paper"],
                     help="datcp algorithm parameters to load (default: whatever is loaded, "
                          "else tuned); replaces an unused datcp with other parameters")

@@ -164,6 +164,7 @@ def run(link_mbps=100, short=False, protocols=PROTOCOLS, rounds=1, counts=None, 
     boost_cleanup = Cleanup()
     if boost:
         runner.boost_softirq(boost_cleanup)
+        runner.boost_autogroup(boost_cleanup)
     try:
         _run_all(res, link_mbps, protocols, boost)
     finally:
