@@ -168,8 +168,7 @@ struct datcp_params {
 	                           * resume order; 0 = never */
 	__u8 ewma_new_weight;     /* 1: R_avg = (1 - alpha) R_avg + alpha R_last;
 	                           * 0: alpha R_avg + (1 - alpha) R_last as printed */
-	__u8 guard_shift;         /* aim to finish D / 2^k early (D: start to
-	                           * deadline); 0 = on time */
+	__u8 guard_shift;         /* aim to finish T_remain / 2^k early; 0 = on time */
 	__u8 slow_start_raise_only; /* 1: slow-start windows may raise urgency, not lower it */
 	__u8 hopeful_below_u_max; /* 1: no quenching while U < U_max */
 	__u8 overdue_give_up;     /* 1: an overdue flow drops to U_min (PD2TCP 2.3.4) */

@@ -237,7 +237,7 @@ static void run_row(struct row *r)
 		}
 		if (deadline)
 			m.deadline_ns = now + (__u64)deadline;
-		datcp_flow_state_init(&s, now - col(r, "elapsed_ns"));
+		datcp_flow_state_init(&s, now);
 		check(r, "quench action", datcp_window_step(&s, &m, &w, prm, 12500000), DATCP_QS_NONE, 0);
 		check(r, "urgency", s.urgency_q, col(r, "expected_urgency_q"), 0);
 		check(r, "precedence", s.precedence_q, col(r, "expected_precedence_q"), 0);
