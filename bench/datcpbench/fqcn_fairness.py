@@ -76,9 +76,6 @@ def _one(mode, link_mbps, duration_s):
         tb = Testbed(SOURCES, 1, link_mbps, {"buffer_bytes": BUFFER, "plain_tc": True}, cleanup).up()
         cleanup.push(kill_all)
         rx = tb.receivers[0]
-        for ns in tb.senders:     # ARP settled before the sources start together
-            subprocess.run(["ip", "netns", "exec", ns, "ping", "-c", "1", "-W", "1",
-                            tb.receiver_ip(0)], capture_output=True)
         t_sink = time.monotonic()
         sink = subprocess.Popen(["ip", "netns", "exec", rx, f"{FQCN_BUILD}/fqcn-sink",
                                  "--port", str(PORT), "--duration-ms", str(ms + 1500),

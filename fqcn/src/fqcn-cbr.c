@@ -19,6 +19,7 @@
  * With --log-ms one line per period: "rate t_ms=T cr_mbit= tr_mbit=
  * sent_mbit= cnms= bc_stage= timer_stage=". At the end "name=value" lines.
  */
+#define _GNU_SOURCE /* ppoll */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>

@@ -40,6 +40,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -134,7 +135,8 @@ static int port_queue(struct mnl_socket *nl, int ifindex, struct qstats *qs)
 	int ret;
 
 	nlh->nlmsg_type = RTM_GETQDISC;
-	nlh->nlmsg_flags = NLM_F_REQUEST;
+	/* a get is answered to the asker only with NLM_F_ECHO (rtnetlink_send) */
+	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ECHO;
 	nlh->nlmsg_seq = ++seq;
 	tcm = mnl_nlmsg_put_extra_header(nlh, sizeof(*tcm));
 	tcm->tcm_family = AF_UNSPEC;
@@ -143,20 +145,22 @@ static int port_queue(struct mnl_socket *nl, int ifindex, struct qstats *qs)
 	memset(qs, 0, sizeof(*qs));
 	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0)
 		return -errno;
-	do {
-		n = mnl_socket_recvfrom(nl, buf, sizeof(buf));
-		if (n < 0)
-			return -errno;
-		ret = mnl_cb_run(buf, n, seq, mnl_socket_get_portid(nl), qdisc_cb, qs);
-	} while (ret > MNL_CB_STOP && !qs->found);
-	return ret < 0 ? -errno : (qs->found ? 0 : -ENOENT);
+	/* one message answers a get; the socket's receive timeout bounds the wait */
+	n = mnl_socket_recvfrom(nl, buf, sizeof(buf));
+	if (n < 0)
+		return -errno;
+	ret = mnl_cb_run(buf, n, seq, mnl_socket_get_portid(nl), qdisc_cb, qs);
+	if (ret < 0)
+		return -errno;
+	return qs->found ? 0 : -ENOENT;
 }
 
 /* --- taps and CNMs -------------------------------------------------------- */
 
 static int tap_open(const char *dev, struct tap *t)
 {
-	struct sockaddr_ll sll = { .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_IP) };
+	/* ETH_P_ALL: taps of one protocol run after the bridge took the frame, so never */
+	struct sockaddr_ll sll = { .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL) };
 	struct ifreq ifr = { 0 };
 
 	t->ifindex = (int)if_nametoindex(dev);
@@ -164,7 +168,7 @@ static int tap_open(const char *dev, struct tap *t)
 		fprintf(stderr, "--in: no device '%s' in this network namespace\n", dev);
 		return -1;
 	}
-	t->fd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, htons(ETH_P_IP));
+	t->fd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, htons(ETH_P_ALL));
 	if (t->fd < 0) {
 		perror("socket(AF_PACKET)");
 		return -1;
@@ -293,6 +297,7 @@ int main(int argc, char **argv)
 	uint64_t q_eq = 0, duration_ms = 0, start, end = 0;
 	uint64_t samples = 0, cnms = 0, cnm_errors = 0, q_sum = 0, q_max = 0, drops0 = 0;
 	struct pollfd pfd[MAX_IN];
+	struct timeval nl_timeout = { .tv_sec = 1 };
 	struct mnl_socket *nl;
 	struct qstats qs;
 	struct fqcn_cp cp;
@@ -341,7 +346,8 @@ int main(int argc, char **argv)
 		n_taps++;
 	}
 	nl = mnl_socket_open(NETLINK_ROUTE);
-	if (!nl || mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
+	if (!nl || mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0 ||
+	    setsockopt(mnl_socket_get_fd(nl), SOL_SOCKET, SO_RCVTIMEO, &nl_timeout, sizeof(nl_timeout))) {
 		perror("rtnetlink");
 		return 1;
 	}
@@ -380,8 +386,8 @@ int main(int argc, char **argv)
 				continue;
 			while ((len = recvfrom(taps[i].fd, fr, sizeof(fr), MSG_TRUNC, (struct sockaddr *)&from, &fl)) > 0) {
 				fl = sizeof(from);
-				if (from.sll_pkttype == PACKET_OUTGOING)
-					continue; /* our own CNMs */
+				if (from.sll_pkttype == PACKET_OUTGOING || from.sll_protocol != htons(ETH_P_IP))
+					continue; /* our own CNMs, ARP */
 				now = now_ns();
 				fi = flow_of(fr, (size_t)len < sizeof(fr) ? (size_t)len : sizeof(fr), i, now);
 				if (fi >= 0) {

@@ -85,8 +85,6 @@ port() {
 		ip netns exec "$NS_W" tc qdisc add dev r0 parent 1:1 handle 10: bfifo limit 150000
 }
 port_rate() { ip netns exec "$NS_W" tc class change dev r0 parent 1: classid 1:1 htb rate "${1}mbit" ceil "${1}mbit"; }
-# ARP settled before timing starts
-for ns in "$NS_S" "$NS_T"; do ip netns exec "$ns" ping -c 1 -W 1 "$IP_R" >/dev/null 2>&1; done
 
 # run NAME MODE MS: the sink, a congestion point (MODE qcn|fqcn, or none) and source(s) started by
 # the caller's function "sources NAME MS"; waits for them
