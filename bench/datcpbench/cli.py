@@ -128,6 +128,21 @@ def repeat(a):
     return 0
 
 
+def emit(a, res, module):
+    """The result of a scenario module (dcudp_incast, fqcn_fairness): SCENARIO.json and
+    SCENARIO.png in --out, then one JSON object (--json) or the module's table."""
+    if a.out:
+        os.makedirs(a.out, exist_ok=True)
+        with open(os.path.join(a.out, f"{res['scenario']}.json"), "w") as fh:
+            json.dump(res, fh, indent=1)
+        module.plot(res, os.path.join(a.out, f"{res['scenario']}.png"))
+    if a.json:
+        sys.stdout.write(json.dumps(res) + "\n")
+    else:
+        print(module.table(res))
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="bench/run", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -241,31 +256,13 @@ def main(argv=None):
         res = dcudp_incast.run(a.link_mbps, a.short, rounds=a.rounds, counts=counts,
                                durations=durs, boost=a.boost_softirq or
                                os.environ.get("DATCPBENCH_BOOST_SOFTIRQ") == "1")
-        if a.out:
-            os.makedirs(a.out, exist_ok=True)
-            with open(os.path.join(a.out, "dcudp-incast.json"), "w") as fh:
-                json.dump(res, fh, indent=1)
-            dcudp_incast.plot(res, os.path.join(a.out, "dcudp-incast.png"))
-        if a.json:
-            sys.stdout.write(json.dumps(res) + "\n")
-        else:
-            print(dcudp_incast.table(res))
-        return 0
+        return emit(a, res, dcudp_incast)
     if a.scenario == "fqcn-fairness":   # FQCN section IV-A (datcpbench/fqcn_fairness.py)
         from . import fqcn_fairness
         if a.rounds < 1:
             ap.error(f"--rounds {a.rounds}: must be an integer >= 1")
         res = fqcn_fairness.run(a.link_mbps, rounds=a.rounds, duration_s=4.0 if a.short else 10.0)
-        if a.out:
-            os.makedirs(a.out, exist_ok=True)
-            with open(os.path.join(a.out, "fqcn-fairness.json"), "w") as fh:
-                json.dump(res, fh, indent=1)
-            fqcn_fairness.plot(res, os.path.join(a.out, "fqcn-fairness.png"))
-        if a.json:
-            sys.stdout.write(json.dumps(res) + "\n")
-        else:
-            print(fqcn_fairness.table(res))
-        return 0
+        return emit(a, res, fqcn_fairness)
     if a.scenario == "custom":
         if not a.spec:
             ap.error("custom needs --spec FILE.json")

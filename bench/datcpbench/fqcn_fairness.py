@@ -20,7 +20,7 @@ import statistics
 import subprocess
 import time
 
-from .netns import Cleanup, install_signal_handlers, log, reap_stale
+from .netns import Cleanup, install_signal_handlers, kill_procs, log, reap_stale
 from .topo import Testbed
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -65,16 +65,10 @@ def _one(mode, link_mbps, duration_s):
     reap_stale()
     cleanup = Cleanup()
     procs = []
-
-    def kill_all():
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
     ms = int(duration_s * 1000)
     try:
         tb = Testbed(SOURCES, 1, link_mbps, {"buffer_bytes": BUFFER, "plain_tc": True}, cleanup).up()
-        cleanup.push(kill_all)
+        cleanup.push(kill_procs, procs)
         rx = tb.receivers[0]
         t_sink = time.monotonic()
         sink = subprocess.Popen(["ip", "netns", "exec", rx, f"{FQCN_BUILD}/fqcn-sink",

@@ -43,14 +43,6 @@
 /* A late pacer may catch up by at most this many frames at once. */
 #define MAX_BURST 4
 
-static uint64_t now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ULL + t.tv_nsec;
-}
-
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: fqcn-cbr --dst IP --dst-port P --src-port P --rate-mbit R --duration-ms MS [--rp]\n"
@@ -133,12 +125,12 @@ int main(int argc, char **argv)
 	fqcn_rp_init(&rp, &p);
 	cr_min = rp.cr;
 	frame = payload + FRAME_OVERHEAD;
-	start = t_next = now_ns();
+	start = t_next = tool_now_ns();
 	end = start + duration_ms * 1000000ULL;
 	if (log_ms)
 		log_next = start + log_ms * 1000000ULL;
 
-	while ((now = now_ns()) < end) {
+	while ((now = tool_now_ns()) < end) {
 		struct pollfd pfd = { .fd = fd, .events = POLLIN };
 		struct sockaddr_in from;
 		socklen_t fl = sizeof(from);

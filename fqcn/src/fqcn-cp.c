@@ -77,14 +77,6 @@ static uint32_t fb_out[MAX_FLOWS];
 static int n_flows;
 static volatile sig_atomic_t stop;
 
-static uint64_t now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ULL + t.tv_nsec;
-}
-
 static void on_signal(int sig)
 {
 	(void)sig;
@@ -359,13 +351,13 @@ int main(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	fqcn_cp_init(&cp, q_eq);
-	start = now_ns();
+	start = tool_now_ns();
 	if (duration_ms)
 		end = start + duration_ms * 1000000ULL;
 	printf("cp port=%s mode=%s q_eq=%llu\n", port, mode == FQCN_MODE_QCN ? "qcn" : "fqcn", (unsigned long long)q_eq);
 	fflush(stdout);
 
-	while (!stop && (!end || now_ns() < end)) {
+	while (!stop && (!end || tool_now_ns() < end)) {
 		if (poll(pfd, n_taps, 100) < 0) {
 			if (errno == EINTR)
 				continue;
@@ -388,7 +380,7 @@ int main(int argc, char **argv)
 				fl = sizeof(from);
 				if (from.sll_pkttype == PACKET_OUTGOING || from.sll_protocol != htons(ETH_P_IP))
 					continue; /* our own CNMs, ARP */
-				now = now_ns();
+				now = tool_now_ns();
 				fi = flow_of(fr, (size_t)len < sizeof(fr) ? (size_t)len : sizeof(fr), i, now);
 				if (fi >= 0) {
 					arrivals[fi]++;

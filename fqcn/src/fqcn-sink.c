@@ -30,14 +30,6 @@ struct source {
 	uint64_t bytes, period_bytes;
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ULL + t.tv_nsec;
-}
-
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = { { "port", required_argument, 0, 'p' },
@@ -71,11 +63,11 @@ int main(int argc, char **argv)
 		perror("--port");
 		return 1;
 	}
-	start = now_ns();
+	start = tool_now_ns();
 	end = start + duration_ms * 1000000ULL;
 	if (interval_ms)
 		next = start + interval_ms * 1000000ULL;
-	while ((now = now_ns()) < end) {
+	while ((now = tool_now_ns()) < end) {
 		struct pollfd pfd = { .fd = fd, .events = POLLIN };
 		struct sockaddr_in from;
 		socklen_t fl = sizeof(from);
