@@ -177,10 +177,10 @@ static inline uint32_t fqcn_fair_feedback(const uint64_t *a, uint32_t n, uint32_
 }
 
 /*
- * Reaction point parameters. The seed lost the values; the defaults
+ * Reaction point parameters. The seed lost the values, and the QCN
+ * pseudo-code v2.0 the paper cites for them was not found; the defaults
  * (FQCN_RP_PARAMS_QAU) are IEEE 802.1Qau's, as the standard's MIB module
- * IEEE8021-CN-MIB gives them (the baseline of the QCN pseudo-code the paper
- * cites): rpgByteReset 150000 octets (BC_LIMIT), rpgTimeReset 15 ms (T),
+ * IEEE8021-CN-MIB gives them: rpgByteReset 150000 octets (BC_LIMIT), rpgTimeReset 15 ms (T),
  * rpgThreshold 5 (the fast-recovery cycles), rpgAiRate 5 Mbit/s (R_AI),
  * rpgHaiRate 50 Mbit/s (R_HAI), rpgMinRate 5 Mbit/s. They are sized for
  * 10 Gbit/s links; a slower testbed scales the rates (README).
