@@ -11,7 +11,8 @@ its reaction point. The rates of 802.1Qau's reaction point (R_AI 5 Mbit/s, R_HAI
 min 5 Mbit/s) are scaled by link / 10 Gbit/s; its bytes and times are not, so the byte
 counter's cycles last 100x the paper's and the run lasts seconds, not 0.5 s. Shares are
 measured over the second half of each run; Jain's index J = (sum x)^2 / (n sum x^2) is 1
-for equal shares and 1/n when one source has all.
+for equal shares and 1/n when one source has all; "Jain/bin" is its mean over the 100 ms
+bins of that half, which also catches sources that are equal on average but swap places.
 """
 from __future__ import annotations
 
@@ -44,6 +45,18 @@ def _rp_args(link_mbps):
 def jain(xs):
     s, s2 = sum(xs), sum(x * x for x in xs)
     return round(s * s / (len(xs) * s2), 4) if s2 else 0.0
+
+
+def binned_jain(series, lo_ms, hi_ms):
+    """Mean over the 100 ms bins in [lo, hi) of Jain's index across the sources: rates that
+    are equal on average but wander apart (sources swapping places) score below 1 here."""
+    bins = {}
+    for pts in series.values():
+        for t, v in pts:
+            if lo_ms <= t < hi_ms:
+                bins.setdefault(round(t / BIN_MS), []).append(v)
+    js = [jain(v) for v in bins.values() if len(v) == len(series)]
+    return round(statistics.mean(js), 4) if js else 0.0
 
 
 def _kv(text):
@@ -144,11 +157,12 @@ def table(res):
              f"{res['link_mbps']} Mbit/s drop-tail port, buffer {res['buffer_bytes']} B, "
              f"Q_eq {res['q_eq_bytes']} B; second half of {res['duration_s']:g} s runs",
              f"{'mode':>5} {'round':>5} {'shares Mbit/s (per source)':>34} {'Jain':>6} "
-             f"{'total':>6} {'queue KB (median)':>18} {'CNMs':>6} {'drops':>6}"]
+             f"{'Jain/bin':>8} {'total':>6} {'queue KB (median)':>18} {'CNMs':>6} {'drops':>6}"]
     for r in res["runs"]:
         sh = " ".join(f"{v:6.1f}" for v in r["shares_mbps"].values())
         q = r["q_median_late_bytes"]
-        lines.append(f"{r['mode']:>5} {r['round']:>5} {sh:>34} {r['jain']:>6.3f} "
+        jb = binned_jain(r["series"], res["duration_s"] * 500, res["duration_s"] * 1000)
+        lines.append(f"{r['mode']:>5} {r['round']:>5} {sh:>34} {r['jain']:>6.3f} {jb:>8.3f} "
                      f"{r['total_mbps']:>6.1f} {(q or 0) / 1000:>18.1f} {r['cnms']:>6} "
                      f"{r['port_drops']:>6}")
     for mode in dict.fromkeys(r["mode"] for r in res["runs"]):
