@@ -5,7 +5,7 @@
 # installs what is missing.
 set -euo pipefail
 
-DEBS=(clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev pkg-config make gcc
+DEBS=(clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libmnl-dev pkg-config make gcc
       iproute2 ethtool iperf3 procps openssl
       maven openjdk-17-jdk-headless
       python3 python3-pip

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds everything and runs
-# every test (C unit tests of the core, kernel tests, dcudp's tests, namespace
-# tests of bench/, Java tests). Runs all suites even when one fails, prints one line
+# every test (C unit tests of the core, kernel tests, dcudp's and fqcn's tests,
+# namespace tests of bench/, Java tests). Runs all suites even when one fails, prints one line
 # per suite and a total "N passed, N failed", and exits non-zero on any
 # failure. Needs root (BPF, network namespaces).
 set -uo pipefail
@@ -61,6 +61,14 @@ c_suite "dcudp unit (vectors)" "$LOGS/dcudp-unit.log" make -s -C dcudp unit-test
 echo "== dcudp: transfers between namespaces (pacing, loss, ECN marking)"
 # the marking case configures a switch port through the kernel's datcp: same lock as kmod
 c_suite "dcudp loopback" "$LOGS/dcudp-loop.log" flock /tmp/datcp-kernel.lock make -s -C dcudp loop-test
+
+echo "== fqcn: build, unit tests of QCN's and FQCN's arithmetic"
+c_build "fqcn build" "$LOGS/fqcn-build.log" make -s -C fqcn all
+c_suite "fqcn unit (vectors)" "$LOGS/fqcn-unit.log" make -s -C fqcn unit-test
+
+echo "== fqcn: QCN between namespaces (a CBR source cut on congestion, recovering)"
+# timing-sensitive: the pacer and the user-space congestion point need the CPUs
+c_suite "fqcn namespaces" "$LOGS/fqcn-ns.log" flock /tmp/datcp-bench.lock make -s -C fqcn ns-test
 
 if [ -d bench/tests ]; then
 	echo "== bench: namespace tests"

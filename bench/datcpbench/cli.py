@@ -4,6 +4,7 @@ bench/run all --out DIR
 bench/run trace --trace SPEC.json [--select START:COUNT] [--hosts H] [--modes off,dctcp,prio,on]
                 [--rounds N] [--out DIR]
 bench/run dcudp-incast [--short] [--senders 1,2,..] [--durations 1,0.01] [--rounds N] [--out DIR] [--json]
+bench/run fqcn-fairness [--short] [--rounds N] [--link-mbps M] [--out DIR] [--json]
 bench/run SCENARIO --runs N --out DIR [--seed S] [--label L] [--kernel-trace SEC]
 bench/run stats --out DIR
 bench/run diagnose --out DIR"""
@@ -127,12 +128,28 @@ def repeat(a):
     return 0
 
 
+def emit(a, res, module):
+    """The result of a scenario module (dcudp_incast, fqcn_fairness): SCENARIO.json and
+    SCENARIO.png in --out, then one JSON object (--json) or the module's table."""
+    if a.out:
+        os.makedirs(a.out, exist_ok=True)
+        with open(os.path.join(a.out, f"{res['scenario']}.json"), "w") as fh:
+            json.dump(res, fh, indent=1)
+        module.plot(res, os.path.join(a.out, f"{res['scenario']}.png"))
+    if a.json:
+        sys.stdout.write(json.dumps(res) + "\n")
+    else:
+        print(module.table(res))
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="bench/run", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("scenario", help="|".join(scenarios.NAMES + ["custom", "all", "report",
                                                              "ablation", "cleanup", "trace",
-                                                             "dcudp-incast", "stats",
+                                                             "dcudp-incast", "fqcn-fairness",
+                                                             "stats",
                                                              "diagnose"]))
     ap.add_argument("--cc", default="datcp", help="|".join(kernel.CCS))
     ap.add_argument("--json", action="store_true", help="print exactly one JSON object")
@@ -144,7 +161,8 @@ def main(argv=None):
     ap.add_argument("--short", action="store_true", help="CI-sized version of the scenario")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--boost-softirq", action="store_true",
-                    help="raise ksoftirqd priority during runs (CPU shared with builds)")
+                    help="raise ksoftirqd priority and this session's autogroup nice during "
+                         "runs (CPU shared with builds)")
     ap.add_argument("--kmod-profile", choices=["tuned", "paper", "yield"],
                     help="datcp algorithm parameters to load (default: whatever is loaded, "
                          "else tuned); replaces an unused datcp with other parameters")
@@ -174,7 +192,8 @@ def main(argv=None):
     tr.add_argument("--modes", default="off,dctcp,prio,on", help="comma-separated, in run order")
     tr.add_argument("--rounds", type=int, default=1,
                     help="rounds per mode (default 1); results carry the medians per job; "
-                         "dcudp-incast: rounds per protocol and sender count")
+                         "dcudp-incast: rounds per protocol and sender count; "
+                         "fqcn-fairness: rounds per mode (qcn, fqcn)")
     tr.add_argument("--timeout", type=float, default=900.0,
                     help="seconds after the last submit before unfinished jobs fail the mode")
     tr.add_argument("--force-cc", help=argparse.SUPPRESS)   # test hook: proves the mode check
@@ -238,16 +257,13 @@ def main(argv=None):
         res = dcudp_incast.run(a.link_mbps, a.short, rounds=a.rounds, counts=counts,
                                durations=durs, boost=a.boost_softirq or
                                os.environ.get("DATCPBENCH_BOOST_SOFTIRQ") == "1")
-        if a.out:
-            os.makedirs(a.out, exist_ok=True)
-            with open(os.path.join(a.out, "dcudp-incast.json"), "w") as fh:
-                json.dump(res, fh, indent=1)
-            dcudp_incast.plot(res, os.path.join(a.out, "dcudp-incast.png"))
-        if a.json:
-            sys.stdout.write(json.dumps(res) + "\n")
-        else:
-            print(dcudp_incast.table(res))
-        return 0
+        return emit(a, res, dcudp_incast)
+    if a.scenario == "fqcn-fairness":   # FQCN section IV-A (datcpbench/fqcn_fairness.py)
+        from . import fqcn_fairness
+        if a.rounds < 1:
+            ap.error(f"--rounds {a.rounds}: must be an integer >= 1")
+        res = fqcn_fairness.run(a.link_mbps, rounds=a.rounds, duration_s=4.0 if a.short else 10.0)
+        return emit(a, res, fqcn_fairness)
     if a.scenario == "custom":
         if not a.spec:
             ap.error("custom needs --spec FILE.json")

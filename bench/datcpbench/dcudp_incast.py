@@ -29,7 +29,7 @@ import tempfile
 import time
 
 from . import kernel, runner
-from .netns import Cleanup, install_signal_handlers, log, reap_stale
+from .netns import Cleanup, install_signal_handlers, kill_procs, log, reap_stale
 from .topo import Testbed
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -97,17 +97,11 @@ def _dcudp_group(n, dur, link_mbps):
     tmp = tempfile.mkdtemp(prefix="dcudp-incast.")
     cleanup.push(subprocess.run, ["rm", "-rf", tmp])
     procs = []
-
-    def kill_all():
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
     try:
         loaded = kernel.Loaded().__enter__()
         cleanup.push(loaded.__exit__, None, None, None)
         tb = Testbed(n, 1, link_mbps, switch_for("dcudp"), cleanup).up()
-        cleanup.push(kill_all)
+        cleanup.push(kill_procs, procs)
         src = os.path.join(tmp, "data")
         with open(src, "wb") as fh:
             fh.write(os.urandom(size))
@@ -164,6 +158,7 @@ def run(link_mbps=100, short=False, protocols=PROTOCOLS, rounds=1, counts=None, 
     boost_cleanup = Cleanup()
     if boost:
         runner.boost_softirq(boost_cleanup)
+        runner.boost_autogroup(boost_cleanup)
     try:
         _run_all(res, link_mbps, protocols, boost)
     finally:

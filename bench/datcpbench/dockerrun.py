@@ -244,6 +244,12 @@ def _held_errors(estimates, real, seconds):
     for rule, key in zip(RULES, ("mapWaveUnixNanos", "lastCompletionUnixNanos")):
         out[rule + "_error_s"] = round(sum(abs(seconds(e[key]) - real) * w
                                            for e, w in zip(estimates, spans)) / window, 3)
+    if any(e.get("rule") == "EACH_START" for e in estimates):
+        # what the planner aimed at before it knew each start: the earliest start's rule,
+        # else (0: that start unknown) the last completion's
+        out["earliest_start_error_s"] = round(sum(
+            abs(seconds(e.get("earliestStartUnixNanos") or e["lastCompletionUnixNanos"]) - real)
+            * w for e, w in zip(estimates, spans)) / window, 3)
     return out
 
 
@@ -303,9 +309,11 @@ def _estimate_row(which, m, e):
     if m is None:
         return f"{which} | no estimate | | | | |"
     if which == "held":
+        earliest = ("" if m.get("earliest_start_error_s") is None else
+                    f" (earliest-start rule: {m['earliest_start_error_s']:.2f} s)")
         return (f"held: {m['estimates']} estimate(s) over {m['window_s']:.2f} s "
-                f"| from {m['made_s']:.2f} s | | {m['map_wave_error_s']:.2f} s (mean abs) "
-                f"| | {m['last_completion_error_s']:.2f} s (mean abs) |")
+                f"| from {m['made_s']:.2f} s | | {m['map_wave_error_s']:.2f} s (mean abs)"
+                f"{earliest} | | {m['last_completion_error_s']:.2f} s (mean abs) |")
     if which == "latest" and m == e["first"]:
         return "latest | the first (no later estimate moved an end) | | | | |"
     return (f"{which} | {m['made_s']:.2f} s ({m['maps_done']}/{e['maps']}) "
@@ -354,8 +362,10 @@ def map_end_lines(results):
             "last that moved an end before the last map was done), and all of them held over "
             "time (each weighted by how long it stood before the next one or the real end: the "
             "mean absolute error of the deadline the planner aimed at while it waited), by the "
-            "map-wave rule it plans with (running maps end a median after the earliest "
-            "started, the rest in waves) and by the last-completion rule (maps left in waves "
+            "map-wave rule it plans with (running maps end a median after each one's start, "
+            "the rest take the slots as they free; with only the earliest start known, a "
+            "median after it, the rest in waves: held also by that earliest-start rule when "
+            "each start was known) and by the last-completion rule (maps left in waves "
             "of the median after the last map completion); error = estimate - real.", "",
             "| round | job | real last map end | estimate | made (maps done) | map-wave "
             "| error | last-completion | error |", "|---|---|---|---|---|---|---|---|---|"] \

@@ -108,6 +108,15 @@ class Cleanup:
                     log(f"cleanup: {fn.__name__}: {e}")
 
 
+def kill_procs(procs):
+    """Kill and reap the processes of the list that still run (a Cleanup callback: the
+    list may grow after it is pushed)."""
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
 def install_signal_handlers():
     """Turn SIGTERM (and SIGINT, SIGHUP) into exceptions so ``finally`` blocks run."""
     def handler(signum, frame):

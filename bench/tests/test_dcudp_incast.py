@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from conftest import BENCH, bench_until, needs_kmod, needs_root
+from conftest import BENCH, bench_json, needs_kmod, needs_root
 
 DCUDP_BUILD = os.path.join(os.path.dirname(BENCH), "dcudp", "build")
 needs_dcudp = pytest.mark.skipif(not os.access(os.path.join(DCUDP_BUILD, "dcudp-send"), os.X_OK),
@@ -20,7 +20,9 @@ def _sane(r):
 @needs_kmod
 @needs_dcudp
 def test_two_senders_of_10ms_cbr_per_protocol():
-    r = bench_until(_sane, "dcudp-incast", "--senders", "2", "--durations", "0.01")
+    # one run: DCUDP's goodput, the lowest of the three, was 77-95 Mbit/s alone and beside two
+    # nice-0 busy loops, 36-95 beside two at the generator's nice -15 (bench/README.md, Tests)
+    r = bench_json("dcudp-incast", "--senders", "2", "--durations", "0.01")
     by = {x["protocol"]: x for x in r["runs"]}
     assert set(by) == {"dcudp", "dctcp", "reno"}
     assert all(x["n"] == 2 and x["duration_s"] == 0.01 for x in r["runs"])

@@ -235,6 +235,16 @@ def test_map_end_estimates_hold_both_rules_against_the_last_maps_real_end():
     # 2.0 s)
     assert e["held"] == {"made_s": 3.5, "estimates": 2, "window_s": 1.5,
                          "map_wave_error_s": 0.3, "last_completion_error_s": 1.667}
+    # estimates by each running map's start are held by the earliest-start rule too (the
+    # planner's before), the last-completion rule where that start was unknown (0)
+    each = [dict(estimate(3.5, 1, 4.5, 6.0), rule="EACH_START",
+                 earliestStartUnixNanos=ORIGIN_MS * 1_000_000 + 4_000_000_000),
+            dict(estimate(4.0, 1, 5.2, 7.0), rule="EACH_START", earliestStartUnixNanos=0)]
+    rnd, records = scheduler_round(9.8, each[0], each[1])
+    held = dockerrun.map_end_estimates(rnd, records)["j1"]["held"]
+    # 0.5 s at 1.0 s off, 1.0 s at 2.0 s off
+    assert held["earliest_start_error_s"] == 1.667
+    assert "(earliest-start rule: 1.67 s)" in dockerrun._estimate_row("held", held, {})
     # an estimate made after the last map really ended stood for none of the wait
     late, records = scheduler_round(9.8, estimate(5.5, 1, 4.5, 6.0), None)
     assert dockerrun.map_end_estimates(late, records)["j1"]["held"] is None

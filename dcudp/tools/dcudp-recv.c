@@ -24,14 +24,6 @@ static void usage(FILE *f)
 	fprintf(f, "usage: dcudp-recv --port P --link-mbit C [--out F] [--pkt-bytes B] [--timeout-ms T]\n");
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ULL + t.tv_nsec;
-}
-
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = { { "port", required_argument, 0, 'p' },
@@ -79,7 +71,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	while ((n = dcudp_recv(c, buf, sizeof(buf))) > 0) {
-		last = now_ns();
+		last = tool_now_ns();
 		if (!first)
 			first = last;
 		if (f && fwrite(buf, 1, (size_t)n, f) != (size_t)n) {

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
-/* tool_args.h - option values of the dcudp tools: fail fast, naming the option. */
+/* tool_args.h - option values of the dcudp and fqcn tools: fail fast, naming the
+ * option; and the tools' clock. */
 #ifndef DCUDP_TOOL_ARGS_H
 #define DCUDP_TOOL_ARGS_H
 
@@ -7,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 static inline int tool_u64(const char *name, const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
 {
@@ -22,6 +24,15 @@ static inline int tool_u64(const char *name, const char *s, uint64_t lo, uint64_
 	}
 	*out = v;
 	return 0;
+}
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+static inline uint64_t tool_now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ULL + t.tv_nsec;
 }
 
 #endif

@@ -56,6 +56,10 @@
  * guard_shift: tuned aims to finish T_remain/16 early, so that the noise of
  *   a window-based rate around R_desired does not land a flow just after
  *   its deadline half of the time; paper 0 (R_desired = V_remain/T_remain).
+ *   That guard vanishes with T_remain: a flow held at V_remain /
+ *   (15/16 T_remain) ends at the deadline itself (a 10 MB flow with D = 1.4 s
+ *   beside a background flow ended at 1.33-1.42 s, median 1.39; aimed D/16
+ *   early instead, at 1.27-1.38 s). D/16 waits for mixed runs (issue 22).
  * slow_start_raise_only: tuned lets slow-start rates (probes, not the
  *   flow's share) raise urgency but not lower it; paper: every window counts.
  * u_max_q: the paper gives no U_max; 10 in both (b 0.065). Eq. 5 assumes

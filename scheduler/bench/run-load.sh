@@ -93,7 +93,8 @@ compare() {
   printf '\n%-28s %12s %12s %10s\n' "" old new new/old
   local row name prefix col
   for row in "all requests/s|all requests|1" "all requests p50 ms|all requests|4" \
-      "all requests p99 ms|all requests|7" "policy lookups p99 ms|policy lookups|7" \
+      "all requests p99 ms|all requests|7" "all but firsts p99 ms|all but firsts|7" \
+      "policy lookups p99 ms|policy lookups|7" \
       "shuffle reports p99 ms|shuffle reports|7" \
       "job's first report p50 ms| job's first|4" "job's first report p99 ms| job's first|7" \
       "server CPU ms/1000 req|server CPU|1" "benchmark CPU ms/1000 req|benchmark CPU|1" \

@@ -22,6 +22,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -311,8 +312,9 @@ class ShuffleOnMiniYarnTest {
   }
 
   /**
-   * Each of reduce 0's reports that counts running maps says when the first of them started:
-   * one of the job's maps' starts (the AM's task startTime); one counting none says 0.
+   * Each of reduce 0's reports that counts running maps says when the first of them started and
+   * when each did: starts of the job's maps (the AM's task startTime), one per running map, the
+   * earliest the first's; one counting none says 0 and no start.
    */
   private static void assertRunningMapsSince(List<ShuffleEvent> fromZero,
       Collection<TaskReport> maps) {
@@ -323,8 +325,15 @@ class ShuffleOnMiniYarnTest {
       if (m.getMapsRunning() > 0) {
         assertThat(m.getRunningMapsSinceUnixNanos()).as("running maps since, map %d", m.getMapId())
             .isBetween(firstStart * 1_000_000L, lastStart * 1_000_000L);
+        assertThat(m.getRunningMapStartsUnixNanosList()).as("each start, map %d", m.getMapId())
+            .hasSize(m.getMapsRunning()).allSatisfy(start -> assertThat(start)
+                .isBetween(firstStart * 1_000_000L, lastStart * 1_000_000L))
+            .contains(m.getRunningMapsSinceUnixNanos());
+        assertThat(Collections.min(m.getRunningMapStartsUnixNanosList()))
+            .isEqualTo(m.getRunningMapsSinceUnixNanos());
       } else {
         assertThat(m.getRunningMapsSinceUnixNanos()).as("no map runs").isZero();
+        assertThat(m.getRunningMapStartsUnixNanosList()).as("no map runs").isEmpty();
       }
     }
   }

@@ -140,6 +140,8 @@ public final class Job {
   private final Map<String, List<Reduce>> reducesByHost = new ConcurrentHashMap<>();
   private int mapsRunning = -1;
   private long runningMapsSinceUnixNanos;
+  /** When each of the {@link #mapsRunning} maps started, ascending; empty when not all known. */
+  private long[] runningMapStartsUnixNanos = new long[0];
   private long lastMapCompletionUnixNanos;
   private long knownOutputBytes;
   private int knownOutputs;
@@ -298,6 +300,14 @@ public final class Job {
    */
   public long runningMapsSinceUnixNanos() {
     return runningMapsSinceUnixNanos;
+  }
+
+  /**
+   * When each of the {@link #mapsRunning} maps started, ascending, as the report that counted
+   * them said; empty unless it said for every one of them. A copy.
+   */
+  public long[] runningMapStartsUnixNanos() {
+    return runningMapStartsUnixNanos.clone();
   }
 
   /** §4.4: once every map is done the job finishes as soon as its shuffle does. */
@@ -483,11 +493,12 @@ public final class Job {
    * Records one reduce's report of a completed map; returns whether it changed what the job's
    * reduces on other hosts still wait for (a map newly done, the running maps or when they
    * started, or the mean output size that unknown sizes are estimated with), else only reduce
-   * {@code reduceId}'s remaining bytes changed, if anything. {@code runningSince} belongs to
-   * {@code running}: both are kept from the latest report that counted the running maps.
+   * {@code reduceId}'s remaining bytes changed, if anything. {@code runningSince} and
+   * {@code runningStarts} belong to {@code running}: all are kept from the latest report that
+   * counted the running maps (the starts only when there is one for each running map).
    */
   boolean mapCompleted(int reduceId, int mapId, String host, int attempt, long runTimeNanos,
-      long outputBytes, int running, long runningSince, long time) {
+      long outputBytes, int running, long runningSince, List<Long> runningStarts, long time) {
     if (lostAttempts.contains(attemptKey(mapId, attempt))) {
       return false;
     }
@@ -515,10 +526,19 @@ public final class Job {
       addRunTime(runTimeNanos);
       jobWide = true;
     }
-    if (running >= 0 && (running != mapsRunning || runningSince != runningMapsSinceUnixNanos)) {
-      mapsRunning = running;
-      runningMapsSinceUnixNanos = runningSince;
-      jobWide = true;
+    if (running >= 0) {
+      long[] starts = new long[runningStarts.size() == running ? running : 0];
+      for (int i = 0; i < starts.length; i++) {
+        starts[i] = runningStarts.get(i);
+      }
+      Arrays.sort(starts);
+      if (running != mapsRunning || runningSince != runningMapsSinceUnixNanos
+          || !Arrays.equals(starts, runningMapStartsUnixNanos)) {
+        mapsRunning = running;
+        runningMapsSinceUnixNanos = runningSince;
+        runningMapStartsUnixNanos = starts;
+        jobWide = true;
+      }
     }
     Reduce r = reduces.get(reduceId);
     if (r != null && outputBytes >= 0) {
@@ -548,7 +568,7 @@ public final class Job {
       if (m < totalMaps && !maps.containsKey(m) && !partitions.containsKey(m)) {
         // one map per flow: the flow's size is that map's partition for the reduce
         mapCompleted(reduceId, m, host, ATTEMPT_UNKNOWN, 0, mapIds.size() == 1 ? bytes : -1, -1,
-            0, time);
+            0, List.of(), time);
         learnt = true;
       }
     }

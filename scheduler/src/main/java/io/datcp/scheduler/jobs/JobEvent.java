@@ -36,11 +36,18 @@ public sealed interface JobEvent {
    * A map finished; {@code outputBytes} is its partition for {@code reduceId}, -1 if unknown;
    * {@code attempt} the attempt number of the map task attempt that produced it;
    * {@code runningMapsSinceUnixNanos} when the earliest of the {@code mapsRunning} maps started,
-   * 0 if unknown.
+   * 0 if unknown; {@code runningMapStartsUnixNanos} when each of them started (any order, empty
+   * if unknown), at most {@code mapsRunning} and {@link #MAX_RUNNING_MAP_STARTS}.
    */
   record MapCompleted(long timeUnixNanos, String jobId, int reduceId, int mapId, String host,
       long runTimeNanos, long outputBytes, int mapsRunning, int attempt,
-      long runningMapsSinceUnixNanos) implements JobEvent {
+      long runningMapsSinceUnixNanos, List<Long> runningMapStartsUnixNanos) implements JobEvent {
+    /**
+     * Most running maps' starts one report may carry (the proto's bound): a job holds the latest
+     * report's, 8 bytes each, so at most 8 KB a job (80 MB at jobs.maxRunning).
+     */
+    public static final int MAX_RUNNING_MAP_STARTS = 1_000;
+
     /** By a map's first attempt (0), as reporters built before the attempt field say. */
     public MapCompleted(long timeUnixNanos, String jobId, int reduceId, int mapId, String host,
         long runTimeNanos, long outputBytes, int mapsRunning) {
@@ -55,6 +62,14 @@ public sealed interface JobEvent {
           attempt, 0);
     }
 
+    /** Saying only when the earliest running map started, as reporters before the list. */
+    public MapCompleted(long timeUnixNanos, String jobId, int reduceId, int mapId, String host,
+        long runTimeNanos, long outputBytes, int mapsRunning, int attempt,
+        long runningMapsSinceUnixNanos) {
+      this(timeUnixNanos, jobId, reduceId, mapId, host, runTimeNanos, outputBytes, mapsRunning,
+          attempt, runningMapsSinceUnixNanos, List.of());
+    }
+
     @Override
     public void validate(String prefix) {
       common(prefix, timeUnixNanos, jobId, reduceId);
@@ -66,6 +81,14 @@ public sealed interface JobEvent {
       require(mapsRunning >= -1, prefix, "mapsRunning", "must be >= 0, or -1 when unknown");
       require(runningMapsSinceUnixNanos >= 0, prefix, "runningMapsSinceUnixNanos",
           "must be 0 (unknown) or nanoseconds since the epoch");
+      int starts = runningMapStartsUnixNanos.size();
+      require(starts <= MAX_RUNNING_MAP_STARTS && starts <= Math.max(0, mapsRunning), prefix,
+          "runningMapStartsUnixNanos", "must hold at most mapsRunning starts, and at most "
+              + MAX_RUNNING_MAP_STARTS);
+      for (long start : runningMapStartsUnixNanos) {
+        require(start > 0, prefix, "runningMapStartsUnixNanos",
+            "must be nanoseconds since the epoch (> 0)");
+      }
     }
   }
 

@@ -229,7 +229,8 @@ public final class JobRegistry {
       // moves the job's demand on all its hosts; re-planning them all on each report made a
       // job's reports cost O(reduces^2) per map.
       if (job.mapCompleted(e.reduceId(), e.mapId(), e.host(), e.attempt(), e.runTimeNanos(),
-          e.outputBytes(), e.mapsRunning(), e.runningMapsSinceUnixNanos(), e.timeUnixNanos())) {
+          e.outputBytes(), e.mapsRunning(), e.runningMapsSinceUnixNanos(),
+          e.runningMapStartsUnixNanos(), e.timeUnixNanos())) {
         touchAll(job, touched);
       } else {
         touch(job, e.reduceId(), touched);

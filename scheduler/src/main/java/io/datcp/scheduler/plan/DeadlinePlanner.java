@@ -53,14 +53,16 @@ public final class DeadlinePlanner {
    * @param flowing whether a flow of the job on this host has started (a policy was looked up)
    * @param runningMapsSinceUnixNanos when the earliest running map started, for the reason text;
    *     0 when unknown
+   * @param eachStart whether the estimate knew each running map's start, for the reason text
    */
   public record Demand(String jobId, long remainingBytes, int mapsLeft, long lastMapFinishUnixNanos,
-      long waves, long medianMapNanos, boolean flowing, long runningMapsSinceUnixNanos) {
+      long waves, long medianMapNanos, boolean flowing, long runningMapsSinceUnixNanos,
+      boolean eachStart) {
     /** Not knowing when the running maps started. */
     public Demand(String jobId, long remainingBytes, int mapsLeft, long lastMapFinishUnixNanos,
         long waves, long medianMapNanos, boolean flowing) {
       this(jobId, remainingBytes, mapsLeft, lastMapFinishUnixNanos, waves, medianMapNanos,
-          flowing, 0);
+          flowing, 0, false);
     }
   }
 
@@ -221,10 +223,16 @@ public final class DeadlinePlanner {
       Supplier<String> mapsText = () -> "waiting for " + d.mapsLeft() + " maps: "
           + (d.runningMapsSinceUnixNanos() == 0 ? d.waves() + " wave(s) x median map "
               + s(d.medianMapNanos()) + " after the last map completion"
-              : "the running ones (the first started "
-                  + s(nowUnixNanos - d.runningMapsSinceUnixNanos()) + " ago) end a median map "
-                  + s(d.medianMapNanos()) + " after their start"
-                  + (d.waves() == 0 ? "" : ", then " + d.waves() + " wave(s) of the rest"))
+              : d.eachStart()
+                  ? "the running ones (the first started "
+                      + s(nowUnixNanos - d.runningMapsSinceUnixNanos()) + " ago) end a median map "
+                      + s(d.medianMapNanos()) + " after each one's start"
+                      + (d.waves() == 0 ? "" : ", the rest take their slots as they free ("
+                          + d.waves() + " round(s))")
+                  : "the running ones (the first started "
+                      + s(nowUnixNanos - d.runningMapsSinceUnixNanos()) + " ago) end a median map "
+                      + s(d.medianMapNanos()) + " after their start"
+                      + (d.waves() == 0 ? "" : ", then " + d.waves() + " wave(s) of the rest"))
           + " -> " + s(untilMaps);
       out.put(d.jobId(), untilMaps >= floor
           ? new Deadline(nowUnixNanos + untilMaps, () -> mapsText.get() + "; floor "

@@ -262,14 +262,16 @@ public final class Replanner {
     int mapsLeft = Math.max(0, job.totalMaps() - job.mapsDone());
     return mapEnd == null
         ? new Demand(job.id(), remaining, mapsLeft, 0, 0, job.medianMapRunTimeNanos(),
-            job.flowingOn(host), 0)
+            job.flowingOn(host))
         : new Demand(job.id(), remaining, mapsLeft, mapEnd.mapWaveUnixNanos(), mapEnd.waves(),
-            mapEnd.medianMapNanos(), job.flowingOn(host), mapEnd.runningMapsSinceUnixNanos());
+            mapEnd.medianMapNanos(), job.flowingOn(host), mapEnd.runningMapsSinceUnixNanos(),
+            mapEnd.rule() == MapEndEstimate.Rule.EACH_START);
   }
 
   /**
-   * When {@code job}'s last map should end, by the map-wave rule and by the last-completion rule;
-   * null when no map is left or none has a known length.
+   * When {@code job}'s last map should end, by the rule the reports allow (each running map's
+   * start, the earliest one's, or neither: {@link MapEndEstimate.Rule}) and by the others it can
+   * make; null when no map is left or none has a known length.
    */
   static MapEndEstimate mapEnd(Job job, long now) {
     int mapsLeft = Math.max(0, job.totalMaps() - job.mapsDone());
@@ -277,24 +279,51 @@ public final class Replanner {
     if (mapsLeft == 0 || median < 0) {
       return null;
     }
-    // §2.2: remaining maps run in waves over the slots the job holds; each wave takes about
-    // the median map length, starting when the last map finished and freed a slot.
+    // §2.2 ("map tasks within a job always have similar lengths ... so job scheduler can
+    // speculate finish time of maps"): every map takes about the median; slots and waves are ours
     int fromContainers = job.mapSlotsFromContainers();
-    int slots = job.mapsRunning() > 0 ? job.mapsRunning()
-        : fromContainers > 0 ? fromContainers : mapsLeft;
+    int running = job.mapsRunning();
+    int slots = running > 0 ? running : fromContainers > 0 ? fromContainers : mapsLeft;
     long lastCompletionWaves = (mapsLeft + slots - 1) / slots;
     long lastCompletion = job.lastMapCompletionUnixNanos() + lastCompletionWaves * median;
-    if (job.mapsRunning() > 0 && job.runningMapsSinceUnixNanos() > 0) {
-      // §2.2: the running maps end about a median after they started, the rest in waves after
-      long runningSince = job.runningMapsSinceUnixNanos();
-      int notStarted = Math.max(0, mapsLeft - job.mapsRunning());
-      long waves = (notStarted + slots - 1) / slots;
-      return new MapEndEstimate(now, job.mapsDone(), job.mapsRunning(), runningSince, median,
-          waves, Math.max(job.lastMapCompletionUnixNanos(), runningSince + median)
-              + waves * median, lastCompletion);
+    if (running <= 0 || job.runningMapsSinceUnixNanos() <= 0) {
+      return new MapEndEstimate(now, job.mapsDone(), running, 0, median, lastCompletionWaves,
+          lastCompletion, lastCompletion, 0, MapEndEstimate.Rule.LAST_COMPLETION);
     }
-    return new MapEndEstimate(now, job.mapsDone(), job.mapsRunning(), 0, median,
-        lastCompletionWaves, lastCompletion, lastCompletion);
+    long runningSince = job.runningMapsSinceUnixNanos();
+    int notStarted = Math.max(0, mapsLeft - running);
+    long waves = (notStarted + slots - 1) / slots;
+    long earliestStart = Math.max(job.lastMapCompletionUnixNanos(), runningSince + median)
+        + waves * median;
+    long[] starts = job.runningMapStartsUnixNanos();
+    return starts.length == running
+        ? new MapEndEstimate(now, job.mapsDone(), running, runningSince, median, waves,
+            eachStart(starts, notStarted, median, now), lastCompletion, earliestStart,
+            MapEndEstimate.Rule.EACH_START)
+        : new MapEndEstimate(now, job.mapsDone(), running, runningSince, median, waves,
+            earliestStart, lastCompletion, earliestStart, MapEndEstimate.Rule.EARLIEST_START);
+  }
+
+  /**
+   * The last map's end by list scheduling over the slots (beyond the paper, which names no
+   * schedule): the map started at {@code starts[i]} (ascending) ends at max(now, start + median)
+   * and frees its slot; each of the {@code notStarted} maps takes the slot that frees first and
+   * holds it one median. Starts after {@code now} (a skewed clock) count as now, so the slots
+   * free within one median of each other and taking them in turn is taking the earliest free:
+   * with q = notStarted / slots and r = notStarted % slots, the slots that free first run q + 1
+   * more maps, the others q, and the last end is the latest of those slots' ends. O(1).
+   */
+  static long eachStart(long[] starts, int notStarted, long median, long now) {
+    int slots = starts.length;
+    long q = notStarted / slots;
+    int r = notStarted % slots;
+    long end = free(starts[slots - 1], median, now) + q * median;
+    return r == 0 ? end : Math.max(end, free(starts[r - 1], median, now) + (q + 1) * median);
+  }
+
+  /** When the slot of a map that started at {@code start} frees: a median later, not before now. */
+  private static long free(long start, long median, long now) {
+    return Math.max(now, Math.min(start, now) + median);
   }
 
   /** Hosts where {@code job} has a reduce still shuffling. */

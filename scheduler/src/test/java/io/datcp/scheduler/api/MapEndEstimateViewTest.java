@@ -78,6 +78,8 @@ class MapEndEstimateViewTest {
     assertThat(first.get("medianMapNanos").asLong()).isEqualTo(10 * S);
     assertThat(first.get("mapWaveUnixNanos").asLong()).isEqualTo(t0 + 10 * S);
     assertThat(first.get("lastCompletionUnixNanos").asLong()).isEqualTo(t0 + 20 * S);
+    assertThat(first.get("earliestStartUnixNanos").asLong()).isEqualTo(t0 + 10 * S);
+    assertThat(first.get("rule").asText()).isEqualTo("EARLIEST_START");
 
     at(server, 15, mapDone(t0, 2, 15, 1));
     // a report that changes nothing about the maps re-makes the same estimate: not news
@@ -100,5 +102,26 @@ class MapEndEstimateViewTest {
     assertThat(done.get("firstMapEndEstimate")).isEqualTo(first);
     assertThat(done.get("latestMapEndEstimate")).isEqualTo(latest);
     assertThat(done.get("mapEndEstimates")).containsExactly(first, latest);
+  }
+
+  /**
+   * With each running map's start the view shows the list-scheduling estimate beside the rules
+   * before it: 6 maps of 10 s, 2 done at T0 + 10 s, 2 running (started at T0 + 2 s and
+   * T0 + 6 s: free at 12 and 16 s), 2 not started, which take those slots: the last ends at
+   * T0 + 26 s; the earliest start's rule says 12 + 10 = 22 s, the last completion's 10 + 2 x 10.
+   */
+  @Test
+  void theJobViewShowsTheEstimateByEachRunningMapsStart() throws Exception {
+    SchedulerServer server = servers.start(dir, clock,
+        SchedulerConf.fromMap(Map.of("tls.plaintext", "true")));
+    List<Long> starts = List.of(t0 + 6 * S, t0 + 2 * S);
+    at(server, 10, new JobEvent.ReduceStarted(t0, "a", 0, NODE, 6, 1, CONF, 0),
+        mapDone(t0, 0, 10, -1), new JobEvent.MapCompleted(t0 + 10 * S, "a", 0, 1, "m1", 10 * S,
+            1_000_000L, 2, 0, t0 + 2 * S, starts));
+    JsonNode e = job(server).get("latestMapEndEstimate");
+    assertThat(e.get("rule").asText()).isEqualTo("EACH_START");
+    assertThat(e.get("mapWaveUnixNanos").asLong()).isEqualTo(t0 + 26 * S);
+    assertThat(e.get("earliestStartUnixNanos").asLong()).isEqualTo(t0 + 22 * S);
+    assertThat(e.get("lastCompletionUnixNanos").asLong()).isEqualTo(t0 + 30 * S);
   }
 }

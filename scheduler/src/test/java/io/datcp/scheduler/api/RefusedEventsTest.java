@@ -16,6 +16,7 @@ import io.datcp.scheduler.MutableClock;
 import io.datcp.scheduler.SchedulerServer;
 import io.datcp.scheduler.TestServices;
 import io.datcp.scheduler.config.SchedulerConf;
+import io.datcp.scheduler.jobs.JobEvent;
 import io.datcp.scheduler.jobs.JobView;
 import io.grpc.Status;
 import java.nio.file.Path;
@@ -163,6 +164,45 @@ class RefusedEventsTest {
       assertThat(r.getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT.value());
       assertThat(r.getMessage()).startsWith("events[1].mapId: must be >= 0");
     });
+    assertThat(job().mapsDone()).isEqualTo(1);
+  }
+
+  /**
+   * A hostile report of more running maps' starts than running maps (or than the proto's bound,
+   * however many it says run) is refused alone; a report of one start per running map is
+   * applied.
+   */
+  @Test
+  void moreRunningMapStartsThanRunningMapsOrThanTheBoundAreRefused() throws Exception {
+    start();
+    long t = clock.nanos();
+    ShuffleEvent tooMany = at().setMapCompleted(MapCompleted.newBuilder().setJobId(JOB)
+        .setReduceId(1).setMapId(0).setHost("m0").setOutputBytes(MB).setMapsRunning(2)
+        .addAllRunningMapStartsUnixNanos(List.of(t - 3, t - 2, t - 1))).build();
+    MapCompleted.Builder pastBound = MapCompleted.newBuilder().setJobId(JOB).setReduceId(1)
+        .setMapId(0).setHost("m0").setOutputBytes(MB).setMapsRunning(5_000);
+    for (int i = 0; i < JobEvent.MapCompleted.MAX_RUNNING_MAP_STARTS + 1; i++) {
+      pastBound.addRunningMapStartsUnixNanos(t - i);
+    }
+    ShuffleEvent unknownCount = at().setMapCompleted(MapCompleted.newBuilder().setJobId(JOB)
+        .setReduceId(1).setMapId(0).setHost("m0").setOutputBytes(MB).setMapsRunning(-1)
+        .addRunningMapStartsUnixNanos(t)).build();
+    ShuffleEvent fits = at().setMapCompleted(MapCompleted.newBuilder().setJobId(JOB)
+        .setReduceId(1).setMapId(0).setHost("m0").setOutputBytes(MB).setMapsRunning(2)
+        .addAllRunningMapStartsUnixNanos(List.of(t - 2, t - 1))).build();
+
+    ReportAck ack = report("node1", 1, started(1, "node1"), tooMany,
+        at().setMapCompleted(pastBound).build(), unknownCount, fits);
+
+    assertThat(ack.getAccepted()).isEqualTo(2);
+    assertThat(ack.getRefusedList()).extracting(r -> r.getIndex(), r -> r.getCode(),
+        r -> r.getMessage()).containsExactly(
+            tuple(1, Status.Code.INVALID_ARGUMENT.value(), "events[1].runningMapStartsUnixNanos:"
+                + " must hold at most mapsRunning starts, and at most 1000"),
+            tuple(2, Status.Code.INVALID_ARGUMENT.value(), "events[2].runningMapStartsUnixNanos:"
+                + " must hold at most mapsRunning starts, and at most 1000"),
+            tuple(3, Status.Code.INVALID_ARGUMENT.value(), "events[3].runningMapStartsUnixNanos:"
+                + " must hold at most mapsRunning starts, and at most 1000"));
     assertThat(job().mapsDone()).isEqualTo(1);
   }
 

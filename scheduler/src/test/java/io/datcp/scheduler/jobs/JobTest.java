@@ -83,7 +83,8 @@ class JobTest {
           case 1 -> {
             long runTime = 1 + rnd.nextInt(1000);
             long bytes = rnd.nextInt(4) == 0 ? -1 : rnd.nextInt(1_000_000);
-            job.mapCompleted(reduce, map, "m", 0, runTime, bytes, rnd.nextInt(5) - 1, 0, T + step);
+            job.mapCompleted(reduce, map, "m", 0, runTime, bytes, rnd.nextInt(5) - 1, 0,
+                List.of(), T + step);
             if (!r.lost.contains(map) && r.completed.add(map)) {
               r.runTimes.add(runTime);
             }
@@ -141,12 +142,12 @@ class JobTest {
     // it): counted as a length, it made every job's maps look instant ("median map 0.00 s")
     Job job = new Job("j", CONF, true, 4, 1, T);
     job.reduceStarted(0, "node1", T);
-    job.mapCompleted(0, 0, "m", 0, 0, 10, -1, 0, T);
-    job.mapCompleted(0, 1, "m", 0, 0, 10, -1, 0, T);
+    job.mapCompleted(0, 0, "m", 0, 0, 10, -1, 0, List.of(), T);
+    job.mapCompleted(0, 1, "m", 0, 0, 10, -1, 0, List.of(), T);
     assertThat(job.mapsDone()).isEqualTo(2);
     assertThat(job.medianMapRunTimeNanos()).isEqualTo(-1);
 
-    job.mapCompleted(0, 2, "m", 0, 5_000_000_000L, 10, -1, 0, T);
+    job.mapCompleted(0, 2, "m", 0, 5_000_000_000L, 10, -1, 0, List.of(), T);
     assertThat(job.medianMapRunTimeNanos()).isEqualTo(5_000_000_000L);
   }
 
@@ -162,14 +163,14 @@ class JobTest {
   void aRunTimeReportedAfterTheMapWasKnownWithoutOneCountsOnce() {
     // the plugin's reduce 0 asks the AM for run times; other reduces report the map first
     Job job = twoReduces();
-    assertThat(job.mapCompleted(1, 0, "m", 0, 0, 10, -1, 0, T)).isTrue();
+    assertThat(job.mapCompleted(1, 0, "m", 0, 0, 10, -1, 0, List.of(), T)).isTrue();
     assertThat(job.medianMapRunTimeNanos()).isEqualTo(-1);
 
-    assertThat(job.mapCompleted(0, 0, "m", 0, 4_000_000_000L, 10, -1, 0, T))
+    assertThat(job.mapCompleted(0, 0, "m", 0, 4_000_000_000L, 10, -1, 0, List.of(), T))
         .as("the median moved: every host's demand changes").isTrue();
     assertThat(job.medianMapRunTimeNanos()).isEqualTo(4_000_000_000L);
     assertThat(job.mapsDone()).isEqualTo(1);
-    assertThat(job.mapCompleted(0, 0, "m", 0, 9_000_000_000L, 10, -1, 0, T))
+    assertThat(job.mapCompleted(0, 0, "m", 0, 9_000_000_000L, 10, -1, 0, List.of(), T))
         .as("a map's run time counts once").isFalse();
     assertThat(job.medianMapRunTimeNanos()).isEqualTo(4_000_000_000L);
   }
@@ -177,20 +178,39 @@ class JobTest {
   @Test
   void whenTheRunningMapsStartedIsKeptWithTheirCountFromTheLatestReportThatCountedThem() {
     Job job = twoReduces();
-    assertThat(job.mapCompleted(0, 0, "m", 0, 0, 10, 3, T - 7, T)).isTrue();
+    assertThat(job.mapCompleted(0, 0, "m", 0, 0, 10, 3, T - 7, List.of(), T)).isTrue();
     assertThat(job.runningMapsSinceUnixNanos()).isEqualTo(T - 7);
     // another reduce's report of the same map counts nothing: both stay
-    assertThat(job.mapCompleted(1, 0, "m", 0, 0, 10, -1, 0, T)).isFalse();
+    assertThat(job.mapCompleted(1, 0, "m", 0, 0, 10, -1, 0, List.of(), T)).isFalse();
     assertThat(job.mapsRunning()).isEqualTo(3);
     assertThat(job.runningMapsSinceUnixNanos()).isEqualTo(T - 7);
     // the same count, started later: every host's demand changes
-    assertThat(job.mapCompleted(0, 1, "m", 0, 0, 10, 3, T - 2, T + 1)).isTrue();
-    assertThat(job.mapCompleted(0, 1, "m", 0, 0, 10, 3, T - 2, T + 1)).isFalse();
+    assertThat(job.mapCompleted(0, 1, "m", 0, 0, 10, 3, T - 2, List.of(), T + 1)).isTrue();
+    assertThat(job.mapCompleted(0, 1, "m", 0, 0, 10, 3, T - 2, List.of(), T + 1)).isFalse();
     assertThat(job.runningMapsSinceUnixNanos()).isEqualTo(T - 2);
     // a count without a start: unknown again
-    job.mapCompleted(0, 2, "m", 0, 0, 10, 1, 0, T + 2);
+    job.mapCompleted(0, 2, "m", 0, 0, 10, 1, 0, List.of(), T + 2);
     assertThat(job.mapsRunning()).isEqualTo(1);
     assertThat(job.runningMapsSinceUnixNanos()).isZero();
+  }
+
+  @Test
+  void eachRunningMapsStartIsKeptSortedOnlyWhenTheReportGaveOneForEveryRunningMap() {
+    Job job = twoReduces();
+    assertThat(job.mapCompleted(0, 0, "m", 0, 0, 10, 3, T - 7, List.of(T - 2, T - 7, T - 4), T))
+        .isTrue();
+    assertThat(job.runningMapStartsUnixNanos()).containsExactly(T - 7, T - 4, T - 2);
+    // the same starts in another order: nothing new
+    assertThat(job.mapCompleted(0, 1, "m", 0, 0, 10, 3, T - 7, List.of(T - 4, T - 2, T - 7), T))
+        .as("map 1 is new, but not the starts").isTrue();
+    assertThat(job.mapCompleted(0, 1, "m", 0, 0, 10, 3, T - 7, List.of(T - 7, T - 4, T - 2), T))
+        .isFalse();
+    // one running map's start not told (the AM listed it without one): none is kept
+    assertThat(job.mapCompleted(0, 2, "m", 0, 0, 10, 3, T - 7, List.of(T - 7, T - 4), T + 1))
+        .isTrue();
+    assertThat(job.mapsRunning()).isEqualTo(3);
+    assertThat(job.runningMapStartsUnixNanos()).isEmpty();
+    assertThat(job.runningMapsSinceUnixNanos()).isEqualTo(T - 7);
   }
 
   @Test
@@ -211,11 +231,12 @@ class JobTest {
     Job job = new Job("j", CONF, true, 100, 1, T);
     int made = Job.MAX_MAP_END_ESTIMATES + 6;
     for (int i = 0; i < made; i++) {
-      MapEndEstimate e = new MapEndEstimate(T + i, i, 1, 0, 1_000, 0, T + 10_000 + i, T + 20_000);
+      MapEndEstimate e = new MapEndEstimate(T + i, i, 1, 0, 1_000, 0, T + 10_000 + i, T + 20_000,
+          0, MapEndEstimate.Rule.LAST_COMPLETION);
       job.mapEndEstimated(e);
       // made again by a report that changed nothing about the maps: not news
       job.mapEndEstimated(new MapEndEstimate(T + i + 1, i, 1, 0, 1_000, 0, T + 10_000 + i,
-          T + 20_000));
+          T + 20_000, 0, MapEndEstimate.Rule.LAST_COMPLETION));
     }
     List<MapEndEstimate> kept = job.mapEndEstimates();
     assertThat(kept).hasSize(Job.MAX_MAP_END_ESTIMATES);

@@ -80,12 +80,18 @@ class DeadlinePlannerTest {
 
   @Test
   void theReasonSaysWhenTheRunningMapsStarted() {
-    Demand running = new Demand("a", 20 * MB, 3, NOW + 7 * S, 1, 5 * S, true, NOW - 3 * S);
+    Demand running = new Demand("a", 20 * MB, 3, NOW + 7 * S, 1, 5 * S, true, NOW - 3 * S,
+        false);
     Deadline d = planner.plan("h1", List.of(running), NOW).get("a");
 
     assertThat(seconds(d)).isCloseTo(7.0, within(1e-6));
     assertThat(d.reason()).contains("waiting for 3 maps", "started 3.00 s ago",
         "median map 5.00 s after their start", "then 1 wave(s) of the rest");
+
+    Demand each = new Demand("a", 20 * MB, 3, NOW + 7 * S, 1, 5 * S, true, NOW - 3 * S, true);
+    assertThat(planner.plan("h1", List.of(each), NOW).get("a").reason()).contains(
+        "started 3.00 s ago", "median map 5.00 s after each one's start",
+        "the rest take their slots as they free (1 round(s))");
   }
 
   @Test

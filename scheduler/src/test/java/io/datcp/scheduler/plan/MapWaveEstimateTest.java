@@ -7,12 +7,15 @@ import io.datcp.scheduler.jobs.Job;
 import io.datcp.scheduler.jobs.JobEvent;
 import io.datcp.scheduler.jobs.JobLimits;
 import io.datcp.scheduler.jobs.JobRegistry;
+import io.datcp.scheduler.jobs.MapEndEstimate;
 import io.datcp.scheduler.plan.DeadlinePlanner.Deadline;
 import io.datcp.scheduler.policy.JobConf;
 import io.datcp.scheduler.policy.JobPriority;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
+import java.util.PriorityQueue;
+import java.util.Random;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
 
@@ -142,5 +145,106 @@ class MapWaveEstimateTest {
     Deadline d = planner.planned(HOST, "a");
     System.out.println(d.reason());
     return d.unixNanos();
+  }
+  /**
+   * Hand-worked: 20 maps of 8 s on 6 slots; at T0 + 20 s 4 are done (the last at 19 s), 6 run,
+   * started 9, 7, 5, 3, 1 and 0 s ago, 10 have not started. The running ones end 0 (overdue:
+   * now), 1, 3, 5, 7 and 8 s from now; the 10 others take those slots as they free, the first
+   * six ending at 8, 9, 11, 13, 15, 16 s, the last four (on the slots free at 8, 9, 11, 13 s) at
+   * 16, 17, 19, 21 s: the last map ends at T0 + 41 s. With only the earliest start all slots
+   * free at 19 s and two waves follow (T0 + 35 s); after the last completion three waves of the
+   * 16 maps left (T0 + 43 s).
+   */
+  @Test
+  void eachRunningMapsStartListsTheMapsNotStartedOntoTheSlotsAsTheyFree() {
+    long now = T0 + 20 * S;
+    List<Long> starts = List.of(now, now - 9 * S, now - 5 * S, now - 1 * S, now - 7 * S,
+        now - 3 * S);
+    MapEndEstimate e = Replanner.mapEnd(sixSlotJob(20, 6, now - 9 * S, starts), now);
+
+    assertThat(e.rule()).isEqualTo(MapEndEstimate.Rule.EACH_START);
+    assertThat(e.mapWaveUnixNanos()).isEqualTo(T0 + 41 * S);
+    assertThat(e.earliestStartUnixNanos()).isEqualTo(T0 + 35 * S);
+    assertThat(e.lastCompletionUnixNanos()).isEqualTo(T0 + 43 * S);
+    assertThat(e.waves()).isEqualTo(2);
+
+    // 4 maps not started, fewer than the slots: they take the four that free first (0, 1, 3,
+    // 5 s from now) and end 8 s later; the latest of those (13 s) is after the last running
+    // map's end (8 s)
+    assertThat(Replanner.mapEnd(sixSlotJob(14, 6, now - 9 * S, starts), now).mapWaveUnixNanos())
+        .isEqualTo(now + 13 * S);
+    // none not started: the running map that started last ends last, a median after its start
+    assertThat(Replanner.mapEnd(sixSlotJob(10, 6, now - 9 * S, starts), now).mapWaveUnixNanos())
+        .isEqualTo(now + 8 * S);
+  }
+
+  /** A start missing from the list (or no list, an older plugin) falls back to today's rules. */
+  @Test
+  void withoutEveryRunningMapsStartTheEarliestStartOrTheLastCompletionRuleIsUsed() {
+    long now = T0 + 20 * S;
+    MapEndEstimate fewer = Replanner.mapEnd(sixSlotJob(20, 6, now - 9 * S,
+        List.of(now - 9 * S, now - 7 * S, now - 5 * S, now - 3 * S, now - S)), now);
+    assertThat(fewer.rule()).isEqualTo(MapEndEstimate.Rule.EARLIEST_START);
+    assertThat(fewer.mapWaveUnixNanos()).isEqualTo(T0 + 35 * S);
+
+    MapEndEstimate none = Replanner.mapEnd(sixSlotJob(20, 6, 0, List.of()), now);
+    assertThat(none.rule()).isEqualTo(MapEndEstimate.Rule.LAST_COMPLETION);
+    assertThat(none.mapWaveUnixNanos()).isEqualTo(T0 + 43 * S);
+    assertThat(none.earliestStartUnixNanos()).isZero();
+  }
+
+  /**
+   * The closed form against list scheduling done the long way (each map not started takes the
+   * earliest-free slot from a priority queue), over random running maps' starts (some overdue,
+   * some a skewed clock puts after now), slots and maps not started.
+   */
+  @Test
+  void theEachStartRuleIsListSchedulingOverTheSlots() {
+    Random rnd = new Random(19);
+    long now = T0 + 100 * S;
+    for (int round = 0; round < 2_000; round++) {
+      int slots = 1 + rnd.nextInt(12);
+      int notStarted = rnd.nextInt(40);
+      long median = (1 + rnd.nextInt(20)) * S;
+      long[] starts = new long[slots];
+      for (int i = 0; i < slots; i++) {
+        starts[i] = now - (long) (rnd.nextDouble() * 3 * median) + rnd.nextInt(3) * S / 2;
+      }
+      java.util.Arrays.sort(starts);
+      PriorityQueue<Long> free = new PriorityQueue<>();
+      long last = Long.MIN_VALUE;
+      for (long start : starts) {
+        long end = Math.max(now, Math.min(start, now) + median);
+        free.add(end);
+        last = Math.max(last, end);
+      }
+      for (int m = 0; m < notStarted; m++) {
+        long end = free.poll() + median;
+        free.add(end);
+        last = Math.max(last, end);
+      }
+      assertThat(Replanner.eachStart(starts, notStarted, median, now))
+          .as("slots %d, not started %d, starts %s", slots, notStarted,
+              java.util.Arrays.toString(starts)).isEqualTo(last);
+    }
+  }
+
+  /**
+   * A job of {@code maps} maps of 8 s: 4 done (reduce 0 reports each with its run time, the last
+   * at T0 + 19 s), then a report counting {@code running} maps with their earliest and each
+   * start.
+   */
+  private static Job sixSlotJob(int maps, int running, long since, List<Long> starts) {
+    JobRegistry registry = new JobRegistry(10, true, LIMITS);
+    registry.apply(new JobEvent.ReduceStarted(T0, "w", 0, HOST, maps, 1, CONF, T0),
+        new HashSet<>(), T0);
+    Job job = null;
+    for (int m = 0; m < 4; m++) {
+      long t = T0 + (16 + m) * S;
+      job = registry.apply(new JobEvent.MapCompleted(t, "w", 0, m, "m" + m, 8 * S, MB,
+          m < 3 ? -1 : running, 0, m < 3 ? 0 : since, m < 3 ? List.of() : starts),
+          new HashSet<>(), t);
+    }
+    return job;
   }
 }

@@ -27,7 +27,8 @@ import org.apache.hadoop.mapred.TaskUmbilicalProtocol;
  * <p>On YARN the events reach the reduce without the attempt's run time (Hadoop's TypeConverter
  * leaves it 0). Given {@link JobFacts}, each poll's events are reported on {@code asker}, never
  * on the shuffle's event-fetcher thread, in order, with what the AM knows: each map's run time
- * and finish (the event's time), the job's running maps and when the first of them started.
+ * and finish (the event's time), the job's running maps, when the first of them started and
+ * when each did.
  */
 final class CompletionEventsWatcher implements InvocationHandler {
   private final TaskUmbilicalProtocol umbilical;
@@ -106,7 +107,12 @@ final class CompletionEventsWatcher implements InvocationHandler {
       runMillis = times.runMillis();
       event.setTimeUnixNanos(TimeUnit.MILLISECONDS.toNanos(times.finishMillis()));
     }
-    return event.setMapCompleted(MapCompleted.newBuilder()
+    MapCompleted.Builder map = MapCompleted.newBuilder();
+    if (running != null) {
+      running.startsMillis().forEach(ms -> map.addRunningMapStartsUnixNanos(
+          TimeUnit.MILLISECONDS.toNanos(ms)));
+    }
+    return event.setMapCompleted(map
         .setJobId(jobId).setReduceId(reduce)
         .setMapId(e.getTaskAttemptId().getTaskID().getId())
         .setHost(host(e.getTaskTrackerHttp()))

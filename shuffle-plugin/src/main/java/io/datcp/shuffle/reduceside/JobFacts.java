@@ -7,6 +7,8 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.net.HttpURLConnection;
 import java.net.URI;
+import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.hadoop.conf.Configuration;
@@ -21,7 +23,7 @@ import org.slf4j.LoggerFactory;
  * although the MapReduce AM has it. Asked over the REST APIs Hadoop documents: the
  * ResourceManager's {@code /ws/v1/cluster/apps/{app}} (the job's submit time) and the job's AM,
  * through the ResourceManager's web proxy, {@code /ws/v1/mapreduce/jobs/{job}/tasks?type=m} (the
- * maps running and when they started) and {@code .../tasks/{task}/attempts/{attempt}} (an
+ * maps running and when each started) and {@code .../tasks/{task}/attempts/{attempt}} (an
  * attempt's start and finish). Every call is
  * bounded by {@link #TIMEOUT_MS}; a failed one yields "unknown" and one log line per outage.
  */
@@ -45,10 +47,20 @@ final class JobFacts {
   }
 
   /**
-   * The job's map tasks running now ({@code count}) and the earliest start among them,
-   * milliseconds since the epoch (0 when none runs or the AM did not say).
+   * The job's map tasks running now ({@code count}), the earliest start among them, milliseconds
+   * since the epoch (0 when none runs or the AM did not say), and each one's start, ascending:
+   * empty unless the AM said it for every one of them and at most {@link #MAX_RUNNING_MAP_STARTS}
+   * run (the proto's bound on {@code MapCompleted.running_map_starts_unix_nanos}).
    */
-  record RunningMaps(int count, long sinceMillis) {}
+  record RunningMaps(int count, long sinceMillis, List<Long> startsMillis) {
+    /** Without each one's start, as when more than the bound run. */
+    RunningMaps(int count, long sinceMillis) {
+      this(count, sinceMillis, List.of());
+    }
+  }
+
+  /** Most running maps whose starts are reported; the scheduler refuses more. */
+  static final int MAX_RUNNING_MAP_STARTS = 1_000;
 
   private static final ObjectMapper JSON = new ObjectMapper();
   /** How long calls fail at once after YARN did not answer two in a row. */
@@ -130,15 +142,20 @@ final class JobFacts {
       return null;
     }
     int count = 0;
-    long since = Long.MAX_VALUE;
+    List<Long> starts = new ArrayList<>();
     for (JsonNode task : list.isObject() ? List.of(list) : list) {
       if ("RUNNING".equals(task.path("state").asText())) {
         count++;
         long start = task.path("startTime").asLong(0);
-        since = start > 0 ? Math.min(since, start) : since;
+        if (start > 0) {
+          starts.add(start);
+        }
       }
     }
-    return new RunningMaps(count, since == Long.MAX_VALUE ? 0 : since);
+    Collections.sort(starts);
+    long since = starts.isEmpty() ? 0 : starts.get(0);
+    return starts.size() == count && count <= MAX_RUNNING_MAP_STARTS
+        ? new RunningMaps(count, since, List.copyOf(starts)) : new RunningMaps(count, since);
   }
 
   /** The attempt's times, or null when the AM did not tell them (or has not finished it). */

@@ -9,6 +9,7 @@ import java.io.OutputStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
@@ -101,7 +102,8 @@ class JobFactsTest {
     JobFacts f = facts(1000);
 
     assertThat(f.submitTimeMillis()).isEqualTo(1700000000123L);
-    assertThat(f.runningMaps()).isEqualTo(new JobFacts.RunningMaps(2, 1700000001500L));
+    assertThat(f.runningMaps()).isEqualTo(new JobFacts.RunningMaps(2, 1700000001500L,
+        List.of(1700000001500L, 1700000002000L)));
     assertThat(lastQuery).as("only the maps asked for").hasValue("type=m");
     JobFacts.AttemptTimes t = f.attempt(ATTEMPT);
     assertThat(t.finishMillis()).isEqualTo(1700000005250L);
@@ -113,7 +115,29 @@ class JobFactsTest {
     answers.put(MAPS, "{\"tasks\":null}");
     assertThat(facts(1000).runningMaps()).isEqualTo(new JobFacts.RunningMaps(0, 0));
     answers.put(MAPS, "{\"tasks\":{\"task\":{\"state\":\"RUNNING\",\"startTime\":1700000001000}}}");
-    assertThat(facts(1000).runningMaps()).isEqualTo(new JobFacts.RunningMaps(1, 1700000001000L));
+    assertThat(facts(1000).runningMaps()).isEqualTo(new JobFacts.RunningMaps(1, 1700000001000L,
+        List.of(1700000001000L)));
+  }
+
+  /**
+   * Each running map's start is told only when the AM gave one for every running map and no
+   * more run than the proto's bound; the count and the earliest start are told anyway.
+   */
+  @Test
+  void eachRunningMapsStartOnlyWhenAllAreKnownAndWithinTheBound() {
+    answers.put(MAPS, "{\"tasks\":{\"task\":[{\"state\":\"RUNNING\",\"startTime\":1700000002000},"
+        + "{\"state\":\"RUNNING\",\"startTime\":0},"
+        + "{\"state\":\"RUNNING\",\"startTime\":1700000001000}]}}");
+    assertThat(facts(1000).runningMaps()).isEqualTo(new JobFacts.RunningMaps(3, 1700000001000L));
+
+    StringBuilder many = new StringBuilder("{\"tasks\":{\"task\":[");
+    for (int i = 0; i <= JobFacts.MAX_RUNNING_MAP_STARTS; i++) {
+      many.append(i == 0 ? "" : ",").append("{\"state\":\"RUNNING\",\"startTime\":")
+          .append(1700000001000L + i).append('}');
+    }
+    answers.put(MAPS, many.append("]}}").toString());
+    assertThat(facts(1000).runningMaps()).isEqualTo(
+        new JobFacts.RunningMaps(JobFacts.MAX_RUNNING_MAP_STARTS + 1, 1700000001000L));
   }
 
   @Test
@@ -165,7 +189,8 @@ class JobFactsTest {
     assertThat(f.runningMaps()).isNull();
     answers.put(MAPS,
         "{\"tasks\":{\"task\":[{\"state\":\"RUNNING\",\"startTime\":1700000001000}]}}");
-    assertThat(f.runningMaps()).isEqualTo(new JobFacts.RunningMaps(1, 1700000001000L));
+    assertThat(f.runningMaps()).isEqualTo(new JobFacts.RunningMaps(1, 1700000001000L,
+        List.of(1700000001000L)));
   }
 
   @Test

@@ -220,6 +220,7 @@ class ReduceSideReportingTest {
     assertThat(m.getRunTimeNanos()).isZero();
     assertThat(m.getMapsRunning()).isEqualTo(-1);
     assertThat(m.getRunningMapsSinceUnixNanos()).isZero();
+    assertThat(m.getRunningMapStartsUnixNanosList()).isEmpty();
 
     asker.shutdown();
     assertThat(invoke(watched)).isSameAs(update);

@@ -40,7 +40,8 @@ final class ProtoMapping {
         var m = e.getMapCompleted();
         return new JobEvent.MapCompleted(t, m.getJobId(), m.getReduceId(), m.getMapId(),
             m.getHost(), m.getRunTimeNanos(), m.getOutputBytes(), m.getMapsRunning(),
-            m.getAttempt(), m.getRunningMapsSinceUnixNanos());
+            m.getAttempt(), m.getRunningMapsSinceUnixNanos(),
+            m.getRunningMapStartsUnixNanosList());
       }
       case MAP_LOST: {
         var m = e.getMapLost();

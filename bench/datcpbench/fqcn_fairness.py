@@ -1,0 +1,205 @@
+"""bench/run fqcn-fairness: FQCN §IV-A (fqcn.txt, Fig. 2 against Fig. 3), four simultaneous
+CBR sources into one drop-tail port, QCN against FQCN.
+
+The paper: four UDP CBR sources on 10 Gbit/s links through edge switches to one core switch,
+drop-tail, a 150000 B buffer, Q_eq 16 packets, 0.5 s; QCN leaves the four at very
+different rates (Fig. 2), FQCN gives near-equal shares and the queue converges to Q_eq in
+about 10 ms (Fig. 3). Here: the bench's star (topo.Testbed, 4 senders, 1 receiver) with the
+receiver's switch port a plain drop-tail port (HTB at the link rate + bfifo of 150000 B),
+fqcn-cp on it (fqcn/), Q_eq 24000 B (16 frames), each source fqcn-cbr at the link rate with
+its reaction point. The rates of 802.1Qau's reaction point (R_AI 5 Mbit/s, R_HAI 50 Mbit/s,
+min 5 Mbit/s) are scaled by link / 10 Gbit/s; its bytes and times are not, so the byte
+counter's cycles last 100x the paper's and the run lasts seconds, not 0.5 s. Shares are
+measured over the second half of each run; Jain's index J = (sum x)^2 / (n sum x^2) is 1
+for equal shares and 1/n when one source has all; "Jain/bin" is its mean over the 100 ms
+bins of that half, which also catches sources that are equal on average but swap places.
+"""
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import time
+
+from .netns import Cleanup, install_signal_handlers, kill_procs, log, reap_stale
+from .topo import Testbed
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+FQCN_BUILD = os.path.join(REPO, "fqcn", "build")
+BUFFER = 150_000           # §IV-A: 100 packets of 1500 B
+Q_EQ = 24_000              # §IV-A: 16 packets
+SOURCES = 4
+MODES = ("qcn", "fqcn")
+PORT = 9000
+BIN_MS = 100               # goodput bins of the sink
+
+
+def _rp_args(link_mbps):
+    """802.1Qau's reaction point rates scaled from 10 Gbit/s to the link (kbit/s)."""
+    scale = link_mbps / 10_000
+    return ["--rp", "--r-ai-kbit", str(max(1, round(5_000 * scale))),
+            "--r-hai-kbit", str(max(1, round(50_000 * scale))),
+            "--min-rate-kbit", str(max(1, round(5_000 * scale)))]
+
+
+def jain(xs):
+    s, s2 = sum(xs), sum(x * x for x in xs)
+    return round(s * s / (len(xs) * s2), 4) if s2 else 0.0
+
+
+def binned_jain(series, lo_ms, hi_ms):
+    """Mean over the 100 ms bins in [lo, hi) of Jain's index across the sources: rates that
+    are equal on average but wander apart (sources swapping places) score below 1 here."""
+    bins = {}
+    for pts in series.values():
+        for t, v in pts:
+            if lo_ms <= t < hi_ms:
+                bins.setdefault(round(t / BIN_MS), []).append(v)
+    js = [jain(v) for v in bins.values() if len(v) == len(series)]
+    return round(statistics.mean(js), 4) if js else 0.0
+
+
+def _kv(text):
+    out = {}
+    for line in text.splitlines():
+        k, _, v = line.partition("=")
+        if v and " " not in k:
+            out[k] = v
+    return out
+
+
+def _fields(line):
+    return dict(p.split("=", 1) for p in line.split()[1:] if "=" in p)
+
+
+def _one(mode, link_mbps, duration_s):
+    """One run: 4 sources, the congestion point in `mode`; per-source goodput series."""
+    install_signal_handlers()
+    reap_stale()
+    cleanup = Cleanup()
+    procs = []
+    ms = int(duration_s * 1000)
+    try:
+        tb = Testbed(SOURCES, 1, link_mbps, {"buffer_bytes": BUFFER, "plain_tc": True}, cleanup).up()
+        cleanup.push(kill_procs, procs)
+        rx = tb.receivers[0]
+        t_sink = time.monotonic()
+        sink = subprocess.Popen(["ip", "netns", "exec", rx, f"{FQCN_BUILD}/fqcn-sink",
+                                 "--port", str(PORT), "--duration-ms", str(ms + 1500),
+                                 "--interval-ms", str(BIN_MS)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        t_cp = time.monotonic()
+        cp = subprocess.Popen(["ip", "netns", "exec", tb.sw, f"{FQCN_BUILD}/fqcn-cp",
+                               "--port", "r0", "--in", ",".join(f"s{i}" for i in range(SOURCES)),
+                               "--q-eq-bytes", str(Q_EQ), "--mode", mode,
+                               "--duration-ms", str(ms + 1000), "--log"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        procs += [sink, cp]
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        srcs = [subprocess.Popen(["nice", "-n", "-15", "ip", "netns", "exec", ns,
+                                  f"{FQCN_BUILD}/fqcn-cbr", "--dst", tb.receiver_ip(0),
+                                  "--dst-port", str(PORT), "--src-port", str(5001 + i),
+                                  "--rate-mbit", str(link_mbps), "--duration-ms", str(ms),
+                                  "--log-ms", str(BIN_MS), *_rp_args(link_mbps)],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                for i, ns in enumerate(tb.senders)]
+        procs += srcs
+        s_out = [p.communicate(timeout=duration_s + 30) for p in srcs]
+        c_out = cp.communicate(timeout=30)
+        k_out = sink.communicate(timeout=30)
+    finally:
+        cleanup.run()
+    bad = [p.args[-1] for p in procs if p.returncode != 0]
+    if bad:
+        errs = "; ".join(e.strip() for _, e in s_out + [c_out, k_out] if e.strip())
+        raise RuntimeError(f"fqcn-fairness {mode}: a tool failed: {errs}")
+    series = {}
+    for line in k_out[0].splitlines():
+        if line.startswith("rx "):
+            f = _fields(line)
+            # times from the sources' start
+            series.setdefault(f["src"], []).append((int(f["t_ms"]) - (t0 - t_sink) * 1000,
+                                                    float(f["mbit"])))
+    queue = [(float(f["t_ms"]) - (t0 - t_cp) * 1000, int(f["q"]))
+             for f in (_fields(x) for x in c_out[0].splitlines() if x.startswith("sample "))]
+    half = ms / 2
+    shares = {src: round(statistics.mean(v for t, v in pts if half <= t < ms), 2)
+              for src, pts in sorted(series.items())}
+    cps = _kv(c_out[0])
+    q_late = [q for t, q in queue if half <= t < ms]
+    return {"mode": mode, "shares_mbps": shares,
+            "jain": jain(list(shares.values())) if len(shares) == SOURCES else 0.0,
+            "total_mbps": round(sum(shares.values()), 2),
+            "q_mean_late_bytes": round(statistics.mean(q_late)) if q_late else None,
+            "q_median_late_bytes": round(statistics.median(q_late)) if q_late else None,
+            "cnms": int(cps.get("cnms", 0)), "port_drops": int(cps.get("port_drops", 0)),
+            "cnms_per_source": [int(_kv(o).get("cnms", 0)) for o, _ in s_out],
+            "series": series, "queue": queue}
+
+
+def run(link_mbps=100, rounds=1, duration_s=10.0, modes=MODES):
+    for b in ("fqcn-cp", "fqcn-cbr", "fqcn-sink"):
+        if not os.access(os.path.join(FQCN_BUILD, b), os.X_OK):
+            raise SystemExit(f"fqcn-fairness needs {FQCN_BUILD}/{b} (make -C fqcn)")
+    res = {"scenario": "fqcn-fairness", "link_mbps": link_mbps, "buffer_bytes": BUFFER,
+           "q_eq_bytes": Q_EQ, "sources": SOURCES, "duration_s": duration_s, "rounds": rounds,
+           "rp_args": _rp_args(link_mbps), "runs": []}
+    for rnd in range(rounds):
+        for mode in modes:
+            log(f"fqcn-fairness: {mode} round {rnd}")
+            res["runs"].append(dict(_one(mode, link_mbps, duration_s), round=rnd))
+    return res
+
+
+def table(res):
+    lines = [f"fqcn-fairness: {res['sources']} CBR sources at {res['link_mbps']} Mbit/s into one "
+             f"{res['link_mbps']} Mbit/s drop-tail port, buffer {res['buffer_bytes']} B, "
+             f"Q_eq {res['q_eq_bytes']} B; second half of {res['duration_s']:g} s runs",
+             f"{'mode':>5} {'round':>5} {'shares Mbit/s (per source)':>34} {'Jain':>6} "
+             f"{'Jain/bin':>8} {'total':>6} {'queue KB (median)':>18} {'CNMs':>6} {'drops':>6}"]
+    for r in res["runs"]:
+        sh = " ".join(f"{v:6.1f}" for v in r["shares_mbps"].values())
+        q = r["q_median_late_bytes"]
+        jb = binned_jain(r["series"], res["duration_s"] * 500, res["duration_s"] * 1000)
+        lines.append(f"{r['mode']:>5} {r['round']:>5} {sh:>34} {r['jain']:>6.3f} {jb:>8.3f} "
+                     f"{r['total_mbps']:>6.1f} {(q or 0) / 1000:>18.1f} {r['cnms']:>6} "
+                     f"{r['port_drops']:>6}")
+    for mode in dict.fromkeys(r["mode"] for r in res["runs"]):
+        js = [r["jain"] for r in res["runs"] if r["mode"] == mode]
+        lines.append(f"{mode}: Jain's index median {statistics.median(js):.3f} "
+                     f"(min {min(js):.3f}, max {max(js):.3f}) over {len(js)} run(s)")
+    return "\n".join(lines)
+
+
+def plot(res, path):
+    """Per mode (first round): each source's goodput and the queue against Q_eq (Fig. 2, 3)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    runs = [r for r in res["runs"] if r["round"] == 0]
+    fig, axes = plt.subplots(2, len(runs), figsize=(5.5 * len(runs), 6), squeeze=False)
+    for col, r in enumerate(runs):
+        ax = axes[0][col]
+        for src, pts in sorted(r["series"].items()):
+            ax.plot([t / 1000 for t, _ in pts], [v for _, v in pts], label=src, lw=1)
+        ax.set_title(f"{r['mode'].upper()}: goodput per source (Jain {r['jain']:.3f})")
+        ax.set_xlabel("time s")
+        ax.set_ylabel("Mbit/s")
+        ax.set_xlim(0, res["duration_s"])
+        ax.set_ylim(0, res["link_mbps"] * 1.05)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+        ax = axes[1][col]
+        ax.plot([t / 1000 for t, _ in r["queue"]], [q / 1000 for _, q in r["queue"]], lw=0.6)
+        ax.axhline(res["q_eq_bytes"] / 1000, color="red", ls="--", label="Q_eq")
+        ax.set_title(f"{r['mode'].upper()}: queue at the congestion point's samples")
+        ax.set_xlabel("time s")
+        ax.set_ylabel("KB")
+        ax.set_xlim(0, res["duration_s"])
+        ax.set_ylim(0, res["buffer_bytes"] / 1000)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
