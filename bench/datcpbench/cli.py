@@ -163,7 +163,7 @@ def main(argv=None):
     ap.add_argument("--boost-softirq", action="store_true",
                     help="raise ksoftirqd priority and this session's autogroup nice during "
                          "runs (CPU shared with builds)")
-    ap.add_argument("--kmod-profile", choices=["tuned", "paper"],
+    ap.add_argument("--kmod-profile", choices=["tuned", "paper", "yield"],
                     help="datcp algorithm parameters to load (default: whatever is loaded, "
                          "else tuned); replaces an unused datcp with other parameters")
     ap.add_argument("--kmod-param", action="append", default=[], metavar="NAME=VALUE",

@@ -256,8 +256,9 @@ P_BUCKETS = ((0.5, 1.5), (1.5, 3), (3, 5), (5, 8), (8, 10.01))
 
 def share_by_precedence(r):
     """Eq. 5 check: per kernel sample, a running deadline flow's R_avg over the mean R_avg
-    of the background flows (all at P = 1), with the flow's precedence P then. Eq. 5
-    makes the shares stand as the precedences: ratio = P. {bucket: [ratios]}"""
+    of the background flows (P = 1; P = 0.5 under profile yield), with the flow's
+    precedence P then. Eq. 5 makes the shares stand as the precedences: ratio = P / P_bg.
+    {bucket: [ratios]}"""
     bg = {f["id"] for f in r["flows"] if f["size_bytes"] is None}
     spans = {f["id"]: (f["start_s"], min(flow_active_span(f)[1], f["start_s"] + f["deadline_s"]))
              for f in r["flows"] if f["deadline_s"] is not None and f.get("size_bytes")}
@@ -323,24 +324,29 @@ def table(diags, runs=()):
                 cells.append(f"{med(miss)} / {med(ok)}")
             lines.append(f"| {lab} | {c} | {len(miss)}/{len(cf)} | " + " | ".join(cells) + " |")
     lines.append("")
-    eq5 = {}
+    eq5, bg_p = {}, {}
     for r in runs:
         if r.get("kernel_trace") and kernel_mode(r) == "datcp":
-            acc = eq5.setdefault(r.get("label", r["cc"]), {b: [] for b in P_BUCKETS})
+            lab = r.get("label", r["cc"])
+            acc = eq5.setdefault(lab, {b: [] for b in P_BUCKETS})
             for b, v in share_by_precedence(r).items():
                 acc[b] += v
+            bg = {f["id"] for f in r["flows"] if f["size_bytes"] is None}
+            bg_p.setdefault(lab, []).extend(e["precedence"] for e in r["kernel_trace"]
+                                            if e["id"] in bg and e.get("precedence"))
     if eq5:
         lines.append("Eq. 5 check (datcp mode, kernel samples of running deadline flows from "
                      "0.5 s after their start): R_avg of the flow over the background flows' "
-                     "mean R_avg (background at P = 1, b = 0.5), median [p25-p75] (samples), "
-                     "by the flow's precedence P, quenched flows left out; Eq. 2 and 5 make "
-                     "the ratio P.")
+                     "mean R_avg, median [p25-p75] (samples), by the flow's precedence P, "
+                     "quenched flows left out; `bg P`: the background's median precedence "
+                     "(kernel samples). Eq. 2 and 5 make the ratio P / bg P.")
         lines.append("")
-        lines.append("| cc | " + " | ".join(f"P {lo:g}-{min(hi, 10):g}" for lo, hi in P_BUCKETS)
-                     + " |")
-        lines.append("|---|" + "---|" * len(P_BUCKETS))
+        lines.append("| cc | bg P | " + " | ".join(f"P {lo:g}-{min(hi, 10):g}"
+                                                   for lo, hi in P_BUCKETS) + " |")
+        lines.append("|---|---|" + "---|" * len(P_BUCKETS))
         for lab, acc in sorted(eq5.items()):
-            cells = []
+            ps = bg_p.get(lab)
+            cells = [f"{statistics.median(ps):.2f}" if ps else "-"]
             for b in P_BUCKETS:
                 v = sorted(acc[b])
                 cells.append(f"{statistics.median(v):.2f} [{v[len(v) // 4]:.2f}-"

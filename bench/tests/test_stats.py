@@ -204,6 +204,8 @@ def test_eq5_check_pairs_each_deadline_flow_sample_with_the_background_mean():
     # 1.2 s is within 0.5 s of the start (R_avg still from slow start); 1.8 s is quenched
     assert got[(3, 5)] == [3.0]
     assert sum(len(v) for v in got.values()) == 1
+    # the table names the background's precedence the ratios are measured against
+    assert "| datcp | 1.00 | - | - | 3.00 [3.00-3.00] (1) | - | - |" in diagnose.table([], [r])
 
 
 def test_a_quenched_flow_records_what_the_batch_needed_when_it_was_picked():

@@ -160,11 +160,13 @@ DATCP_API int datcp_line_rate_set(const char *netns, __u64 rate_bps);
 DATCP_API int datcp_link_speed(const char *netns, const char *ifname, __u64 *rate_bps);
 
 /* Algorithm parameters (struct datcp_params; datcp_core.h explains each).
- * datcp_params_profile fills a profile: "tuned" (default) or "paper".
+ * datcp_params_profile fills a profile: "tuned" (default), "paper" or
+ * "yield" (tuned with agnostic_u_min).
  * datcp_param_set sets one by name ("g", "alpha", "u_max", "theta",
  * "quench_p_max", "quench_draws", "resume_quiet_ms", "quench_timeout_ms",
  * "ewma" (new|paper), "guard_shift", "slow_start_raise_only",
- * "hopeful_below_u_max", "overdue_give_up", "line_rate_mbit"); fractions
+ * "hopeful_below_u_max", "overdue_give_up", "line_rate_mbit",
+ * "agnostic_u_min"); fractions
  * as decimals ("0.05"). datcp_params_get reads the loaded ones;
  * datcp_params_format writes "name=value ..." (buf >= 512 bytes). */
 DATCP_API int datcp_params_profile(const char *name, struct datcp_params *out);

@@ -172,7 +172,9 @@ struct datcp_params {
 	__u8 slow_start_raise_only; /* 1: slow-start windows may raise urgency, not lower it */
 	__u8 hopeful_below_u_max; /* 1: no quenching while U < U_max */
 	__u8 overdue_give_up;     /* 1: an overdue flow drops to U_min (PD2TCP 2.3.4) */
-	__u8 pad[3];
+	__u8 agnostic_u_min;      /* 1: deadline-agnostic flows run at U_min (PD2TCP 2.3.2),
+	                           * 0: at U = 1, standard TCP */
+	__u8 pad[2];
 	__u64 line_rate_Bps;      /* NIC rate of a network namespace without its own
 	                           * (datcp_line_rate_set), bytes/s; 0 = unknown */
 };

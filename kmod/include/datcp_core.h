@@ -87,19 +87,30 @@
  *   light": light = no datcp flow of this host towards the quenched flow's
  *   destination saw an ECN echo for that long.
  * quench_timeout_ms (both 10 s): a quench that nobody resumed (an event lost
- *   to a full ring buffer) is lifted after this long. */
-#define DATCP_PARAMS_TUNED                                                             \
-	{ .g_max_q = 102, .alpha_q = 102, .u_max_q = 10 * DATCP_Q, .theta_max = 3,      \
-	  .quench_p_max_q = 20 * DATCP_Q, .quench_draws = 4, .resume_quiet_ms = 200,    \
-	  .quench_timeout_ms = 10000, .ewma_new_weight = 1, .guard_shift = 4,           \
-	  .slow_start_raise_only = 1, .hopeful_below_u_max = 1, .overdue_give_up = 1,   \
-	  .line_rate_Bps = 0 }
+ *   to a full ring buffer) is lifted after this long.
+ * agnostic_u_min (profile "yield" only): deadline-agnostic flows (no deadline)
+ *   run at U_min, P 0.5, b 0.8 instead of standard TCP's P 1, b 0.5, as
+ *   PD2TCP gives background flows its lowest priority (pd2tcp.txt 2.3.2,
+ *   p = 0.5). Eq. 5 assumes every flow backs off once per congestion epoch;
+ *   on this path a deadline flow at U_max got only ~3.5x a standard flow's
+ *   share (results/2026-11-26-mixed-stats: tight flows need 6-8x), so the
+ *   background must yield more for deadline flows to gain. A deadline flow
+ *   ahead of its deadline sinks to U_min too and shares equally with it. */
+#define DATCP_PARAMS_TUNED_FIELDS                                                      \
+	.g_max_q = 102, .alpha_q = 102, .u_max_q = 10 * DATCP_Q, .theta_max = 3,        \
+	.quench_p_max_q = 20 * DATCP_Q, .quench_draws = 4, .resume_quiet_ms = 200,      \
+	.quench_timeout_ms = 10000, .ewma_new_weight = 1, .guard_shift = 4,             \
+	.slow_start_raise_only = 1, .hopeful_below_u_max = 1, .overdue_give_up = 1,     \
+	.line_rate_Bps = 0
+#define DATCP_PARAMS_TUNED { DATCP_PARAMS_TUNED_FIELDS, .agnostic_u_min = 0 }
+/* tuned, and deadline-agnostic flows yield (agnostic_u_min) */
+#define DATCP_PARAMS_YIELD { DATCP_PARAMS_TUNED_FIELDS, .agnostic_u_min = 1 }
 #define DATCP_PARAMS_PAPER                                                             \
 	{ .g_max_q = 51, .alpha_q = 102, .u_max_q = 10 * DATCP_Q, .theta_max = 3,       \
 	  .quench_p_max_q = 10 * DATCP_Q, .quench_draws = 1, .resume_quiet_ms = 200,    \
 	  .quench_timeout_ms = 10000, .ewma_new_weight = 0, .guard_shift = 0,           \
 	  .slow_start_raise_only = 0, .hopeful_below_u_max = 0, .overdue_give_up = 1,   \
-	  .line_rate_Bps = 0 }
+	  .agnostic_u_min = 0, .line_rate_Bps = 0 }
 
 /* DCTCP g = 1/16 (2^-4), as in the DCTCP paper and Linux. */
 #define DCTCP_SHIFT_G 4U
@@ -548,6 +559,8 @@ static __always_inline __u32 datcp_window_step(struct datcp_flow_state *s,
 	case DATCP_MODE_DATCP:
 		given_up = has_deadline && p->overdue_give_up &&
 			   datcp_overdue(v_remain, t_remain, line_rate_Bps);
+		if (!has_deadline && p->agnostic_u_min) /* pd2tcp.txt 2.3.2: background p = 0.5 */
+			s->urgency_q = DATCP_U_MIN_Q;
 		if (has_deadline && s->quenched == DATCP_QS_NONE) {
 			/* Algorithm 1: R_desired = V_remain / T_remain (less the guard) */
 			s->r_desired = datcp_desired_rate(

@@ -62,6 +62,18 @@ const volatile __u8 datcp_class_dscp[3] = { 8, 0, 34 };
 extern void tcp_reno_cong_avoid(struct sock *sk, __u32 ack, __u32 acked) __ksym;
 extern __u32 tcp_reno_undo_cwnd(struct sock *sk) __ksym;
 
+/* The loaded parameters for the core's functions. A plain cast that drops
+ * volatile let clang fold every read to the initializer above: until
+ * 2026-11-27 the kernel ran tuned whatever profile was loaded. barrier_var
+ * hides where the pointer points, so each read is a load from the map. */
+static __always_inline const struct datcp_params *datcp_params_loaded(void)
+{
+	const struct datcp_params *p = (const struct datcp_params *)&datcp_params;
+
+	barrier_var(p);
+	return p;
+}
+
 struct datcp_sk {
 	struct datcp_flow_state st;
 	__u64 netns_ino;      /* the socket's network namespace */
@@ -335,8 +347,7 @@ static int datcp_quench_timer_cb(void *map, struct datcp_flow_key *key, struct d
 	}
 	__builtin_memcpy(dst.a, key->daddr, sizeof(dst.a));
 	mark = bpf_map_lookup_elem(&datcp_marks, &dst);
-	why = datcp_resume_due(now, q->quenched_ns, mark ? *mark : 0,
-			       (const struct datcp_params *)&datcp_params);
+	why = datcp_resume_due(now, q->quenched_ns, mark ? *mark : 0, datcp_params_loaded());
 	if (!why) {
 		bpf_timer_start(&q->timer, DATCP_RESUME_CHECK_NS, 0);
 		return 0;
@@ -489,8 +500,7 @@ void BPF_PROG(datcp_in_ack_event, struct sock *sk, __u32 flags)
 	w.ece_bytes = s->win_ece_bytes;
 	w.rnd = bpf_get_prandom_u32();
 	w.slow_start = tp->snd_cwnd < tp->snd_ssthresh;
-	action = datcp_window_step(&s->st, &s->meta, &w, (const struct datcp_params *)&datcp_params,
-				   s->line_rate_Bps);
+	action = datcp_window_step(&s->st, &s->meta, &w, datcp_params_loaded(), s->line_rate_Bps);
 	s->windows++;
 	if (action != DATCP_QS_NONE) {
 		datcp_emit(s, DATCP_EV_QUENCH, action);

@@ -1570,18 +1570,22 @@ static const struct param_desc {
 	{ "hopeful_below_u_max", P_U8, offsetof(struct datcp_params, hopeful_below_u_max), 1 },
 	{ "overdue_give_up", P_U8, offsetof(struct datcp_params, overdue_give_up), 1 },
 	{ "line_rate_mbit", P_MBIT, offsetof(struct datcp_params, line_rate_Bps), 10000000 },
+	{ "agnostic_u_min", P_U8, offsetof(struct datcp_params, agnostic_u_min), 1 },
 };
 
 int datcp_params_profile(const char *name, struct datcp_params *out)
 {
-	static const struct datcp_params tuned = DATCP_PARAMS_TUNED, paper = DATCP_PARAMS_PAPER;
+	static const struct datcp_params tuned = DATCP_PARAMS_TUNED, paper = DATCP_PARAMS_PAPER,
+					 yield = DATCP_PARAMS_YIELD;
 
 	if (name && !strcmp(name, "tuned"))
 		*out = tuned;
 	else if (name && !strcmp(name, "paper"))
 		*out = paper;
+	else if (name && !strcmp(name, "yield"))
+		*out = yield;
 	else
-		return fail(-EINVAL, "profile '%s' unknown (tuned, paper)", name ? name : "");
+		return fail(-EINVAL, "profile '%s' unknown (tuned, paper, yield)", name ? name : "");
 	return 0;
 }
 

@@ -30,12 +30,16 @@ struct row {
 };
 
 static int passed, failed, malformed;
-static const struct datcp_params tuned = DATCP_PARAMS_TUNED, paper = DATCP_PARAMS_PAPER;
+static const struct datcp_params tuned = DATCP_PARAMS_TUNED, paper = DATCP_PARAMS_PAPER,
+				 yield = DATCP_PARAMS_YIELD;
 
-/* The profile a vector file is checked against: *_paper.csv use "paper". */
+/* The profile a vector file is checked against: *_paper.csv use "paper",
+ * *_yield.csv "yield", the others "tuned". */
 static const struct datcp_params *profile_of(const char *file)
 {
-	return strstr(file, "_paper.csv") ? &paper : &tuned;
+	if (strstr(file, "_paper.csv"))
+		return &paper;
+	return strstr(file, "_yield.csv") ? &yield : &tuned;
 }
 
 static long long col_s(struct row *r, const char *name)
@@ -118,10 +122,13 @@ static void run_row(struct row *r)
 	const struct datcp_params *prm = profile_of(r->file);
 	char f[64];
 
-	/* foo_paper.csv checks the same function as foo.csv, under "paper" */
+	/* foo_paper.csv and foo_yield.csv check the same function as foo.csv,
+	 * under that profile */
 	snprintf(f, sizeof(f), "%s", r->file);
 	if (strstr(f, "_paper.csv"))
 		strcpy(strstr(f, "_paper.csv"), ".csv");
+	if (strstr(f, "_yield.csv"))
+		strcpy(strstr(f, "_yield.csv"), ".csv");
 
 	if (!strcmp(f, "rate.csv")) {
 		check(r, "rate", datcp_rate_Bps(col(r, "bytes"), col(r, "ns")), col(r, "rate_Bps"), 0);

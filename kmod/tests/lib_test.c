@@ -119,7 +119,12 @@ static void param_checks(void)
 	expect("profile paper", datcp_params_profile("paper", &p), 0, NULL);
 	expect("paper G is 0.05", p.g_max_q == 51 && p.quench_draws == 1 && !p.ewma_new_weight ? 0 : -1,
 	       0, NULL);
-	expect("unknown profile", datcp_params_profile("fast", &p), -EINVAL, "tuned, paper");
+	expect("unknown profile", datcp_params_profile("fast", &p), -EINVAL, "tuned, paper, yield");
+	expect("profile yield", datcp_params_profile("yield", &p), 0, NULL);
+	expect("yield is tuned with agnostic_u_min 1",
+	       p.agnostic_u_min == 1 && p.g_max_q == 102 && p.quench_draws == 4 ? 0 : -1, 0, NULL);
+	expect("agnostic_u_min is 0 or 1", datcp_param_set(&p, "agnostic_u_min", "2"), -EINVAL,
+	       "in [0, 1]");
 	expect("profile tuned", datcp_params_profile("tuned", &p), 0, NULL);
 	expect("set g", datcp_param_set(&p, "g", "0.05"), 0, NULL);
 	expect("g is now 0.05", p.g_max_q == 51 ? 0 : -1, 0, NULL);
@@ -134,7 +139,8 @@ static void param_checks(void)
 	expect("line rate in bytes/s", p.line_rate_Bps == 12500000 ? 0 : -1, 0, NULL);
 	datcp_params_format(&p, buf, sizeof(buf));
 	expect("format", strstr(buf, "g=0.1 ") && strstr(buf, "ewma=new") &&
-				 strstr(buf, "line_rate_mbit=100") ? 0 : -1, 0, NULL);
+				 strstr(buf, "line_rate_mbit=100") && strstr(buf, "agnostic_u_min=0")
+			 ? 0 : -1, 0, NULL);
 	if (!strstr(buf, "g=0.1 "))
 		fprintf(stderr, "format gave: %s\n", buf);
 }
