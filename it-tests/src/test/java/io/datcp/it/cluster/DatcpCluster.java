@@ -13,11 +13,13 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.stream.Stream;
 import org.testcontainers.DockerClientFactory;
 import org.testcontainers.containers.Container.ExecResult;
 import org.testcontainers.containers.GenericContainer;
@@ -205,6 +207,19 @@ public final class DatcpCluster implements Startable {
   public String schedulerApi(String host, String path) throws IOException, InterruptedException {
     return exec(host, "curl", "-fsS", "--cacert", SCHEDULER_CA,
         "https://localhost:8080" + path).getStdout();
+  }
+
+  /**
+   * A test's end: stops {@code cluster} (null: none was made) and deletes {@code data}, the host
+   * directory its nodes shared.
+   */
+  public static void stopAndDelete(DatcpCluster cluster, Path data) throws IOException {
+    if (cluster != null) {
+      cluster.stop();
+    }
+    try (Stream<Path> files = Files.walk(data)) {
+      files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+    }
   }
 
   /** Runs a command in a container; fails the caller when it exits non-zero. */

@@ -16,7 +16,6 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
@@ -85,12 +84,7 @@ class DockerClusterIT {
 
   @AfterAll
   void removeEverything() throws IOException {
-    if (cluster != null) {
-      cluster.stop();
-    }
-    try (Stream<Path> files = Files.walk(data)) {
-      files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-    }
+    DatcpCluster.stopAndDelete(cluster, data);
   }
 
   private DatcpCluster cluster(Mode mode) {
