@@ -132,7 +132,7 @@ class DockerHaIT {
       withDeadline += f.get("deadlineUnixNanos").asLong() > 0 ? 1 : 0;
     }
     long resent = labelled(c.exec(NODE, "curl", "-fsS", "http://localhost:9464/metrics")
-        .getStdout(), "datcp_agent_reports_resent_total{queue=\"shuffle-reports\"}");
+        .getStdout(), "datcp_agent_reports_resent_total", "queue=\"shuffle-reports\"");
     System.out.printf("HA failover on Docker: %s killed (SIGKILL) %d MB into the shuffle of %s;"
         + " %s answered node calls after %d ms, had the job in its plan after %d ms and its"
         + " rule %s in force after %d ms; %d MB crossed the reducer's port after the kill; job"
@@ -212,10 +212,12 @@ class DockerHaIT {
         p.path("rule").asText(), p.path("reason").asText());
   }
 
-  /** The value of a labelled metric (its whole name with labels) in Prometheus text. */
-  private static long labelled(String text, String series) {
-    List<String> lines = text.lines().filter(l -> l.startsWith(series + " ")).toList();
-    assertThat(lines).as(series + " in\n" + text).hasSize(1);
-    return (long) Double.parseDouble(lines.get(0).substring(series.length() + 1).trim());
+  /** The value of metric {@code name}'s one series with label {@code label} in Prometheus text. */
+  private static long labelled(String text, String name, String label) {
+    List<String> lines = text.lines()
+        .filter(l -> l.startsWith(name + "{") && l.contains(label)).toList();
+    assertThat(lines).as(name + " " + label + " in\n" + text).hasSize(1);
+    String line = lines.get(0);
+    return (long) Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
   }
 }
