@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.datcp.agent.testing.FakeScheduler;
+import io.datcp.proto.v1.FlowPolicy;
 import io.datcp.proto.v1.FlowPolicyServiceGrpc;
 import io.datcp.proto.v1.PolicyLookup;
 import io.grpc.Status;
@@ -90,6 +91,29 @@ class LeaderChannelTest {
     refusedUnavailable(() -> lookupOn(c));
     assertThat(c.currentTarget()).isEqualTo(stranger.target());
     refusedUnavailable(() -> lookupOn(c));
+    assertThat(c.currentTarget()).isEqualTo(leader.target());
+    lookupOn(c);
+    assertThat(leader.lookups).hasSize(1);
+  }
+
+  @Test
+  void aSchedulerThatAnswersNothingWithinTheDeadlineMovesCallsToTheNext() throws Exception {
+    // a scheduler killed with its container: the connection stays up and nothing comes back
+    FakeScheduler silent = scheduler();
+    silent.answer = l -> {
+      try {
+        Thread.sleep(2_000);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      return FlowPolicy.getDefaultInstance();
+    };
+    FakeScheduler leader = scheduler();
+    LeaderChannel c = channel(silent.target(), leader.target());
+    assertThatThrownBy(() -> FlowPolicyServiceGrpc.newBlockingStub(c)
+        .withDeadlineAfter(200, TimeUnit.MILLISECONDS).lookupPolicy(lookup()))
+        .isInstanceOfSatisfying(StatusRuntimeException.class, e -> assertThat(
+            e.getStatus().getCode()).isEqualTo(Status.Code.DEADLINE_EXCEEDED));
     assertThat(c.currentTarget()).isEqualTo(leader.target());
     lookupOn(c);
     assertThat(leader.lookups).hasSize(1);
