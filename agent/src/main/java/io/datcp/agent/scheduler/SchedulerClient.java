@@ -304,6 +304,7 @@ public final class SchedulerClient implements PolicySource, AutoCloseable {
       List<FlowPolicy> snapshot = new ArrayList<>();
       long resync = cache.mark();
       boolean[] live = {false};
+      String target = channel.currentTarget();
       long tokenGeneration = token == null ? 0 : token.generation();
       Status[] ended = {Status.OK};
       policyStub.watchPolicies(WatchRequest.newBuilder().setAgentHost(hostName).setResync(true)
@@ -350,7 +351,13 @@ public final class SchedulerClient implements PolicySource, AutoCloseable {
             }
           });
       try {
-        done.await();
+        // the stream has no deadline: one open to a scheduler that died without a reset would
+        // stay open for good, so it ends when the other calls moved to another scheduler
+        while (!done.await(1, TimeUnit.SECONDS)) {
+          if (!channel.currentTarget().equals(target)) {
+            watchCall.cancel("calls moved to " + channel.currentTarget(), null);
+          }
+        }
         if (!closed && !refusedUnder(ended[0], tokenGeneration)) { // a new token: at once
           Thread.sleep(backoff.nextDelayMillis());
         }

@@ -7,7 +7,9 @@ import io.datcp.agent.config.AgentConf;
 import io.datcp.agent.testing.FakeScheduler;
 import io.datcp.proto.v1.FetchFinished;
 import io.datcp.proto.v1.FetchStarted;
+import io.datcp.proto.v1.FlowPolicy;
 import io.datcp.proto.v1.MapCompleted;
+import io.datcp.proto.v1.PolicyLookup;
 import io.datcp.proto.v1.ReduceStarted;
 import io.datcp.proto.v1.ShuffleEvent;
 import io.datcp.proto.v1.ShuffleFinished;
@@ -96,6 +98,26 @@ class ResendAfterFailoverTest {
         .anyMatch(ShuffleEvent::hasFetchStarted));
 
     assertThat(events(second)).containsExactly(started(1), completed(1, 0), fetchStarted(1, 0));
+  }
+
+  @Test
+  void theUpdateStreamFollowsCallsThatMovedPastASilentLeader() throws Exception {
+    client.watch(p -> { });
+    await().atMost(Duration.ofSeconds(10)).until(() -> first.watchers() == 1);
+    // the leader stops answering (killed with its container: no reset), the follower leads
+    first.answer = l -> {
+      try {
+        Thread.sleep(3_000);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      return FlowPolicy.getDefaultInstance();
+    };
+    second.followerOf = null;
+    client.lookup(() -> PolicyLookup.newBuilder().setAgentHost("nm1").setJobId(JOB).build(),
+        p -> { });
+    await().atMost(Duration.ofSeconds(10)).until(() -> second.watches.size() == 1);
+    assertThat(first.watches).hasSize(1);
   }
 
   /** Every event a scheduler was sent, in the order it got them. */
