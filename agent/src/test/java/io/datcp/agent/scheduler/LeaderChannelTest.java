@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.datcp.agent.testing.FakeScheduler;
-import io.datcp.proto.v1.FlowPolicy;
 import io.datcp.proto.v1.FlowPolicyServiceGrpc;
 import io.datcp.proto.v1.PolicyLookup;
 import io.grpc.Status;
@@ -100,14 +99,7 @@ class LeaderChannelTest {
   void aSchedulerThatAnswersNothingWithinTheDeadlineMovesCallsToTheNext() throws Exception {
     // a scheduler killed with its container: the connection stays up and nothing comes back
     FakeScheduler silent = scheduler();
-    silent.answer = l -> {
-      try {
-        Thread.sleep(2_000);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-      return FlowPolicy.getDefaultInstance();
-    };
+    silent.answerAfter(2_000);
     FakeScheduler leader = scheduler();
     LeaderChannel c = channel(silent.target(), leader.target());
     assertThatThrownBy(() -> FlowPolicyServiceGrpc.newBlockingStub(c)

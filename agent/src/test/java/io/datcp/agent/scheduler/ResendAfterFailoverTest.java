@@ -7,7 +7,6 @@ import io.datcp.agent.config.AgentConf;
 import io.datcp.agent.testing.FakeScheduler;
 import io.datcp.proto.v1.FetchFinished;
 import io.datcp.proto.v1.FetchStarted;
-import io.datcp.proto.v1.FlowPolicy;
 import io.datcp.proto.v1.MapCompleted;
 import io.datcp.proto.v1.PolicyLookup;
 import io.datcp.proto.v1.ReduceStarted;
@@ -105,14 +104,7 @@ class ResendAfterFailoverTest {
     client.watch(p -> { });
     await().atMost(Duration.ofSeconds(10)).until(() -> first.watchers() == 1);
     // the leader stops answering (killed with its container: no reset), the follower leads
-    first.answer = l -> {
-      try {
-        Thread.sleep(3_000);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-      return FlowPolicy.getDefaultInstance();
-    };
+    first.answerAfter(3_000);
     second.followerOf = null;
     client.lookup(() -> PolicyLookup.newBuilder().setAgentHost("nm1").setJobId(JOB).build(),
         p -> { });
