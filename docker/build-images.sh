@@ -6,6 +6,7 @@
 #                           the test jobs, and the DATCP plugin, agent and libdatcp if built
 #   datcp/scheduler:dev     scheduler/target/scheduler.jar
 #   datcp/tor:dev           the ToR switch: datcpctl + libdatcp (kmod/build), agent if built
+#   datcp/zookeeper:dev     a ZooKeeper server for the HA variant: jars from docker/zookeeper
 # Env: DATCP_PLUGIN_JAR, DATCP_AGENT_JAR, DATCP_KMOD_BUILD override where those come from.
 # Needs root and a running dockerd. Run after `mvn package` (it takes the jars from the
 # modules' target/ folders) or let `mvn verify` run it (it-tests, pre-integration-test).
@@ -47,6 +48,8 @@ kmod_build=${DATCP_KMOD_BUILD:-$root/kmod/build}
 [ -f "$scheduler_jar" ] || die "$scheduler_jar is missing: run 'mvn package -DskipTests' first"
 log "Hadoop jars (docker/hadoop)"
 mvn -B -q -f "$root/docker/hadoop/pom.xml" package
+log "ZooKeeper jars (docker/zookeeper)"
+mvn -B -q -f "$root/docker/zookeeper/pom.xml" package
 if [ -z "${DATCP_KMOD_BUILD:-}" ]; then
 	make -s -C "$root/kmod" build/datcpctl build/libdatcp.so || die "kmod build failed"
 fi
@@ -60,7 +63,7 @@ dropins() {
 	if [ -f "$agent_jar" ]; then cp "$agent_jar" "$d/agent/"; fi
 }
 rm -rf "$ctx"
-mkdir -p "$ctx/node" "$ctx/tor" "$ctx/scheduler"
+mkdir -p "$ctx/node" "$ctx/tor" "$ctx/scheduler" "$ctx/zookeeper"
 cp -r "$root/docker/node/." "$ctx/node/"
 cp -r "$root/docker/hadoop/target/lib" "$ctx/node/hadoop-lib"
 dropins "$ctx/node/dropins"
@@ -69,8 +72,11 @@ cp -r "$root/docker/tor/." "$ctx/tor/"
 dropins "$ctx/tor/dropins"
 cp "$root/docker/scheduler/"* "$scheduler_jar" "$root/docker/node/bin/fabric-net.sh" \
 	"$root/scripts/tls-pki.sh" "$ctx/scheduler/"
+cp "$root/docker/zookeeper/Dockerfile" "$root/docker/zookeeper/zookeeper-entrypoint.sh" \
+	"$root/docker/node/bin/fabric-net.sh" "$ctx/zookeeper/"
+cp -r "$root/docker/zookeeper/target/lib" "$ctx/zookeeper/lib"
 
-for img in node:hadoop tor:tor scheduler:scheduler; do
+for img in node:hadoop tor:tor scheduler:scheduler zookeeper:zookeeper; do
 	dir=${img%%:*} name=datcp/${img#*:}:dev
 	log "$name"
 	DOCKER_BUILDKIT=0 docker build -t "$name" "$ctx/$dir" >"$ctx/$dir.log" 2>&1 ||

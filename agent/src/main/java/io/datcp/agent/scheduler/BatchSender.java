@@ -23,6 +23,9 @@ import java.util.logging.Logger;
  * What the scheduler refuses (events named in its answer, or a batch refused whole) it would
  * refuse again: it is dropped, counted and logged once per cause, never retried, so it
  * cannot hold up the reports queued behind it; a refusal is an answer, not an outage.
+ * With a {@link Resend}, after every outage (the scheduler may be a new leader or restarted,
+ * without the job state the events sent before built) its events go out first, in batches of
+ * their own, before anything else is sent.
  */
 final class BatchSender<T> implements AutoCloseable {
   private static final Logger LOG = Logger.getLogger(BatchSender.class.getName());
@@ -32,6 +35,15 @@ final class BatchSender<T> implements AutoCloseable {
   /** Sends one batch and returns the scheduler's answer; throws StatusRuntimeException. */
   interface Transport<T> {
     ReportAck send(List<T> batch, long batchId);
+  }
+
+  /** Events to send again after each outage; see {@link RunningReduces}. */
+  interface Resend<T> {
+    /** Changes when an outage begins (the scheduler answering next may have lost state). */
+    long epoch();
+
+    /** What to send again, in order. */
+    List<T> events();
   }
 
   private final String name;
@@ -46,6 +58,10 @@ final class BatchSender<T> implements AutoCloseable {
   private final Counter refusedInvalid;
   private final Counter refusedNotPermitted;
   private final Counter sent;
+  private final Counter resent;
+  private final Resend<T> resend;
+  /** The epoch whose events were sent again; the sender thread's only. */
+  private long resentEpoch;
   /** Refusal causes logged so far, oldest first; only the sender thread touches it. */
   private final LinkedHashSet<String> causesLogged = new LinkedHashSet<>();
   private final Thread thread;
@@ -54,7 +70,15 @@ final class BatchSender<T> implements AutoCloseable {
 
   BatchSender(String name, Transport<T> transport, Outage outage, int capacity, int maxBatch,
       long flushMillis, Backoff backoff, MeterRegistry meters) {
+    this(name, transport, null, outage, capacity, maxBatch, flushMillis, backoff, meters);
+  }
+
+  /** @param resend events to send again after each outage, or null */
+  BatchSender(String name, Transport<T> transport, Resend<T> resend, Outage outage, int capacity,
+      int maxBatch, long flushMillis, Backoff backoff, MeterRegistry meters) {
     this.name = name;
+    this.resend = resend;
+    resentEpoch = resend == null ? 0 : resend.epoch();
     this.transport = transport;
     this.outage = outage;
     this.capacity = capacity;
@@ -72,6 +96,9 @@ final class BatchSender<T> implements AutoCloseable {
         .register(meters);
     sent = Counter.builder("datcp.agent.reports.sent").tag("queue", name)
         .description("events the scheduler acknowledged").register(meters);
+    resent = Counter.builder("datcp.agent.reports.resent").tag("queue", name)
+        .description("events sent again after an outage (running reduces' state)")
+        .register(meters);
     Gauge.builder("datcp.agent.reports.queued", this, BatchSender::queued).tag("queue", name)
         .register(meters);
     thread = new Thread(this::run, "datcp-" + name + "-sender");
@@ -110,10 +137,15 @@ final class BatchSender<T> implements AutoCloseable {
       try {
         if (batch == null) {
           batch = take();
-          if (batch == null) {
-            continue;
+          if (batch != null) {
+            batchId = nextBatchId++;
           }
-          batchId = nextBatchId++;
+        }
+        if (resendDue()) {
+          resendAll();
+        }
+        if (batch == null) {
+          continue;
         }
         ReportAck ack = transport.send(batch, batchId);
         outage.up();
@@ -144,6 +176,42 @@ final class BatchSender<T> implements AutoCloseable {
     }
   }
 
+  private boolean resendDue() {
+    return resend != null && resend.epoch() != resentEpoch;
+  }
+
+  /**
+   * Sends the resend events in batches of their own ids; throws on an outage (the caller backs
+   * off and comes back). Refusals of its events are dropped and counted as for any batch.
+   */
+  private void resendAll() {
+    long epoch = resend.epoch();
+    List<T> all = resend.events();
+    if (all.isEmpty()) {
+      resentEpoch = epoch;
+      return;
+    }
+    for (int from = 0; from < all.size(); from += maxBatch) {
+      List<T> part = all.subList(from, Math.min(all.size(), from + maxBatch));
+      try {
+        ReportAck ack = transport.send(part, nextBatchId++);
+        for (RefusedEvent r : ack.getRefusedList()) {
+          refused(Status.fromCodeValue(r.getCode()), r.getMessage(), 1);
+        }
+        resent.increment(part.size() - ack.getRefusedCount());
+      } catch (StatusRuntimeException e) {
+        Status.Code code = e.getStatus().getCode();
+        if (code != Status.Code.INVALID_ARGUMENT && code != Status.Code.PERMISSION_DENIED) {
+          throw e;
+        }
+        refused(e.getStatus(), e.getStatus().getDescription(), part.size());
+      }
+    }
+    outage.up();
+    backoff.reset();
+    resentEpoch = epoch;
+  }
+
   /**
    * Counts {@code events} refused with {@code status} (one named in an answer, or a batch
    * refused whole) and logs the first refusal of each cause.
@@ -164,10 +232,16 @@ final class BatchSender<T> implements AutoCloseable {
             : "a " + name + " batch of " + events + " events whole", cause});
   }
 
-  /** Waits for events, then up to flushMillis more for a full batch. */
+  /**
+   * Waits for events, then up to flushMillis more for a full batch; returns null without any,
+   * when events are due to be sent again.
+   */
   private List<T> take() throws InterruptedException {
     synchronized (queue) {
       while (queue.isEmpty() && !closed) {
+        if (resendDue()) {
+          return null;
+        }
         queue.wait(1000);
       }
       long until = System.currentTimeMillis() + flushMillis;

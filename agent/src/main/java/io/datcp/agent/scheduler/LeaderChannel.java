@@ -21,7 +21,10 @@ import java.util.logging.Logger;
  * one channel per address, calls sent on the current one. A call that ends UNAVAILABLE moves the
  * current one: to the address a follower names in the trailer {@code datcp-leader} when it is one
  * of the list, else (a scheduler down, or a follower that knows no leader yet) to the next in the
- * list. The failed call itself is not repeated here: the client's own retries (report batches
+ * list. So does a call past its deadline: a scheduler that died without closing its connections
+ * (killed with its container or host, a partition) answers nothing, not even a reset, so its calls
+ * end DEADLINE_EXCEEDED for as long as TCP keeps the connection; a leader that is merely slow costs
+ * one call refused by the follower, which names it. The failed call itself is not repeated here: the client's own retries (report batches
  * keep their ids, the update stream reconnects, the next lookup) go to the new one.
  */
 final class LeaderChannel extends Channel {
@@ -58,7 +61,8 @@ final class LeaderChannel extends Channel {
             listener) {
           @Override
           public void onClose(Status status, Metadata trailers) {
-            if (status.getCode() == Status.Code.UNAVAILABLE) {
+            if (status.getCode() == Status.Code.UNAVAILABLE
+                || status.getCode() == Status.Code.DEADLINE_EXCEEDED) {
               moveFrom(used, trailers.get(LEADER_TRAILER));
             }
             super.onClose(status, trailers);

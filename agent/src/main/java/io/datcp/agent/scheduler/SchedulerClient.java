@@ -72,6 +72,8 @@ public final class SchedulerClient implements PolicySource, AutoCloseable {
   private final String reporterId = UUID.randomUUID().toString();
   private final BatchSender<FlowOutcome> outcomes;
   private final BatchSender<ShuffleEvent> forwarded;
+  /** Sent again after each outage: the scheduler answering then may have lost its job state. */
+  private final RunningReduces running = new RunningReduces();
   private final Counter lookupsSkipped;
   private final Counter lookupsAnswered;
   private volatile Consumer<FlowPolicy> updateSink = p -> {};
@@ -134,6 +136,17 @@ public final class SchedulerClient implements PolicySource, AutoCloseable {
         () -> reportBlocking.withDeadlineAfter(REPORT_DEADLINE_MS, TimeUnit.MILLISECONDS)
             .report(ShuffleReport.newBuilder().setReporterHost(hostName).addAllEvents(batch)
                 .setReporterId(reporterId + "/shuffle").setBatchId(id).build())),
+        new BatchSender.Resend<>() {
+          @Override
+          public long epoch() {
+            return outage.count();
+          }
+
+          @Override
+          public List<ShuffleEvent> events() {
+            return running.events();
+          }
+        },
         outage, capacity, maxBatch, flush, backoff(), meters);
     lookupsSkipped = Counter.builder("datcp.agent.lookups").tag("result", "skipped")
         .description("policy lookups by result").register(meters);
@@ -257,8 +270,12 @@ public final class SchedulerClient implements PolicySource, AutoCloseable {
     outcomes.offer(List.of(o));
   }
 
-  /** Queues map-side events from the plugin for ShuffleReportService.Report. */
+  /**
+   * Queues the plugin's events for ShuffleReportService.Report; those of reduces still shuffling
+   * are sent again after an outage ({@link RunningReduces}).
+   */
   public int forward(List<ShuffleEvent> events) {
+    running.record(events);
     forwarded.offer(events);
     return events.size();
   }
@@ -287,6 +304,7 @@ public final class SchedulerClient implements PolicySource, AutoCloseable {
       List<FlowPolicy> snapshot = new ArrayList<>();
       long resync = cache.mark();
       boolean[] live = {false};
+      String target = channel.currentTarget();
       long tokenGeneration = token == null ? 0 : token.generation();
       Status[] ended = {Status.OK};
       policyStub.watchPolicies(WatchRequest.newBuilder().setAgentHost(hostName).setResync(true)
@@ -307,6 +325,7 @@ public final class SchedulerClient implements PolicySource, AutoCloseable {
                 live[0] = true;
               } else if (u.getJobFinished()) {
                 cache.dropJob(u.getPolicy().getJobId());
+                running.dropJob(u.getPolicy().getJobId());
               } else if (!live[0]) {
                 snapshot.add(u.getPolicy());
               } else {
@@ -332,7 +351,13 @@ public final class SchedulerClient implements PolicySource, AutoCloseable {
             }
           });
       try {
-        done.await();
+        // the stream has no deadline: one open to a scheduler that died without a reset would
+        // stay open for good, so it ends when the other calls moved to another scheduler
+        while (!done.await(1, TimeUnit.SECONDS)) {
+          if (!channel.currentTarget().equals(target)) {
+            watchCall.cancel("calls moved to " + channel.currentTarget(), null);
+          }
+        }
         if (!closed && !refusedUnder(ended[0], tokenGeneration)) { // a new token: at once
           Thread.sleep(backoff.nextDelayMillis());
         }

@@ -96,6 +96,22 @@ class LeaderChannelTest {
   }
 
   @Test
+  void aSchedulerThatAnswersNothingWithinTheDeadlineMovesCallsToTheNext() throws Exception {
+    // a scheduler killed with its container: the connection stays up and nothing comes back
+    FakeScheduler silent = scheduler();
+    silent.answerAfter(2_000);
+    FakeScheduler leader = scheduler();
+    LeaderChannel c = channel(silent.target(), leader.target());
+    assertThatThrownBy(() -> FlowPolicyServiceGrpc.newBlockingStub(c)
+        .withDeadlineAfter(200, TimeUnit.MILLISECONDS).lookupPolicy(lookup()))
+        .isInstanceOfSatisfying(StatusRuntimeException.class, e -> assertThat(
+            e.getStatus().getCode()).isEqualTo(Status.Code.DEADLINE_EXCEEDED));
+    assertThat(c.currentTarget()).isEqualTo(leader.target());
+    lookupOn(c);
+    assertThat(leader.lookups).hasSize(1);
+  }
+
+  @Test
   void otherFailuresAndOneAddressLeaveCallsWhereTheyAre() throws Exception {
     FakeScheduler first = scheduler();
     FakeScheduler second = scheduler();

@@ -137,6 +137,21 @@ public final class FakeScheduler implements AutoCloseable {
     return this;
   }
 
+  /**
+   * Answers lookups only after {@code millis}, as a scheduler killed with its container (no
+   * reset: its connections stay up, its calls run into their deadline).
+   */
+  public void answerAfter(long millis) {
+    answer = l -> {
+      try {
+        Thread.sleep(millis);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      return FlowPolicy.getDefaultInstance();
+    };
+  }
+
   public String target() {
     return "127.0.0.1:" + port;
   }

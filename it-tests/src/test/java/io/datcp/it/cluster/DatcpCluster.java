@@ -13,11 +13,13 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.stream.Stream;
 import org.testcontainers.DockerClientFactory;
 import org.testcontainers.containers.Container.ExecResult;
 import org.testcontainers.containers.GenericContainer;
@@ -49,6 +51,9 @@ public final class DatcpCluster implements Startable {
   static final String TOR_IMAGE = "datcp/tor:dev";
   private static final Path DATCP_PINS = Path.of("/sys/fs/bpf/datcp");
   static final String SCHEDULER_IMAGE = "datcp/scheduler:dev";
+  static final String ZOOKEEPER_IMAGE = "datcp/zookeeper:dev";
+  /** The HA variant's ZooKeeper, as the schedulers reach it (ha.zookeeper.connect). */
+  static final String ZOOKEEPER = "zookeeper:2181";
   /** The throwaway CA the scheduler makes at start (docker/scheduler/scheduler-entrypoint.sh). */
   public static final String SCHEDULER_CA = "/var/lib/datcp-scheduler/pki/ca.pem";
   /** Accepts frames that stay on one of the cluster's bridges (see docker/README.md). */
@@ -65,6 +70,8 @@ public final class DatcpCluster implements Startable {
 
   private final Mode mode;
   private final int mapNodes;
+  /** Host names of the schedulers: "scheduler", or scheduler1..N in the HA variant. */
+  private final List<String> schedulers = new ArrayList<>();
   private final Path dataDir;
   private final String runId = Integer.toHexString(ThreadLocalRandom.current().nextInt(0x1000, 0xffff));
   private final DockerClient docker = DockerClientFactory.instance().client();
@@ -84,13 +91,33 @@ public final class DatcpCluster implements Startable {
    *     staging, history)
    */
   public DatcpCluster(Mode mode, int mapNodes, Path dataDir) {
+    this(mode, mapNodes, dataDir, 1);
+  }
+
+  /**
+   * @param schedulerCount 1: one scheduler, "scheduler", with its local store; 2 or more: the HA
+   *     variant (docker/README.md, "High availability"), a ZooKeeper server, "zookeeper", and
+   *     schedulers scheduler1..N electing a leader on it, every agent given all of them
+   */
+  public DatcpCluster(Mode mode, int mapNodes, Path dataDir, int schedulerCount) {
+    if (schedulerCount > 1 && mode != Mode.ON) {
+      throw new IllegalArgumentException("schedulers run only with the system on");
+    }
     this.mode = mode;
     this.mapNodes = mapNodes;
     this.dataDir = dataDir;
     int index = 1;
     subnets.put("rm", index++);
-    if (mode == Mode.ON) {
-      subnets.put("scheduler", index++);
+    if (schedulerCount > 1) {
+      subnets.put("zookeeper", index++);
+      for (int i = 1; i <= schedulerCount; i++) {
+        schedulers.add("scheduler" + i);
+      }
+    } else if (mode == Mode.ON) {
+      schedulers.add("scheduler");
+    }
+    for (String s : schedulers) {
+      subnets.put(s, index++);
     }
     for (int i = 1; i <= mapNodes; i++) {
       subnets.put("nm" + i, index++);
@@ -122,6 +149,15 @@ public final class DatcpCluster implements Startable {
     return tor;
   }
 
+  /** Host names of the schedulers (none when off). */
+  public List<String> schedulers() {
+    return List.copyOf(schedulers);
+  }
+
+  private boolean ha() {
+    return schedulers.size() > 1;
+  }
+
   @Override
   public void start() {
     datcpLoadedBefore = Files.exists(DATCP_PINS);
@@ -137,8 +173,13 @@ public final class DatcpCluster implements Startable {
       nodes.put("rm", hadoopNode("rm", "rm").waitingFor(
           Wait.forLogMessage(".*Transitioned to active state.*", 1)
               .withStartupTimeout(Duration.ofMinutes(3))));
-      if (mode == Mode.ON) {
-        nodes.put("scheduler", schedulerContainer());
+      if (ha()) {
+        GenericContainer<?> zookeeper = zookeeperContainer();
+        nodes.put("zookeeper", zookeeper);
+        // a scheduler that finds no ZooKeeper within its session timeout stops
+        schedulers.forEach(s -> nodes.put(s, schedulerContainer(s).dependsOn(zookeeper)));
+      } else {
+        schedulers.forEach(s -> nodes.put(s, schedulerContainer(s)));
       }
       for (String nm : nodeManagers()) {
         nodes.put(nm, nodeManager(nm));
@@ -159,8 +200,26 @@ public final class DatcpCluster implements Startable {
    * made at start); fails the caller on an error status.
    */
   public String schedulerApi(String path) throws IOException, InterruptedException {
-    return exec("scheduler", "curl", "-fsS", "--cacert", SCHEDULER_CA,
+    return schedulerApi(schedulers.get(0), path);
+  }
+
+  /** As {@link #schedulerApi(String)}, of the scheduler {@code host}. */
+  public String schedulerApi(String host, String path) throws IOException, InterruptedException {
+    return exec(host, "curl", "-fsS", "--cacert", SCHEDULER_CA,
         "https://localhost:8080" + path).getStdout();
+  }
+
+  /**
+   * A test's end: stops {@code cluster} (null: none was made) and deletes {@code data}, the host
+   * directory its nodes shared.
+   */
+  public static void stopAndDelete(DatcpCluster cluster, Path data) throws IOException {
+    if (cluster != null) {
+      cluster.stop();
+    }
+    try (Stream<Path> files = Files.walk(data)) {
+      files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+    }
   }
 
   /** Runs a command in a container; fails the caller when it exits non-zero. */
@@ -259,7 +318,11 @@ public final class DatcpCluster implements Startable {
     if (mode == Mode.ON) {
       // the agent shares the kernel's pinned datcp and attaches sockops at the cgroup v2 root
       String cgroup2 = cgroup2OnHost();
-      c.withEnv("DATCP_SCHEDULER", "scheduler:9090")
+      c.withEnv("DATCP_SCHEDULER", String.join(",",
+          schedulers.stream().map(h -> h + ":9090").toList()))
+          // HA: an agent tries again at least every 2 s (not 10), so it reaches a new leader
+          // within 2 s of the election
+          .withEnv("DATCP_AGENT_EXTRA", ha() ? "scheduler.reconnectMaxMillis=2000" : "")
           .withCreateContainerCmdModifier(cmd -> {
             bind(cmd, "/sys/fs/bpf", "/sys/fs/bpf");
             bind(cmd, cgroup2, CGROUP2_IN_NODE);
@@ -288,12 +351,21 @@ public final class DatcpCluster implements Startable {
         .withCreateContainerCmdModifier(cmd -> bind(cmd, dataDir.toString(), "/data"));
   }
 
-  private GenericContainer<?> schedulerContainer() {
-    return fabricHost(new GenericContainer<>(image(SCHEDULER_IMAGE)), "scheduler")
+  private GenericContainer<?> schedulerContainer(String host) {
+    GenericContainer<?> c = fabricHost(new GenericContainer<>(image(SCHEDULER_IMAGE)), host)
         .withEnv("DATCP_NODES", String.join(" ", nodeManagers()))
+        .withEnv("DATCP_SCHEDULER_NAME", host)
+        .withEnv("DATCP_SCHEDULERS", String.join(" ", schedulers))
         .withCreateContainerCmdModifier(cmd -> bind(cmd, dataDir.toString(), "/data"))
         .waitingFor(Wait.forLogMessage(".*datcp scheduler ready.*", 1)
             .withStartupTimeout(Duration.ofMinutes(2)));
+    return ha() ? c.withEnv("DATCP_ZOOKEEPER", ZOOKEEPER) : c;
+  }
+
+  private GenericContainer<?> zookeeperContainer() {
+    return fabricHost(new GenericContainer<>(image(ZOOKEEPER_IMAGE)), "zookeeper")
+        .waitingFor(Wait.forLogMessage("zookeeper: ready.*", 1)
+            .withStartupTimeout(Duration.ofMinutes(1)));
   }
 
   /** A host whose only link is its network to the ToR; every host name resolves to the fabric. */

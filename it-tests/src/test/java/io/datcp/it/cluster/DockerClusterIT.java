@@ -16,7 +16,6 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
@@ -85,12 +84,7 @@ class DockerClusterIT {
 
   @AfterAll
   void removeEverything() throws IOException {
-    if (cluster != null) {
-      cluster.stop();
-    }
-    try (Stream<Path> files = Files.walk(data)) {
-      files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-    }
+    DatcpCluster.stopAndDelete(cluster, data);
   }
 
   private DatcpCluster cluster(Mode mode) {
@@ -121,7 +115,7 @@ class DockerClusterIT {
   @Order(2)
   void faultJobOffIsTheReference() throws Exception {
     long start = System.nanoTime();
-    faultJobOff = wordsOf(runFaultJob(cluster(Mode.OFF), "fault-off"));
+    faultJobOff = wordsOf(runFaultJob(cluster(Mode.OFF), data, "fault-off"));
     System.out.printf("fault job off: %d ms%n", (System.nanoTime() - start) / 1_000_000);
     assertThat(faultJobOff).isEqualTo(faultWords);
   }
@@ -253,8 +247,8 @@ class DockerClusterIT {
     requireDatcpImage();
     assumeTrue(faultJobOff != null, "needs the off run");
     long start = System.nanoTime();
-    assertThat(wordsOf(runFaultJob(cluster(Mode.ON), "fault-on"))).as("on vs off, word by word")
-        .isEqualTo(faultJobOff);
+    assertThat(wordsOf(runFaultJob(cluster(Mode.ON), data, "fault-on")))
+        .as("on vs off, word by word").isEqualTo(faultJobOff);
     faultJobUndisturbedMillis = (System.nanoTime() - start) / 1_000_000;
     System.out.printf("fault job on, undisturbed: %d ms%n", faultJobUndisturbedMillis);
   }
@@ -337,7 +331,7 @@ class DockerClusterIT {
     long start = System.nanoTime();
     CompletableFuture<Map<String, String>> job = CompletableFuture.supplyAsync(() -> {
       try {
-        return runFaultJob(c, out);
+        return runFaultJob(c, data, out);
       } catch (Exception e) {
         throw new CompletionException(e);
       }
@@ -375,7 +369,7 @@ class DockerClusterIT {
   }
 
   /** The value of an unlabelled metric in Prometheus text. */
-  private static long metric(String text, String name) {
+  static long metric(String text, String name) {
     return text.lines().filter(l -> l.startsWith(name + " ")).findFirst()
         .map(l -> (long) Double.parseDouble(l.substring(name.length() + 1).trim()))
         .orElseThrow(() -> new AssertionError("no metric " + name + " in\n" + text));
@@ -521,7 +515,8 @@ class DockerClusterIT {
    * docker/README.md, "Placing the A/B tasks"), so every shuffled byte crosses the reducer's
    * ToR port. Returns part file name -> content.
    */
-  private Map<String, String> runFaultJob(DatcpCluster c, String out) throws Exception {
+  static Map<String, String> runFaultJob(DatcpCluster c, Path data, String out)
+      throws Exception {
     c.exec("rm", command(jobClient(c, "io.datcp.it.jobs.WordCount"), "-D",
         WordCount.COMBINE + "=false", "-D", "mapreduce.map.cpu.vcores=5", "-D",
         "mapreduce.reduce.memory.mb=3072", "/data/" + FAULT_INPUT, "/data/" + out, "2"));
@@ -536,7 +531,7 @@ class DockerClusterIT {
   }
 
   /** word -> count over a word count's part files. */
-  private static Map<String, Integer> wordsOf(Map<String, String> parts) {
+  static Map<String, Integer> wordsOf(Map<String, String> parts) {
     Map<String, Integer> words = new TreeMap<>();
     parts.values().forEach(text -> text.lines().forEach(line -> {
       String[] kv = line.split("\t");
@@ -562,7 +557,7 @@ class DockerClusterIT {
   }
 
   /** The ToR's interface toward {@code host}. */
-  private static String torPortDev(DatcpCluster c, String host) throws Exception {
+  static String torPortDev(DatcpCluster c, String host) throws Exception {
     String route = c.exec("tor", "ip", "-o", "route", "get", c.ipOf(host)).getStdout();
     return route.replaceAll("(?s).* dev (\\S+).*", "$1");
   }
@@ -573,7 +568,7 @@ class DockerClusterIT {
   }
 
   /** Bytes a ToR port sent, all bands. */
-  private static long portBytes(DatcpCluster c, String dev) throws Exception {
+  static long portBytes(DatcpCluster c, String dev) throws Exception {
     long[] bands = bandBytes(portCounters(c, dev));
     return bands[0] + bands[1] + bands[2];
   }
@@ -582,7 +577,7 @@ class DockerClusterIT {
    * The on-mode tests fail (not skip) without the plugin and agent in the image: a skipped
    * on-mode suite would pass a build whose plugin did not package.
    */
-  private static void requireDatcpImage() throws InterruptedException {
+  static void requireDatcpImage() throws InterruptedException {
     assertThat(imageHasDatcp()).as("the node image has no DATCP shuffle plugin and agent:"
         + " build shuffle-plugin/target/datcp-shuffle-plugin.jar and agent/target/datcp-agent.jar"
         + " (mvn package -DskipTests) before the it-tests").isTrue();
@@ -605,7 +600,12 @@ class DockerClusterIT {
    * of 16 characters; without a combiner each token is 23 bytes of map output, ~66 MB in all.
    * Returns the exact counts.
    */
-  private static Map<String, Integer> writeFaultJobInput(Path dir) throws IOException {
+  static Map<String, Integer> writeFaultJobInput(Path dir) throws IOException {
+    return writeFaultJobInput(dir, 46_000);
+  }
+
+  /** As {@link #writeFaultJobInput(Path)} with {@code lines} lines of 20 tokens per file. */
+  static Map<String, Integer> writeFaultJobInput(Path dir, int lines) throws IOException {
     Files.createDirectories(dir);
     String[] vocabulary = new String[5000];
     for (int i = 0; i < vocabulary.length; i++) {
@@ -615,7 +615,7 @@ class DockerClusterIT {
     Map<String, Integer> counts = new TreeMap<>();
     for (int f = 0; f < 3; f++) {
       StringBuilder text = new StringBuilder();
-      for (int line = 0; line < 46_000; line++) {
+      for (int line = 0; line < lines; line++) {
         for (int w = 0; w < 20; w++) {
           String word = vocabulary[random.nextInt(vocabulary.length)];
           counts.merge(word, 1, Integer::sum);

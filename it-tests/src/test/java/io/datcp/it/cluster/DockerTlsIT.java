@@ -12,10 +12,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.UUID;
-import java.util.stream.Stream;
 import org.awaitility.Awaitility;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -56,12 +54,7 @@ class DockerTlsIT {
 
   @AfterAll
   void stop() throws IOException {
-    if (cluster != null) {
-      cluster.stop();
-    }
-    try (Stream<Path> files = Files.walk(data)) {
-      files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-    }
+    DatcpCluster.stopAndDelete(cluster, data);
   }
 
   /** An empty gRPC call from NODE with curl: its exit code, and the HTTP status (stdout). */

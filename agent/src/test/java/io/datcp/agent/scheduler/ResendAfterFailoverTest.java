@@ -1,0 +1,152 @@
+package io.datcp.agent.scheduler;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.datcp.agent.config.AgentConf;
+import io.datcp.agent.testing.FakeScheduler;
+import io.datcp.proto.v1.FetchFinished;
+import io.datcp.proto.v1.FetchStarted;
+import io.datcp.proto.v1.MapCompleted;
+import io.datcp.proto.v1.PolicyLookup;
+import io.datcp.proto.v1.ReduceStarted;
+import io.datcp.proto.v1.ShuffleEvent;
+import io.datcp.proto.v1.ShuffleFinished;
+import io.datcp.proto.v1.ShuffleReport;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Issue 19 item 10: the leading scheduler dies mid-shuffle and another takes over with no job
+ * state. A scheduler ignores reports of a job it did not see start, so the agent sends the
+ * reduces still shuffling on its host again (their start, the maps they know and fetched)
+ * before anything newer, and the new leader plans the job instead of letting it run without
+ * deadlines.
+ */
+class ResendAfterFailoverTest {
+  private static final String JOB = "job_1700000000000_0007";
+  private final SimpleMeterRegistry meters = new SimpleMeterRegistry();
+  private FakeScheduler first;
+  private FakeScheduler second;
+  private SchedulerClient client;
+
+  @BeforeEach
+  void start() throws Exception {
+    first = new FakeScheduler().start();
+    second = new FakeScheduler().start();
+    second.followerOf = first.target();
+    client = new SchedulerClient(AgentConf.fromMap(Map.of(
+        "scheduler.target", first.target() + "," + second.target(),
+        "scheduler.plaintext", "true",
+        "reports.flushMillis", "20",
+        "scheduler.reconnectMaxMillis", "200")), "nm1", meters);
+  }
+
+  @AfterEach
+  void stop() throws Exception {
+    client.close();
+    first.close();
+    second.close();
+  }
+
+  /** The first leader dies; the follower leads from now on. */
+  private void failOver() throws InterruptedException {
+    first.stop();
+    second.followerOf = null;
+  }
+
+  @Test
+  void aNewLeaderHearsTheRunningReduceAgainBeforeAnythingNewer() throws Exception {
+    client.forward(List.of(started(0), completed(0, 0), completed(0, 1)));
+    client.forward(List.of(fetched(0, 0, 1_000_000)));
+    await().atMost(Duration.ofSeconds(10)).until(() -> events(first).size() == 4);
+
+    failOver();
+    client.forward(List.of(fetchStarted(0, 1)));
+    await().atMost(Duration.ofSeconds(10)).until(() -> events(second).stream()
+        .anyMatch(ShuffleEvent::hasFetchStarted));
+
+    List<ShuffleEvent> heard = events(second);
+    assertThat(heard.get(0).hasReduceStarted()).as("first event the new leader hears: " + heard)
+        .isTrue();
+    assertThat(heard).containsSubsequence(started(0), completed(0, 0), completed(0, 1),
+        fetched(0, 0, 0), fetchStarted(0, 1));
+    assertThat(heard.get(heard.size() - 1)).isEqualTo(fetchStarted(0, 1));
+    // the fetched bytes were counted where they were first reported: sent again, they are 0
+    assertThat(heard.stream().filter(ShuffleEvent::hasFetchFinished)
+        .mapToLong(e -> e.getFetchFinished().getBytes()).sum()).isZero();
+    assertThat(meters.get("datcp.agent.reports.resent").tag("queue", "shuffle-reports").counter()
+        .count()).isEqualTo(4);
+  }
+
+  @Test
+  void aReduceThatFinishedItsShuffleIsNotSentAgain() throws Exception {
+    client.forward(List.of(started(0), started(1), completed(0, 0), completed(1, 0)));
+    client.forward(List.of(finished(0)));
+    await().atMost(Duration.ofSeconds(10)).until(() -> events(first).size() == 5);
+
+    failOver();
+    client.forward(List.of(fetchStarted(1, 0)));
+    await().atMost(Duration.ofSeconds(10)).until(() -> events(second).stream()
+        .anyMatch(ShuffleEvent::hasFetchStarted));
+
+    assertThat(events(second)).containsExactly(started(1), completed(1, 0), fetchStarted(1, 0));
+  }
+
+  @Test
+  void theUpdateStreamFollowsCallsThatMovedPastASilentLeader() throws Exception {
+    client.watch(p -> { });
+    await().atMost(Duration.ofSeconds(10)).until(() -> first.watchers() == 1);
+    // the leader stops answering (killed with its container: no reset), the follower leads
+    first.answerAfter(3_000);
+    second.followerOf = null;
+    client.lookup(() -> PolicyLookup.newBuilder().setAgentHost("nm1").setJobId(JOB).build(),
+        p -> { });
+    await().atMost(Duration.ofSeconds(10)).until(() -> second.watches.size() == 1);
+    assertThat(first.watches).hasSize(1);
+  }
+
+  /** Every event a scheduler was sent, in the order it got them. */
+  private static List<ShuffleEvent> events(FakeScheduler s) {
+    List<ShuffleEvent> all = new ArrayList<>();
+    for (ShuffleReport r : s.reports) {
+      all.addAll(r.getEventsList());
+    }
+    return all;
+  }
+
+  private static ShuffleEvent started(int reduce) {
+    return ShuffleEvent.newBuilder().setTimeUnixNanos(1).setReduceStarted(ReduceStarted
+        .newBuilder().setJobId(JOB).setReduceId(reduce).setHost("nm1").setTotalMaps(2)
+        .setTotalReduces(2)).build();
+  }
+
+  private static ShuffleEvent completed(int reduce, int map) {
+    return ShuffleEvent.newBuilder().setTimeUnixNanos(2).setMapCompleted(MapCompleted
+        .newBuilder().setJobId(JOB).setReduceId(reduce).setMapId(map).setHost("nm2")
+        .setOutputBytes(1_000_000).setMapsRunning(-1)).build();
+  }
+
+  private static ShuffleEvent fetched(int reduce, int map, long bytes) {
+    return ShuffleEvent.newBuilder().setTimeUnixNanos(3).setFetchFinished(FetchFinished
+        .newBuilder().setJobId(JOB).setReduceId(reduce).setSourceHost("nm2").addMapIds(map)
+        .setBytes(bytes).setDurationNanos(bytes == 0 ? 0 : 80_000_000)).build();
+  }
+
+  private static ShuffleEvent fetchStarted(int reduce, int map) {
+    return ShuffleEvent.newBuilder().setTimeUnixNanos(4).setFetchStarted(FetchStarted
+        .newBuilder().setJobId(JOB).setReduceId(reduce).setSourceHost("nm2").addMapIds(map))
+        .build();
+  }
+
+  private static ShuffleEvent finished(int reduce) {
+    return ShuffleEvent.newBuilder().setTimeUnixNanos(5).setShuffleFinished(ShuffleFinished
+        .newBuilder().setJobId(JOB).setReduceId(reduce)).build();
+  }
+}

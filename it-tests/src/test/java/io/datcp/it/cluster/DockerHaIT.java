@@ -1,0 +1,225 @@
+package io.datcp.it.cluster;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.datcp.it.cluster.DatcpCluster.Mode;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.TimeUnit;
+import org.awaitility.Awaitility;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.testcontainers.containers.Container.ExecResult;
+
+/**
+ * Issue 19 item 10 on the Docker cluster's HA variant: a ZooKeeper server, two schedulers
+ * electing a leader on it, agents given both. A rule is put through the leader, the fault
+ * tests' word count (twice its input, so its shuffle outlasts a failover) starts, and the
+ * leader is killed with SIGKILL mid-shuffle. The other scheduler must lead, answer node calls,
+ * know the running job on the reducer host (the agents send its reduces' state again, see
+ * agent/README.md) with the rule in force, and the job's output must be exact, word by word.
+ * Prints the times from the kill and how many of the job's flows the new leader gave a deadline
+ * (none yet: without the map side's partition sizes it has no plan of the host for the job).
+ * A few minutes, most of it the cluster's start.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class DockerHaIT {
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final String RULE = "ha-failover";
+  /** Any job (no criterion), once the ResourceManager named its queue and user. */
+  private static final String RULE_JSON = "{\"order\":1,\"importance\":3,\"phi\":0.5,"
+      + "\"mode\":\"datcp\",\"quenchMode\":\"suspend\"}";
+  private static final String NODE = DatcpCluster.REDUCER;
+  private static final String NODE_TLS = "/data/node-tls/" + NODE + "/";
+  /** gRPC's UNAVAILABLE: what a follower (or no one) answers a node call with. */
+  private static final int UNAVAILABLE = 14;
+
+  private Path data;
+  private DatcpCluster cluster;
+  private Map<String, Integer> words;
+
+  @BeforeAll
+  void start() throws Exception {
+    DockerClusterIT.requireDatcpImage();
+    data = Files.createTempDirectory("datcp-ha-it-");
+    words = DockerClusterIT.writeFaultJobInput(data.resolve(DockerClusterIT.FAULT_INPUT), 92_000);
+    cluster = new DatcpCluster(Mode.ON, 3, data, 2);
+    cluster.start();
+  }
+
+  @AfterAll
+  void stop() throws IOException {
+    DatcpCluster.stopAndDelete(cluster, data);
+  }
+
+  @Test
+  void killingTheLeaderMidShuffleLeavesANewLeaderThatKnowsTheJobWithTheRuleAndExactOutput()
+      throws Exception {
+    DatcpCluster c = cluster;
+    String leader = Awaitility.await().atMost(Duration.ofMinutes(1))
+        .pollInterval(Duration.ofMillis(500))
+        .until(() -> ha(c, c.schedulers().get(0)).path("leader").asText(""), l -> !l.isEmpty())
+        .split(":")[0];
+    String survivor = c.schedulers().stream().filter(s -> !s.equals(leader)).findFirst()
+        .orElseThrow();
+    assertThat(ha(c, survivor).get("role").asText()).isEqualTo("follower");
+    c.exec(leader, "sh", "-c", "curl -fsS -X PUT -H \"Authorization: Bearer $(cat"
+        + " /var/lib/datcp-scheduler/token)\" -H 'Content-Type: application/json' -d '"
+        + RULE_JSON + "' --cacert " + DatcpCluster.SCHEDULER_CA
+        + " https://localhost:8080/api/v1/policies/" + RULE);
+    c.exec(NODE, "sh", "-c", "printf '\\0\\0\\0\\0\\0' >/tmp/empty-grpc-message");
+
+    String port = DockerClusterIT.torPortDev(c, NODE);
+    long before = DockerClusterIT.portBytes(c, port);
+    long start = System.nanoTime();
+    CompletableFuture<Map<String, String>> job = CompletableFuture.supplyAsync(() -> {
+      try {
+        return DockerClusterIT.runFaultJob(c, data, "ha-out");
+      } catch (Exception e) {
+        throw new CompletionException(e);
+      }
+    });
+    Awaitility.await().atMost(Duration.ofMinutes(3)).pollInterval(Duration.ofMillis(100))
+        .until(() -> job.isDone()
+            || DockerClusterIT.portBytes(c, port) - before >= DockerClusterIT.FAULT_SHUFFLED_BYTES);
+    assertThat(job).as("the job ended before its shuffle was under way").isNotDone();
+    JsonNode planBefore = Awaitility.await().atMost(Duration.ofSeconds(10))
+        .pollInterval(Duration.ofMillis(100)).until(() -> plannedJob(c, leader), p -> p != null);
+    String jobId = planBefore.get("jobId").asText();
+    long atKill = DockerClusterIT.portBytes(c, port);
+
+    c.node(leader).getDockerClient().killContainerCmd(c.node(leader).getContainerId()).exec();
+    long killed = System.nanoTime();
+    long answeredMillis = -1;
+    long plannedMillis = -1;
+    long ruledMillis = -1;
+    JsonNode planAfter = null;
+    while ((answeredMillis < 0 || ruledMillis < 0) && !job.isDone()
+        && System.nanoTime() - killed < TimeUnit.MINUTES.toNanos(1)) {
+      long now = (System.nanoTime() - killed) / 1_000_000;
+      if (answeredMillis < 0 && answersNodeCalls(c, survivor)) {
+        answeredMillis = now;
+      }
+      JsonNode p = answeredMillis < 0 ? null : plannedJob(c, survivor);
+      if (p != null && p.get("jobId").asText().equals(jobId)) {
+        if (plannedMillis < 0) {
+          plannedMillis = now;
+          planAfter = p;
+        }
+        if (RULE.equals(p.path("policy").path("rule").asText())) {
+          ruledMillis = now;
+          planAfter = p;
+        }
+      }
+      Thread.sleep(100);
+    }
+    long afterKillBytes = DockerClusterIT.portBytes(c, port) - atKill;
+    Map<String, Integer> counted = DockerClusterIT.wordsOf(job.get(5, TimeUnit.MINUTES));
+    long jobMillis = (System.nanoTime() - start) / 1_000_000;
+
+    JsonNode flows = JSON.readTree(c.schedulerApi(survivor, "/api/v1/flows?job=" + jobId))
+        .get("flows");
+    long withDeadline = 0;
+    for (JsonNode f : flows) {
+      withDeadline += f.get("deadlineUnixNanos").asLong() > 0 ? 1 : 0;
+    }
+    long resent = labelled(c.exec(NODE, "curl", "-fsS", "http://localhost:9464/metrics")
+        .getStdout(), "datcp_agent_reports_resent_total", "queue=\"shuffle-reports\"");
+    System.out.printf("HA failover on Docker: %s killed (SIGKILL) %d MB into the shuffle of %s;"
+        + " %s answered node calls after %d ms, knew the job on the reducer host after %d ms and its"
+        + " rule %s in force after %d ms; %d MB crossed the reducer's port after the kill; job"
+        + " %d ms; the reducer's agent sent %d events again%n", leader,
+        (atKill - before) / 1_000_000, jobId, survivor, answeredMillis, plannedMillis, RULE,
+        ruledMillis, afterKillBytes / 1_000_000, jobMillis, resent);
+    System.out.printf("HA failover on Docker: the job on %s before the kill: %s%n", leader,
+        summary(planBefore));
+    System.out.printf("HA failover on Docker: the job on %s after it: %s; flows it answered"
+        + " %d, %d with a deadline%n", survivor, planAfter == null ? "not planned"
+        : summary(planAfter), flows.size(), withDeadline);
+
+    assertThat(answeredMillis).as("the survivor answers node calls after the kill").isPositive();
+    assertThat(ha(c, survivor).get("role").asText()).isEqualTo("leader");
+    JsonNode rule = JSON.readTree(c.schedulerApi(survivor, "/api/v1/policies/" + RULE));
+    assertThat(rule.get("importance").asDouble()).as("rule acknowledged by the dead leader")
+        .isEqualTo(3.0);
+    assertThat(plannedMillis).as("the new leader knows the running job " + jobId
+        + " on the reducer host (its reduces' state sent again by the agents) before the job"
+        + " ended").isPositive();
+    assertThat(ruledMillis).as("the rule put through the dead leader is in force on the new"
+        + " one for the running job").isPositive();
+    assertThat(resent).as("events the reducer's agent sent again").isPositive();
+    assertThat(afterKillBytes).as("bytes through the reducer's port after the kill: it landed"
+        + " mid-shuffle").isGreaterThanOrEqualTo(DockerClusterIT.FAULT_SHUFFLED_BYTES);
+    assertThat(counted).as("output with the leader killed vs the exact counts, word by word")
+        .isEqualTo(words);
+  }
+
+  private static JsonNode ha(DatcpCluster c, String scheduler) throws Exception {
+    return JSON.readTree(c.schedulerApi(scheduler, "/api/v1/ha"));
+  }
+
+  /**
+   * The reducer host's job on {@code scheduler}'s page of that host, or null: rank 1 and up for a
+   * job whose maps are done, 0 for one that waits for maps (its deadline their estimated end),
+   * -1 for one the host has no plan for yet (no bytes of it known): a job the scheduler knows
+   * shuffles there, with the policy its flows get.
+   */
+  private static JsonNode plannedJob(DatcpCluster c, String scheduler) throws Exception {
+    ExecResult r = c.node(scheduler).execInContainer("curl", "-fsS", "--max-time", "2",
+        "--cacert", DatcpCluster.SCHEDULER_CA,
+        "https://localhost:8080/api/v1/dashboard/hosts/" + NODE);
+    if (r.getExitCode() != 0) {
+      return null;
+    }
+    for (JsonNode j : JSON.readTree(r.getStdout()).path("jobs")) {
+      return j;
+    }
+    return null;
+  }
+
+  /**
+   * Whether {@code scheduler} serves a node call from the reducer node (its certificate and
+   * token): an empty LookupPolicy answered, with any gRPC status but UNAVAILABLE (a follower's
+   * refusal).
+   */
+  private static boolean answersNodeCalls(DatcpCluster c, String scheduler) throws Exception {
+    ExecResult r = c.node(NODE).execInContainer("sh", "-c", "curl -sS --http2 -o /dev/null"
+        + " -D - --max-time 2 --cacert " + NODE_TLS + "ca.pem --cert " + NODE_TLS + "cert.pem"
+        + " --key " + NODE_TLS + "key.pem -H 'content-type: application/grpc' -H 'te: trailers'"
+        + " -H \"authorization: Bearer $(cat /data/node-tokens/" + NODE + ")\" --data-binary"
+        + " @/tmp/empty-grpc-message https://" + scheduler
+        + ":9090/datcp.v1.FlowPolicyService/LookupPolicy");
+    // the refusal is a trailers-only response (grpc-status among the headers); an answer's
+    // status comes in trailers, which curl may or may not print
+    List<String> headers = r.getStdout().lines().map(l -> l.trim().toLowerCase()).toList();
+    return headers.stream().anyMatch(l -> l.startsWith("http/2 200"))
+        && !headers.contains("grpc-status: " + UNAVAILABLE);
+  }
+
+  private static String summary(JsonNode j) {
+    JsonNode p = j.path("policy");
+    return String.format("rank %d, maps %d/%d, %d bytes left, %d fetched, rule '%s', reason '%s'",
+        j.get("rank").asInt(), j.get("mapsDone").asInt(), j.get("totalMaps").asInt(),
+        j.get("remainingBytes").asLong(), j.get("fetchedBytes").asLong(),
+        p.path("rule").asText(), p.path("reason").asText());
+  }
+
+  /** The value of metric {@code name}'s one series with label {@code label} in Prometheus text. */
+  private static long labelled(String text, String name, String label) {
+    List<String> lines = text.lines()
+        .filter(l -> l.startsWith(name + "{") && l.contains(label)).toList();
+    assertThat(lines).as(name + " " + label + " in\n" + text).hasSize(1);
+    String line = lines.get(0);
+    return (long) Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
+  }
+}
