@@ -4,8 +4,10 @@ import io.datcp.scheduler.auth.NodeCredentials;
 import io.datcp.scheduler.common.ConfigException;
 import io.datcp.scheduler.common.InvalidFieldException;
 import io.datcp.scheduler.config.SchedulerConf;
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import picocli.CommandLine.Command;
@@ -60,6 +62,15 @@ public final class SchedulerMain implements Callable<Integer> {
     } catch (ConfigException e) {
       System.err.println("scheduler: " + config + ": " + e.getMessage());
       return 2;
+    }
+    int drillSeconds = conf.get(SchedulerConf.STARTUP_DRILL_SECONDS);
+    if (drillSeconds > 0) {
+      try {
+        StartupDrill.run(conf, Duration.ofSeconds(drillSeconds));
+      } catch (IOException | RuntimeException e) {
+        // the drill only warms the JIT: without it the scheduler works, its first attack costs more
+        System.err.println("scheduler: start-up drill failed, starting without it: " + e);
+      }
     }
     SchedulerServer server;
     try {

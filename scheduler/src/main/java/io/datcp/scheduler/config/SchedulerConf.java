@@ -371,6 +371,16 @@ public final class SchedulerConf {
       "Host name under which agents reach this scheduler's gRPC port; with that port it is"
           + " this instance's address in the election, which followers name to agents."));
 
+  public static final Key<Integer> STARTUP_DRILL_SECONDS = register(intIn(
+      "startup.drillSeconds", 0, 0, 600, "seconds; 0 = no drill",
+      "Before it listens, the scheduler sends the largest valid messages a node can send (the"
+          + " hostile-load benchmark's) to a throwaway instance of itself on loopback for this"
+          + " long, so that the JIT has compiled their paths before an attacker sends them"
+          + " (README, Limits: the first attack's transient). It delays start-up by as much."));
+
+  /** Keys that name what lies outside the process: the drill's instance must not use them. */
+  private static final Pattern OUTSIDE_WORLD = Pattern.compile("(yarn|ha|tls|auth)\\.");
+
   private final Map<Key<?>, Object> values;
   private final SwitchSettings switches;
 
@@ -415,6 +425,25 @@ public final class SchedulerConf {
       values.put(key, key.parse(e.getValue()));
     }
     return new SchedulerConf(values, SwitchSettings.parse(switchKeys));
+  }
+
+  /**
+   * The start-up drill's configuration: this one's limits without its outside world (no
+   * ResourceManager, ZooKeeper, switches, TLS files or admin token), plaintext, node tokens
+   * required (the drill calls as a node), job attributes from reports, and no drill of its own.
+   */
+  public SchedulerConf forDrill() {
+    Map<Key<?>, Object> v = new LinkedHashMap<>();
+    values.forEach((k, val) -> {
+      if (!OUTSIDE_WORLD.matcher(k.name()).lookingAt()) {
+        v.put(k, val);
+      }
+    });
+    v.put(TLS_PLAINTEXT, true);
+    v.put(AUTH_NODES_REQUIRED, true);
+    v.put(JOB_ATTRIBUTES_FROM, "reports");
+    v.put(STARTUP_DRILL_SECONDS, 0);
+    return new SchedulerConf(v, SwitchSettings.parse(Map.of()));
   }
 
   @SuppressWarnings("unchecked")
