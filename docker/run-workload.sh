@@ -4,7 +4,8 @@
 # DIR/results.json (issue 16's schema; the rounds' raw JSON and kernel samples under DIR/raw/).
 # docker/README.md, "The workload runner". Needs root.
 #   --spec FILE        the workload (docker/workloads/*.json; format: bench/README.md)
-#   --modes LIST       comma-separated, of off,dctcp,prio,on (default: all four, in that order)
+#   --modes LIST       comma-separated, of off,dctcp,prio,on (default: all four, in that order);
+#                      without off: no comparison report (TABLE.md), the estimates in MAP-END.md
 #   --rounds N         rounds per mode (default 1); results carry the medians
 #   --out DIR          default bench/results/workload/docker-SPECNAME
 #   --skip-build       use the images as they are (default: mvn package + build-images.sh)
@@ -349,7 +350,12 @@ fi
 PYTHONPATH=$root/bench python3 -m datcpbench.dockerrun merge --dir "$out" --spec "$spec_name" \
 	--modes "$modes" --rounds "$rounds"
 echo "run-workload: $out/results.json"
-if [ -x bench/workload ]; then
+if [[ ,$modes, != *,off,* ]]; then
+	# TABLE.md compares every mode with off; without it only the estimates' section stands
+	echo "run-workload: no mode off in --modes $modes: no comparison report; the last map's end in $out/MAP-END.md"
+	PYTHONPATH=$root/bench python3 -m datcpbench.dockerrun mapends --results "$out/results.json" \
+		--out "$out/MAP-END.md"
+elif [ -x bench/workload ]; then
 	python3 bench/workload report "$out/results.json" --out "$out"
 else
 	echo "run-workload: the report tool (bench/workload report) is missing: no TABLE.md or plots"

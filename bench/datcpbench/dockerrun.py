@@ -433,7 +433,18 @@ def _main(argv=None):
     e.add_argument("--scheduler", required=True, help="the round's scheduler records")
     e.add_argument("--mode", required=True, choices=MODES)
     e.add_argument("--index", required=True, type=int, help="the round's number, from 1")
+    t = sub.add_parser("mapends", help="a merged results.json's last-map-end section, whatever"
+                       " its modes (the comparison report needs mode off; this does not)")
+    t.add_argument("--results", required=True, help="results.json written by merge")
+    t.add_argument("--out", required=True, help="the Markdown file to write")
     a = ap.parse_args(argv)
+    if a.cmd == "mapends":
+        with open(a.results) as f:
+            text = "\n".join(map_end_lines(json.load(f))) + "\n"
+        with open(a.out, "w") as f:
+            f.write(text)
+        print(text, end="")
+        return 0
     if a.cmd == "mapend":
         with open(a.round) as f:
             rnd = json.load(f)

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from datcpbench import dockerrun
+from datcpbench import dockerrun, workload
 
 
 def ss_sample(*sockets):
@@ -283,6 +283,29 @@ def test_merge_keeps_the_map_end_estimates_and_prints_them_side_by_side(tmp_path
     assert ("| on 2 | j1 | 5.00 s | held: 1 estimate(s) over 1.50 s | from 3.50 s | "
             "| 1.00 s (mean abs) | | 0.50 s (mean abs) |") in text
     assert "| on | all | held | map-wave closer in 1 of 2 | |" in text
+
+
+def test_mapends_writes_the_map_end_section_of_a_run_without_mode_off(tmp_path, capsys):
+    # run-workload.sh --modes on: the comparison report refuses results without off, the
+    # runner writes this section instead (it stopped at the report step before)
+    check = {"cc_seen": ["datcp"], "dscp_seen": [0], "ecn_seen": [True],
+             "flow_modes_seen": [], "problems": []}
+    d = tmp_path / "raw" / "on"
+    d.mkdir(parents=True)
+    rnd, records = scheduler_round(9.8, estimate(3.5, 1, 4.5, 6.0), None)
+    (d / "round-1.json").write_text(json.dumps(rnd))
+    (d / "round-1-check.json").write_text(json.dumps(check))
+    (d / "round-1-scheduler.json").write_text(json.dumps(records))
+    assert dockerrun._main(["merge", "--dir", str(tmp_path), "--spec", "s", "--modes", "on",
+                            "--rounds", "1"]) == 0
+    with pytest.raises(workload.WorkloadError, match="at least the mode off"):
+        workload.load_results(str(tmp_path / "results.json"))
+    out = tmp_path / "MAP-END.md"
+    assert dockerrun._main(["mapends", "--results", str(tmp_path / "results.json"),
+                            "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "| on 1 | j1 | 5.00 s | first | 3.50 s (1/2) | 4.50 s | -0.50 s |" in text
+    assert text == capsys.readouterr().out
 
 
 def test_mapend_prints_one_rounds_estimates(tmp_path, capsys):
