@@ -50,8 +50,9 @@ def test_deadline_flow_beats_background_with_marks_no_drops(tmp_path):
 def test_fig8_short_datcp_meets_cubic_misses():
     # datcp gives a deadline flow what its deadline needs, so the flows end just before it: in
     # 16 short runs they ended at 1.83-2.05 s of 2 s, all three met in 10 (with or without the
-    # CWR repair); every flow ended within 3 % of its deadline in all 16
-    d = bench_until(lambda r: r["summary"]["met"] == 3, "fig8-4s", "--short", "--cc", "datcp")
+    # CWR repair); every flow ended within 3 % of its deadline in all 16. One run: a second one
+    # when not all three met (as before) could only replace a run these bounds pass
+    d = bench_json("fig8-4s", "--short", "--cc", "datcp")
     deadline = max(f["deadline_s"] for f in d["flows"] if f["deadline_s"])
     assert d["summary"]["met"] >= 2, d["summary"]
     assert max(d["summary"]["fct_s"].values()) <= 1.03 * deadline, d["summary"]
