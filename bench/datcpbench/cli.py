@@ -4,7 +4,7 @@ bench/run all --out DIR
 bench/run trace --trace SPEC.json [--select START:COUNT] [--hosts H] [--modes off,dctcp,prio,on]
                 [--rounds N] [--out DIR]
 bench/run dcudp-incast [--short] [--senders 1,2,..] [--durations 1,0.01] [--rounds N] [--out DIR] [--json]
-bench/run fqcn-fairness [--short] [--rounds N] [--link-mbps M] [--out DIR] [--json]
+bench/run fqcn-fairness [--short] [--staggered] [--rounds N] [--link-mbps M] [--out DIR] [--json]
 bench/run SCENARIO --runs N --out DIR [--seed S] [--label L] [--kernel-trace SEC]
 bench/run stats --out DIR
 bench/run diagnose --out DIR"""
@@ -183,6 +183,10 @@ def main(argv=None):
     dc.add_argument("--senders", help="comma-separated sender counts (default 1,2,4,8,16,20; "
                                       "--short 1,2,4,8)")
     dc.add_argument("--durations", help="comma-separated CBR durations D in s (default 1,0.01)")
+    fq = ap.add_argument_group("fqcn-fairness (FQCN section IV-A, see bench/README.md)")
+    fq.add_argument("--staggered", action="store_true",
+                    help="Fig. 4's eight staggered sources instead of Fig. 2-3's four "
+                         "simultaneous ones (runs of 20 s, 10 s with --short)")
     tr = ap.add_argument_group("trace replay (bench/run trace, see bench/README.md)")
     tr.add_argument("--trace", help="workload spec (JSON) with placement (hosts, map_hosts, "
                                     "reduce_hosts), or a coflow trace to convert")
@@ -258,11 +262,18 @@ def main(argv=None):
                                durations=durs, boost=a.boost_softirq or
                                os.environ.get("DATCPBENCH_BOOST_SOFTIRQ") == "1")
         return emit(a, res, dcudp_incast)
+    if a.staggered and a.scenario != "fqcn-fairness":
+        ap.error("--staggered: only for fqcn-fairness")
     if a.scenario == "fqcn-fairness":   # FQCN section IV-A (datcpbench/fqcn_fairness.py)
         from . import fqcn_fairness
         if a.rounds < 1:
             ap.error(f"--rounds {a.rounds}: must be an integer >= 1")
-        res = fqcn_fairness.run(a.link_mbps, rounds=a.rounds, duration_s=4.0 if a.short else 10.0)
+        if a.staggered:
+            dur = 10.0 if a.short else 20.0
+        else:
+            dur = 4.0 if a.short else 10.0
+        res = fqcn_fairness.run(a.link_mbps, rounds=a.rounds, duration_s=dur,
+                                staggered=a.staggered)
         return emit(a, res, fqcn_fairness)
     if a.scenario == "custom":
         if not a.spec:

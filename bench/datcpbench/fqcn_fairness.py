@@ -1,5 +1,6 @@
 """bench/run fqcn-fairness: FQCN §IV-A (fqcn.txt, Fig. 2 against Fig. 3), four simultaneous
-CBR sources into one drop-tail port, QCN against FQCN.
+CBR sources into one drop-tail port, QCN against FQCN; with --staggered the section's second
+experiment (Fig. 4): eight sources started one after another, four of them ending early.
 
 The paper: four UDP CBR sources on 10 Gbit/s links through edge switches to one core switch,
 drop-tail, a 150000 B buffer, Q_eq 16 packets, 0.5 s; QCN leaves the four at very
@@ -13,6 +14,13 @@ counter's cycles last 100x the paper's and the run lasts seconds, not 0.5 s. Sha
 measured over the second half of each run; Jain's index J = (sum x)^2 / (n sum x^2) is 1
 for equal shares and 1/n when one source has all; "Jain/bin" is its mean over the 100 ms
 bins of that half, which also catches sources that are equal on average but swap places.
+
+Staggered (§IV-A: eight sources start 0.1 s apart, four end at 0.8 s and four at 1 s, over a
+1 s run): the same schedule in tenths of the run, D = 20 s here (10 s with --short), since
+the reaction point's byte counter keeps its standard bytes and converges about 100x slower
+than in the paper. The paper does not say which four end first; here the four that started
+first. Shares and Jain's index are taken in two phases: all eight sending (the last tenth
+before 0.8 D, after the last start) and the four late ones alone (the last tenth of the run).
 """
 from __future__ import annotations
 
@@ -29,6 +37,7 @@ FQCN_BUILD = os.path.join(REPO, "fqcn", "build")
 BUFFER = 150_000           # §IV-A: 100 packets of 1500 B
 Q_EQ = 24_000              # §IV-A: 16 packets
 SOURCES = 4
+STAGGERED_SOURCES = 8
 MODES = ("qcn", "fqcn")
 PORT = 9000
 BIN_MS = 100               # goodput bins of the sink
@@ -72,15 +81,36 @@ def _fields(line):
     return dict(p.split("=", 1) for p in line.split()[1:] if "=" in p)
 
 
-def _one(mode, link_mbps, duration_s):
-    """One run: 4 sources, the congestion point in `mode`; per-source goodput series."""
+def schedule(sources, staggered, duration_s):
+    """Each source's (start, end) in s from the first start: all over the whole run, or
+    §IV-A's staggered starts a tenth of the run apart with the first half ending at 0.8 of it."""
+    if not staggered:
+        return [(0.0, duration_s)] * sources
+    step = duration_s / 10
+    return [(i * step, duration_s * (0.8 if i < sources // 2 else 1.0)) for i in range(sources)]
+
+
+def phases(sources, staggered, duration_s):
+    """(name, from s, to s, sources sending) over which shares are measured."""
+    if not staggered:
+        return [("all", duration_s / 2, duration_s, list(range(sources)))]
+    step = duration_s / 10
+    return [(f"all {sources}", 0.8 * duration_s - step, 0.8 * duration_s, list(range(sources))),
+            (f"last {sources - sources // 2}", duration_s - step, duration_s,
+             list(range(sources // 2, sources)))]
+
+
+def _one(mode, link_mbps, duration_s, staggered=False):
+    """One run: the sources, the congestion point in `mode`; per-source goodput series."""
+    sources = STAGGERED_SOURCES if staggered else SOURCES
+    times = schedule(sources, staggered, duration_s)
     install_signal_handlers()
     reap_stale()
     cleanup = Cleanup()
     procs = []
     ms = int(duration_s * 1000)
     try:
-        tb = Testbed(SOURCES, 1, link_mbps, {"buffer_bytes": BUFFER, "plain_tc": True}, cleanup).up()
+        tb = Testbed(sources, 1, link_mbps, {"buffer_bytes": BUFFER, "plain_tc": True}, cleanup).up()
         cleanup.push(kill_procs, procs)
         rx = tb.receivers[0]
         t_sink = time.monotonic()
@@ -90,21 +120,25 @@ def _one(mode, link_mbps, duration_s):
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         t_cp = time.monotonic()
         cp = subprocess.Popen(["ip", "netns", "exec", tb.sw, f"{FQCN_BUILD}/fqcn-cp",
-                               "--port", "r0", "--in", ",".join(f"s{i}" for i in range(SOURCES)),
+                               "--port", "r0", "--in", ",".join(f"s{i}" for i in range(sources)),
                                "--q-eq-bytes", str(Q_EQ), "--mode", mode,
                                "--duration-ms", str(ms + 1000), "--log"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         procs += [sink, cp]
         time.sleep(0.3)
         t0 = time.monotonic()
-        srcs = [subprocess.Popen(["nice", "-n", "-15", "ip", "netns", "exec", ns,
-                                  f"{FQCN_BUILD}/fqcn-cbr", "--dst", tb.receiver_ip(0),
-                                  "--dst-port", str(PORT), "--src-port", str(5001 + i),
-                                  "--rate-mbit", str(link_mbps), "--duration-ms", str(ms),
-                                  "--log-ms", str(BIN_MS), *_rp_args(link_mbps)],
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                for i, ns in enumerate(tb.senders)]
-        procs += srcs
+        srcs = []
+        for i, ns in enumerate(tb.senders):
+            start, end = times[i]
+            time.sleep(max(0.0, t0 + start - time.monotonic()))
+            srcs.append(subprocess.Popen(
+                ["nice", "-n", "-15", "ip", "netns", "exec", ns, f"{FQCN_BUILD}/fqcn-cbr",
+                 "--dst", tb.receiver_ip(0), "--dst-port", str(PORT),
+                 "--src-port", str(5001 + i), "--rate-mbit", str(link_mbps),
+                 "--duration-ms", str(int((end - start) * 1000)), "--log-ms", str(BIN_MS),
+                 *_rp_args(link_mbps)],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+            procs.append(srcs[-1])
         s_out = [p.communicate(timeout=duration_s + 30) for p in srcs]
         c_out = cp.communicate(timeout=30)
         k_out = sink.communicate(timeout=30)
@@ -123,52 +157,69 @@ def _one(mode, link_mbps, duration_s):
                                                     float(f["mbit"])))
     queue = [(float(f["t_ms"]) - (t0 - t_cp) * 1000, int(f["q"]))
              for f in (_fields(x) for x in c_out[0].splitlines() if x.startswith("sample "))]
-    half = ms / 2
-    shares = {src: round(statistics.mean(v for t, v in pts if half <= t < ms), 2)
-              for src, pts in sorted(series.items())}
     cps = _kv(c_out[0])
-    q_late = [q for t, q in queue if half <= t < ms]
-    return {"mode": mode, "shares_mbps": shares,
-            "jain": jain(list(shares.values())) if len(shares) == SOURCES else 0.0,
-            "total_mbps": round(sum(shares.values()), 2),
-            "q_mean_late_bytes": round(statistics.mean(q_late)) if q_late else None,
-            "q_median_late_bytes": round(statistics.median(q_late)) if q_late else None,
-            "cnms": int(cps.get("cnms", 0)), "port_drops": int(cps.get("port_drops", 0)),
-            "cnms_per_source": [int(_kv(o).get("cnms", 0)) for o, _ in s_out],
-            "series": series, "queue": queue}
+    measured = []
+    for name, lo_s, hi_s, active in phases(sources, staggered, duration_s):
+        lo, hi = lo_s * 1000, hi_s * 1000
+        # the sink names a source by its port (5001 + i)
+        shares = {src: round(statistics.mean(v for t, v in pts if lo <= t < hi), 2)
+                  for src, pts in sorted(series.items())
+                  if int(src.rsplit(":", 1)[-1]) - 5001 in active
+                  and any(lo <= t < hi for t, _ in pts)}
+        q = [x for t, x in queue if lo <= t < hi]
+        measured.append({"phase": name, "from_s": lo_s, "to_s": hi_s, "shares_mbps": shares,
+                         "jain": jain(list(shares.values())) if len(shares) == len(active)
+                         else 0.0,
+                         "total_mbps": round(sum(shares.values()), 2),
+                         "q_mean_late_bytes": round(statistics.mean(q)) if q else None,
+                         "q_median_late_bytes": round(statistics.median(q)) if q else None})
+    return dict(measured[0], mode=mode, phases=measured, schedule_s=times,
+                cnms=int(cps.get("cnms", 0)), port_drops=int(cps.get("port_drops", 0)),
+                cnms_per_source=[int(_kv(o).get("cnms", 0)) for o, _ in s_out],
+                series=series, queue=queue)
 
 
-def run(link_mbps=100, rounds=1, duration_s=10.0, modes=MODES):
+def run(link_mbps=100, rounds=1, duration_s=10.0, modes=MODES, staggered=False):
     for b in ("fqcn-cp", "fqcn-cbr", "fqcn-sink"):
         if not os.access(os.path.join(FQCN_BUILD, b), os.X_OK):
             raise SystemExit(f"fqcn-fairness needs {FQCN_BUILD}/{b} (make -C fqcn)")
     res = {"scenario": "fqcn-fairness", "link_mbps": link_mbps, "buffer_bytes": BUFFER,
-           "q_eq_bytes": Q_EQ, "sources": SOURCES, "duration_s": duration_s, "rounds": rounds,
-           "rp_args": _rp_args(link_mbps), "runs": []}
+           "q_eq_bytes": Q_EQ, "staggered": staggered,
+           "sources": STAGGERED_SOURCES if staggered else SOURCES, "duration_s": duration_s,
+           "rounds": rounds, "rp_args": _rp_args(link_mbps), "runs": []}
     for rnd in range(rounds):
         for mode in modes:
             log(f"fqcn-fairness: {mode} round {rnd}")
-            res["runs"].append(dict(_one(mode, link_mbps, duration_s), round=rnd))
+            res["runs"].append(dict(_one(mode, link_mbps, duration_s, staggered), round=rnd))
     return res
 
 
 def table(res):
+    how = ("staggered as in §IV-A's Fig. 4 (starts a tenth of the run apart, the first half "
+           "ending at 0.8 of it)" if res.get("staggered") else "all for the whole run")
     lines = [f"fqcn-fairness: {res['sources']} CBR sources at {res['link_mbps']} Mbit/s into one "
              f"{res['link_mbps']} Mbit/s drop-tail port, buffer {res['buffer_bytes']} B, "
-             f"Q_eq {res['q_eq_bytes']} B; second half of {res['duration_s']:g} s runs",
-             f"{'mode':>5} {'round':>5} {'shares Mbit/s (per source)':>34} {'Jain':>6} "
-             f"{'Jain/bin':>8} {'total':>6} {'queue KB (median)':>18} {'CNMs':>6} {'drops':>6}"]
+             f"Q_eq {res['q_eq_bytes']} B; sources {how}; {res['duration_s']:g} s runs",
+             f"{'mode':>5} {'round':>5} {'phase':>7} {'window s':>11} "
+             f"{'shares Mbit/s (per source)':>34} {'Jain':>6} {'Jain/bin':>8} {'total':>6} "
+             f"{'queue KB (median)':>18} {'CNMs':>6} {'drops':>6}"]
     for r in res["runs"]:
-        sh = " ".join(f"{v:6.1f}" for v in r["shares_mbps"].values())
-        q = r["q_median_late_bytes"]
-        jb = binned_jain(r["series"], res["duration_s"] * 500, res["duration_s"] * 1000)
-        lines.append(f"{r['mode']:>5} {r['round']:>5} {sh:>34} {r['jain']:>6.3f} {jb:>8.3f} "
-                     f"{r['total_mbps']:>6.1f} {(q or 0) / 1000:>18.1f} {r['cnms']:>6} "
-                     f"{r['port_drops']:>6}")
+        for ph in r.get("phases", [dict(r, phase="all", from_s=res["duration_s"] / 2,
+                                        to_s=res["duration_s"])]):
+            sh = " ".join(f"{v:6.1f}" for v in ph["shares_mbps"].values())
+            q = ph["q_median_late_bytes"]
+            active = {s: pts for s, pts in r["series"].items() if s in ph["shares_mbps"]}
+            jb = binned_jain(active, ph["from_s"] * 1000, ph["to_s"] * 1000)
+            window = f"{ph['from_s']:g}-{ph['to_s']:g}"
+            lines.append(f"{r['mode']:>5} {r['round']:>5} {ph['phase']:>7} {window:>11} "
+                         f"{sh:>34} {ph['jain']:>6.3f} {jb:>8.3f} {ph['total_mbps']:>6.1f} "
+                         f"{(q or 0) / 1000:>18.1f} {r['cnms']:>6} {r['port_drops']:>6}")
     for mode in dict.fromkeys(r["mode"] for r in res["runs"]):
-        js = [r["jain"] for r in res["runs"] if r["mode"] == mode]
-        lines.append(f"{mode}: Jain's index median {statistics.median(js):.3f} "
-                     f"(min {min(js):.3f}, max {max(js):.3f}) over {len(js)} run(s)")
+        for i, ph in enumerate(res["runs"][0].get("phases", [{"phase": "all"}])):
+            js = [r.get("phases", [r])[i]["jain"] for r in res["runs"] if r["mode"] == mode]
+            lines.append(f"{mode}: Jain's index ({ph['phase']}) median "
+                         f"{statistics.median(js):.3f} (min {min(js):.3f}, max {max(js):.3f}) "
+                         f"over {len(js)} run(s)")
     return "\n".join(lines)
 
 
