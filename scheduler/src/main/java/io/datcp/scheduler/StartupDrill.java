@@ -7,7 +7,9 @@ import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
@@ -26,9 +28,15 @@ import org.slf4j.LoggerFactory;
  * ResourceManager's answers (its instance has neither), and messages of a shape it does not send.
  */
 public final class StartupDrill {
-  /** The drill's node; its token is minted in the throwaway instance only. */
+  /** The drill's nodes are HOST-0, HOST-1, ...; their tokens exist in the throwaway instance. */
   static final String HOST = "drill";
-  /** Closed loops per kind of call. */
+  /**
+   * Nodes sending at once. One node's calls are soon refused by its byte budget and answered
+   * only when it refills (a few a second), too few to reach the JIT's last tier in seconds;
+   * each node has a budget of its own.
+   */
+  private static final int SENDERS = 8;
+  /** Closed loops per kind of call and node. */
   private static final int LOOPS = 2;
   /** Update streams opened and never read (watch.maxStreamsPerHost's default). */
   private static final int UNREAD_STREAMS = 8;
@@ -49,16 +57,22 @@ public final class StartupDrill {
         .httpPort(0).conf(conf.forDrill()).build().start();
         ClientFactory factory = ClientFactory.builder().build();
         ClientFactory streamFactory = ClientFactory.builder().build()) {
-      WorstCalls calls = new WorstCalls("http://127.0.0.1:" + server.grpcPort(),
-          server.nodes().mint(HOST), HOST, "job_drill_", factory, streamFactory);
-      calls.start(UNREAD_STREAMS, LOOPS, Long.MAX_VALUE);
+      List<WorstCalls> senders = new ArrayList<>();
+      for (int i = 0; i < SENDERS; i++) {
+        String host = HOST + "-" + i;
+        WorstCalls calls = new WorstCalls("http://127.0.0.1:" + server.grpcPort(),
+            server.nodes().mint(host), host, "job_drill" + i + "_", factory, streamFactory);
+        calls.start(UNREAD_STREAMS, LOOPS, Long.MAX_VALUE);
+        senders.add(calls);
+      }
       TimeUnit.NANOSECONDS.sleep(length.toNanos());
-      calls.stop();
+      senders.forEach(WorstCalls::stop);
       long graceEnd = System.nanoTime() + IN_FLIGHT_GRACE.toNanos();
-      while (calls.inFlight() > 0 && System.nanoTime() < graceEnd) {
+      while (senders.stream().anyMatch(c -> c.inFlight() > 0) && System.nanoTime() < graceEnd) {
         TimeUnit.MILLISECONDS.sleep(10);
       }
-      Result r = new Result(calls.answered(), calls.refusedCalls(),
+      Result r = new Result(senders.stream().mapToLong(WorstCalls::answered).sum(),
+          senders.stream().mapToLong(WorstCalls::refusedCalls).sum(),
           (System.nanoTime() - start) / 1e9);
       LOG.info("start-up drill: {} calls of the largest valid kinds answered in {} s ({} refused"
           + " whole)", r.calls(), String.format(Locale.ROOT, "%.1f", r.seconds()),
