@@ -25,7 +25,9 @@
 #                    scheduler its share in DATCP_SHARE_DIR/NAME; the others wait for it (120 s)
 #   DATCP_SHARE_DIR  default /data/scheduler-share (on the shared volume: a test cluster only)
 #   DATCP_ZOOKEEPER  ha.zookeeper.connect: the HA mode (scheduler/README.md, "High
-#                    availability") with the same auth.token and node tokens on every scheduler
+#                    availability") with the same auth.token, ZooKeeper credential
+#                    (ha.zookeeper.auth, made by the first scheduler) and node tokens on every
+#                    scheduler
 #   DATCP_HA_SESSION_MS  ha.zookeeper.sessionTimeoutMillis in the HA mode, default 4000
 #   DATCP_SCHEDULER_EXTRA  extra lines for scheduler.properties (keys: scheduler/README.md)
 set -euo pipefail
@@ -58,8 +60,10 @@ if [ ! -s "$pki/ca.pem" ] && [ "$name" = "$maker" ]; then
 		mv "$d.tmp" "$d"
 	done
 	if [ -n "${DATCP_ZOOKEEPER:-}" ]; then
-		# the HA mode needs one admin token on every scheduler (auth.token)
-		(umask 077; openssl rand -hex 32 >"$data/token")
+		# the HA mode needs one admin token (auth.token) and one ZooKeeper credential
+		# (ha.zookeeper.auth) on every scheduler
+		(umask 077; openssl rand -hex 32 >"$data/token"
+			echo "digest:datcp:$(openssl rand -hex 24)" >"$data/zk-auth")
 	fi
 	umask 077
 	for host in ${DATCP_NODES:-}; do
@@ -73,6 +77,7 @@ if [ ! -s "$pki/ca.pem" ] && [ "$name" = "$maker" ]; then
 		mkdir -p "$share/$s.tmp"
 		cp "$pki/ca.pem" "$pki/$s.pem" "$pki/$s.key" "$share/$s.tmp/"
 		[ -f "$data/token" ] && cp "$data/token" "$share/$s.tmp/token"
+		[ -f "$data/zk-auth" ] && cp "$data/zk-auth" "$share/$s.tmp/zk-auth"
 		[ -f "$data/node-tokens" ] && cp "$data/node-tokens" "$share/$s.tmp/node-tokens"
 		mv "$share/$s.tmp" "$share/$s"
 	done
@@ -83,14 +88,16 @@ elif [ ! -s "$pki/ca.pem" ]; then
 	mkdir -p "$pki"
 	cp "$share/$name/ca.pem" "$share/$name/$name.pem" "$share/$name/$name.key" "$pki/"
 	[ -f "$share/$name/token" ] && cp "$share/$name/token" "$data/token"
+	[ -f "$share/$name/zk-auth" ] && cp "$share/$name/zk-auth" "$data/zk-auth"
 	[ -f "$share/$name/node-tokens" ] && cp "$share/$name/node-tokens" "$data/node-tokens"
-	chmod 600 "$pki/$name.key" "$data/token" "$data/node-tokens" 2>/dev/null || true
+	chmod 600 "$pki/$name.key" "$data/token" "$data/zk-auth" "$data/node-tokens" 2>/dev/null || true
 fi
 ha=
 if [ -n "${DATCP_ZOOKEEPER:-}" ]; then
 	ha="ha.zookeeper.connect=$DATCP_ZOOKEEPER
 ha.zookeeper.sessionTimeoutMillis=${DATCP_HA_SESSION_MS:-4000}
 ha.advertisedHost=$name
+ha.zookeeper.auth=@$data/zk-auth
 auth.token=$(cat "$data/token")"
 fi
 cat >"$data/scheduler.properties" <<PROPS

@@ -58,12 +58,14 @@ import io.netty.util.concurrent.EventExecutor;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
@@ -352,15 +354,47 @@ public final class SchedulerServer implements AutoCloseable {
           + " that policy writes to any of them carry the same token");
     }
     String path = conf.get(SchedulerConf.HA_ZOOKEEPER_PATH);
+    String digest = zooKeeperDigest(conf.get(SchedulerConf.HA_ZOOKEEPER_AUTH));
+    if (digest == null) {
+      LOG.warn("ha.zookeeper.auth is empty: anyone who reaches ZooKeeper at {} can change the"
+          + " policy rules and the election under {}", connect, path);
+    }
     ZooKeeperEnsemble zk = ZooKeeperEnsemble.connect(connect,
-        conf.get(SchedulerConf.HA_SESSION_TIMEOUT_MILLIS));
+        conf.get(SchedulerConf.HA_SESSION_TIMEOUT_MILLIS), digest);
     try {
+      zk.restrict(List.of(path, path + "/policies", path + "/leader"));
       return new Coordination(ZooKeeperPolicyStore.open(zk.client(), path + "/policies", json),
           new ZooKeeperLeadership(zk.client(), path + "/leader"), zk);
     } catch (RuntimeException e) {
       zk.close();
       throw e;
     }
+  }
+
+  /**
+   * The USER:PASSWORD of ha.zookeeper.auth (read from the file it names with {@code @}), or
+   * null when it is empty.
+   *
+   * @throws ConfigException naming the key when the file is unreadable or not of the form
+   */
+  static String zooKeeperDigest(String auth) {
+    if (auth.isEmpty()) {
+      return null;
+    }
+    String value = auth;
+    if (auth.startsWith("@")) {
+      try {
+        value = Files.readString(Path.of(auth.substring(1)), StandardCharsets.UTF_8).trim();
+      } catch (IOException e) {
+        throw new ConfigException("configuration key 'ha.zookeeper.auth': cannot read "
+            + auth.substring(1) + ": " + e.getMessage());
+      }
+      if (!SchedulerConf.ZK_DIGEST.matcher(value).matches()) {
+        throw new ConfigException("configuration key 'ha.zookeeper.auth': " + auth.substring(1)
+            + " must hold one line digest:USER:PASSWORD");
+      }
+    }
+    return value.substring("digest:".length());
   }
 
   /** What GET /api/v1/ha answers: mode, this instance's role, its and the leader's address. */

@@ -339,6 +339,8 @@ public final class SchedulerConf {
   /** host:port[,host:port...][/chroot], as ZooKeeper's own clients take it. */
   private static final Pattern ZK_CONNECT = Pattern.compile(
       "[A-Za-z0-9.\\-\\[\\]:]+:[0-9]{1,5}(,[A-Za-z0-9.\\-\\[\\]:]+:[0-9]{1,5})*(/[^/\\s]+)*");
+  /** A ZooKeeper digest credential, digest:USER:PASSWORD (USER without ':'). */
+  public static final Pattern ZK_DIGEST = Pattern.compile("digest:[^:\\s]+:\\S+");
   /** An absolute ZooKeeper path: /a/b, no trailing slash, no empty or relative elements. */
   private static final Pattern ZK_PATH = Pattern.compile("(/[A-Za-z0-9_.\\-]+)+");
 
@@ -363,6 +365,16 @@ public final class SchedulerConf {
       "ZooKeeper session timeout: a leader that dies without closing its session (kill -9,"
           + " power cut, partition) is replaced this long after it was last heard; a leader"
           + " that stops cleanly is replaced at once. Also how long start-up waits to connect."));
+
+  public static final Key<String> HA_ZOOKEEPER_AUTH = register(new Key<>(
+      "ha.zookeeper.auth", "", Function.identity(),
+      v -> v.isEmpty() || ZK_DIGEST.matcher(v).matches() || v.startsWith("@/"),
+      "empty, digest:USER:PASSWORD, or @/absolute/file holding digest:USER:PASSWORD (as Hadoop's"
+          + " hadoop.zk.auth)",
+      "ZooKeeper credential of the HA mode, the same on every scheduler: the znodes under"
+          + " ha.zookeeper.path get an ACL that only this identity may read or change (policy"
+          + " rules, the election); empty: open to anyone who reaches ZooKeeper (a warning at"
+          + " start)."));
 
   public static final Key<String> HA_ADVERTISED_HOST = register(new Key<>(
       "ha.advertisedHost", "", Function.identity(),
