@@ -5,8 +5,11 @@ bins (measured at the receiver) and deadline met / missed; executes DATCP quench
 orders (suspend / kill) coming from ``datcpctl events``."""
 from __future__ import annotations
 
+import re
 import selectors
+import signal
 import socket
+import subprocess
 import threading
 import time
 
@@ -49,8 +52,8 @@ class Receiver(threading.Thread):
             with in_netns(ns):
                 ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            if cc_name == "datcp":   # receiver side of datcp echoes CE precisely
-                ls.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, b"datcp")
+            if cc_name in ("datcp", "pfdct"):   # their receivers echo CE precisely
+                ls.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, cc_name.encode())
             ls.bind((testbed.receiver_ip(j), PORT))
             ls.listen(1024)
             ls.setblocking(False)
@@ -307,7 +310,7 @@ class Generator:
         min_duration = float(spec.get("min_duration_s", 0.0))
         tail = float(spec.get("tail_s", 0.5))
         steady_from = float(spec.get("steady_from_s", 1.0))
-        ev = None
+        ev = probe = None
         self.rx = Receiver(self.tb, self.kcc, self.t0_ref)
         self.rx.start()
         try:
@@ -322,6 +325,8 @@ class Generator:
             self.t0_ref[0] = self.t0
             for f in self.flows:
                 f.thread.start()
+            if spec.get("delay_probe_s"):
+                probe = self._start_probe(float(spec["delay_probe_s"]))
             steady = None
             last_prog = 0
             trace_every = float(spec.get("kernel_trace_s", 0) or 0)
@@ -375,7 +380,38 @@ class Generator:
                 ev.stop()
             for ns, src, dst in self.registered:
                 kernel.flow_delete(ns, src, dst)
-        return self._result(t_end, final, steady)
+            delays = self._stop_probe(probe)
+        res = self._result(t_end, final, steady)
+        if delays is not None:
+            res["delay_probe"] = delays
+        return res
+
+    # ---------------------------------------------------------------- delay probe
+    def _start_probe(self, interval_s):
+        """End-to-end delay through the receiver's port: ping from the first sender to
+        the first receiver every interval_s for the whole run (DSCP 0, Not-ECT: the
+        port's default band)."""
+        return subprocess.Popen(["ip", "netns", "exec", self.tb.senders[0], "ping", "-n", "-i",
+                                 f"{interval_s:g}", self.tb.receiver_ip(0)],
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+
+    @staticmethod
+    def _stop_probe(p):
+        """The probe's round-trip times: count, lost, mean and 99th percentile in ms."""
+        if p is None:
+            return None
+        p.send_signal(signal.SIGINT)   # ping prints its totals on SIGINT
+        try:
+            out, _ = p.communicate(timeout=5)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, _ = p.communicate()
+        rtts = sorted(float(x) for x in re.findall(r"time=([0-9.]+) ms", out))
+        m = re.search(r"(\d+) packets transmitted, (\d+) received", out)
+        sent = int(m.group(1)) if m else len(rtts)
+        return {"sent": sent, "lost": sent - len(rtts),
+                "mean_ms": round(sum(rtts) / len(rtts), 3) if rtts else None,
+                "p99_ms": rtts[min(len(rtts) - 1, int(0.99 * len(rtts)))] if rtts else None}
 
     def _sample_kernel(self, t):
         """Per-flow kernel statistics (urgency, precedence, b, cwnd, ...) for debugging."""
