@@ -5,11 +5,8 @@ bins (measured at the receiver) and deadline met / missed; executes DATCP quench
 orders (suspend / kill) coming from ``datcpctl events``."""
 from __future__ import annotations
 
-import re
 import selectors
-import signal
 import socket
-import subprocess
 import threading
 import time
 
@@ -19,6 +16,7 @@ from .netns import in_netns, log
 TCP_CONGESTION = getattr(socket, "TCP_CONGESTION", 13)
 TCP_NOTSENT_LOWAT = getattr(socket, "TCP_NOTSENT_LOWAT", 25)
 PORT = 9631   # not a port the sockops program may put on datcp
+PROBE_PORT = 9632
 BIN_S = 0.1
 CHUNK = 64 * 1024
 _ZEROS = memoryview(bytes(CHUNK))
@@ -116,6 +114,66 @@ class Receiver(threading.Thread):
             except OSError:
                 pass
         self.sel.close()
+
+
+class DelayProbe:
+    """End-to-end delay through the receiver's port: a 64-byte UDP datagram from the first
+    sender to an echo on the first receiver every interval_s for the whole run (DSCP 0,
+    Not-ECT: the port's default band), its round trip timed on CLOCK_MONOTONIC."""
+
+    def __init__(self, testbed, interval_s):
+        self.interval = interval_s
+        with in_netns(testbed.receivers[0]):
+            self.echo = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.echo.bind((testbed.receiver_ip(0), PROBE_PORT))
+        with in_netns(testbed.senders[0]):
+            self.tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.tx.connect((testbed.receiver_ip(0), PROBE_PORT))
+        self.tx.settimeout(interval_s)
+        self.echo.settimeout(0.1)
+        self.stop_ev = threading.Event()
+        self.sent = 0
+        self.rtts = []
+        self.threads = [threading.Thread(target=f, daemon=True, name=n)
+                        for f, n in ((self._echo, "probe-echo"), (self._send, "probe-send"))]
+
+    def start(self):
+        for t in self.threads:
+            t.start()
+        return self
+
+    def _echo(self):
+        while not self.stop_ev.is_set():
+            try:
+                data, peer = self.echo.recvfrom(256)
+            except socket.timeout:
+                continue
+            self.echo.sendto(data, peer)
+
+    def _send(self):
+        while not self.stop_ev.is_set():
+            due = time.monotonic() + self.interval
+            self.tx.send(time.monotonic_ns().to_bytes(8, "big") + bytes(56))
+            self.sent += 1
+            while (left := due - time.monotonic()) > 0:
+                self.tx.settimeout(left)
+                try:
+                    data = self.tx.recv(256)
+                except (socket.timeout, ConnectionRefusedError):
+                    break
+                self.rtts.append((time.monotonic_ns() - int.from_bytes(data[:8], "big")) / 1e6)
+
+    def stop(self):
+        """Count, lost, mean and 99th percentile round trip in ms."""
+        self.stop_ev.set()
+        for t in self.threads:
+            t.join(timeout=2)
+        self.tx.close()
+        self.echo.close()
+        rtts = sorted(self.rtts)
+        return {"sent": self.sent, "lost": self.sent - len(rtts),
+                "mean_ms": round(sum(rtts) / len(rtts), 3) if rtts else None,
+                "p99_ms": round(rtts[min(len(rtts) - 1, int(0.99 * len(rtts)))], 3) if rtts else None}
 
 
 class Flow:
@@ -388,30 +446,11 @@ class Generator:
 
     # ---------------------------------------------------------------- delay probe
     def _start_probe(self, interval_s):
-        """End-to-end delay through the receiver's port: ping from the first sender to
-        the first receiver every interval_s for the whole run (DSCP 0, Not-ECT: the
-        port's default band)."""
-        return subprocess.Popen(["ip", "netns", "exec", self.tb.senders[0], "ping", "-n", "-i",
-                                 f"{interval_s:g}", self.tb.receiver_ip(0)],
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        return DelayProbe(self.tb, interval_s).start()
 
     @staticmethod
     def _stop_probe(p):
-        """The probe's round-trip times: count, lost, mean and 99th percentile in ms."""
-        if p is None:
-            return None
-        p.send_signal(signal.SIGINT)   # ping prints its totals on SIGINT
-        try:
-            out, _ = p.communicate(timeout=5)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            out, _ = p.communicate()
-        rtts = sorted(float(x) for x in re.findall(r"time=([0-9.]+) ms", out))
-        m = re.search(r"(\d+) packets transmitted, (\d+) received", out)
-        sent = int(m.group(1)) if m else len(rtts)
-        return {"sent": sent, "lost": sent - len(rtts),
-                "mean_ms": round(sum(rtts) / len(rtts), 3) if rtts else None,
-                "p99_ms": rtts[min(len(rtts) - 1, int(0.99 * len(rtts)))] if rtts else None}
+        return p.stop() if p is not None else None
 
     def _sample_kernel(self, t):
         """Per-flow kernel statistics (urgency, precedence, b, cwnd, ...) for debugging."""

@@ -20,8 +20,8 @@ pfdct-threshold (§4, Fig. 3-5): PFDCT against PFDCT-ST, the same senders and ba
 static threshold K = 20 packets (DCTCP's, the paper's initial threshold) instead of K_t.
 Many-to-one sessions of 100 KB and 400 KB (the paper's 1 MB and 4 MB / 10), alternating,
 from 8 senders to one receiver, Poisson arrivals at 80% of the port; loss rate is the
-port's drops over the packets offered to it, delay the mean round trip of a ping through
-the port every 10 ms for the whole run (DSCP 0: the long band, where K_t acts).
+port's drops over the packets offered to it, delay the mean round trip of a UDP probe
+through the port every 10 ms for the whole run (DSCP 0: the long band, where K_t acts).
 """
 from __future__ import annotations
 
@@ -74,9 +74,11 @@ def _base(scenario, switch, link_mbps):
 
 
 def _classes(r):
-    """How PFDCT's senders classified the run's flows, and what the egress program did."""
+    """How PFDCT's senders classified the run's flows, and what the egress program did
+    (its counters run from the load: per run, unless pfdct was loaded before the run)."""
     st = r.get("pfdct") or {}
-    flows = st.get("flows") or []
+    addrs = {f["addr"] for f in r["flows"]}
+    flows = [f for f in st.get("flows") or [] if f["src"] in addrs]
     return {"long_flows": sum(f["class"] == "long" for f in flows),
             "short_flows": sum(f["class"] == "short" for f in flows if f["bytes_acked"] > 0),
             "tx": st.get("tx")}
@@ -252,7 +254,7 @@ def plot(res, path):
     else:
         fig, axes = plt.subplots(1, 3, figsize=(11, 3.4))
         for ax, key, title in zip(axes, ("loss_pct", "delay_mean_ms", "mean_fct_s"),
-                                  ("loss %", "mean delay ms (ping)", "mean FCT s")):
+                                  ("loss %", "mean delay ms (UDP probe)", "mean FCT s")):
             vals = [_med([r for r in res["runs"] if r["mode"] == m], key) or 0 for m in res["modes"]]
             ax.bar(res["modes"], vals, color=["tab:blue", "tab:orange"])
             ax.set_title(title)

@@ -135,6 +135,7 @@ void BPF_PROG(pfdct_init, struct sock *sk)
 	s->key.sport = sk->__sk_common.skc_num;
 	s->key.dport = bpf_ntohs(sk->__sk_common.skc_dport);
 	s->st.cls = PFDCT_CLASS_SHORT;
+	s->st.alpha_q = DATCP_Q; /* as DCTCP (and datcp's DCTCP mode): start cautious */
 	s->prev_acked = tp->bytes_acked;
 	s->echo.prior_rcv_nxt = tp->rcv_nxt;
 	s->dscp = ~0U;

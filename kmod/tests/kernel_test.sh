@@ -857,7 +857,7 @@ st=$($CTL pfdct stats --json)
 fl=$(grep -o '"src":"10.77.0.1:41502"[^}]*' <<<"$st")
 check "it is classified long ($fl)" grep -q '"class":"long"' <<<"$fl"
 check "its long-flow segments are marked in the long band ($(band "$sw" 2 marks) marks of $(band "$sw" 2 packets) packets)" test "$(band "$sw" 2 marks)" -gt 0
-check "it saw ECN echoes and its alpha (Eq. 2) rose above 0" python3 -c 'import json, re, sys; f = json.loads("{" + sys.argv[1] + "}"); sys.exit(not (f["ece_bytes"] > 0 and f["alpha_q"] > 0 and f["max_cwnd"] >= 20))' "$fl"
+check "it saw ECN echoes and cut its window below its peak (Eq. 3)" python3 -c 'import json, sys; f = json.loads("{" + sys.argv[1] + "}"); sys.exit(not (f["ece_bytes"] > 0 and f["windows"] > 0 and f["max_cwnd"] >= 20 and f["cwnd"] < f["max_cwnd"]))' "$fl"
 kt=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["pfdct_k_t"])' "$sw" 2>/dev/null)
 check "the port's K_t moved from K_i (3000 B to ${kt:-none})" test -n "$kt" -a "$kt" != 3000
 $CTL switch reset --netns $NS_PS --dev v0 >/dev/null
