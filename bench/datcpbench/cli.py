@@ -5,6 +5,8 @@ bench/run trace --trace SPEC.json [--select START:COUNT] [--hosts H] [--modes of
                 [--rounds N] [--out DIR]
 bench/run dcudp-incast [--short] [--senders 1,2,..] [--durations 1,0.01] [--rounds N] [--out DIR] [--json]
 bench/run fqcn-fairness [--short] [--staggered] [--rounds N] [--link-mbps M] [--out DIR] [--json]
+bench/run pfdct-incast [--short] [--senders 10,20,..] [--rounds N] [--out DIR] [--json]
+bench/run pfdct-threshold [--short] [--rounds N] [--seed S] [--out DIR] [--json]
 bench/run SCENARIO --runs N --out DIR [--seed S] [--label L] [--kernel-trace SEC]
 bench/run stats --out DIR
 bench/run diagnose --out DIR"""
@@ -149,6 +151,7 @@ def main(argv=None):
     ap.add_argument("scenario", help="|".join(scenarios.NAMES + ["custom", "all", "report",
                                                              "ablation", "cleanup", "trace",
                                                              "dcudp-incast", "fqcn-fairness",
+                                                             "pfdct-incast", "pfdct-threshold",
                                                              "stats",
                                                              "diagnose"]))
     ap.add_argument("--cc", default="datcp", help="|".join(kernel.CCS))
@@ -181,7 +184,8 @@ def main(argv=None):
     ap.add_argument("--scenarios", help="for 'all': comma-separated subset of scenarios")
     dc = ap.add_argument_group("dcudp-incast (DCUDP section V-A, see bench/README.md)")
     dc.add_argument("--senders", help="comma-separated sender counts (default 1,2,4,8,16,20; "
-                                      "--short 1,2,4,8)")
+                                      "--short 1,2,4,8; pfdct-incast: 10,20,40,60,80,100, "
+                                      "--short 10,20)")
     dc.add_argument("--durations", help="comma-separated CBR durations D in s (default 1,0.01)")
     fq = ap.add_argument_group("fqcn-fairness (FQCN section IV-A, see bench/README.md)")
     fq.add_argument("--staggered", action="store_true",
@@ -197,7 +201,8 @@ def main(argv=None):
     tr.add_argument("--rounds", type=int, default=1,
                     help="rounds per mode (default 1); results carry the medians per job; "
                          "dcudp-incast: rounds per protocol and sender count; "
-                         "fqcn-fairness: rounds per mode (qcn, fqcn)")
+                         "fqcn-fairness: rounds per mode (qcn, fqcn); pfdct-*: rounds per "
+                         "mode (and sender count)")
     tr.add_argument("--timeout", type=float, default=900.0,
                     help="seconds after the last submit before unfinished jobs fail the mode")
     tr.add_argument("--force-cc", help=argparse.SUPPRESS)   # test hook: proves the mode check
@@ -275,6 +280,19 @@ def main(argv=None):
         res = fqcn_fairness.run(a.link_mbps, rounds=a.rounds, duration_s=dur,
                                 staggered=a.staggered)
         return emit(a, res, fqcn_fairness)
+    if a.scenario in ("pfdct-incast", "pfdct-threshold"):   # PFDCT §5.2, §4 (datcpbench/pfdct.py)
+        from . import pfdct
+        if a.rounds < 1:
+            ap.error(f"--rounds {a.rounds}: must be an integer >= 1")
+        if a.scenario == "pfdct-threshold":
+            return emit(a, pfdct.run_threshold(a.link_mbps, a.short, a.rounds, a.seed), pfdct)
+        try:
+            counts = [int(x) for x in a.senders.split(",")] if a.senders else None
+        except ValueError:
+            ap.error("--senders: comma-separated integers")
+        if counts and min(counts) < 1:
+            ap.error("--senders must be >= 1")
+        return emit(a, pfdct.run_incast(a.link_mbps, a.short, a.rounds, counts), pfdct)
     if a.scenario == "custom":
         if not a.spec:
             ap.error("custom needs --spec FILE.json")

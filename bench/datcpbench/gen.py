@@ -16,6 +16,7 @@ from .netns import in_netns, log
 TCP_CONGESTION = getattr(socket, "TCP_CONGESTION", 13)
 TCP_NOTSENT_LOWAT = getattr(socket, "TCP_NOTSENT_LOWAT", 25)
 PORT = 9631   # not a port the sockops program may put on datcp
+PROBE_PORT = 9632
 BIN_S = 0.1
 CHUNK = 64 * 1024
 _ZEROS = memoryview(bytes(CHUNK))
@@ -49,8 +50,8 @@ class Receiver(threading.Thread):
             with in_netns(ns):
                 ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            if cc_name == "datcp":   # receiver side of datcp echoes CE precisely
-                ls.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, b"datcp")
+            if cc_name in ("datcp", "pfdct"):   # their receivers echo CE precisely
+                ls.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, cc_name.encode())
             ls.bind((testbed.receiver_ip(j), PORT))
             ls.listen(1024)
             ls.setblocking(False)
@@ -113,6 +114,66 @@ class Receiver(threading.Thread):
             except OSError:
                 pass
         self.sel.close()
+
+
+class DelayProbe:
+    """End-to-end delay through the receiver's port: a 64-byte UDP datagram from the first
+    sender to an echo on the first receiver every interval_s for the whole run (DSCP 0,
+    Not-ECT: the port's default band), its round trip timed on CLOCK_MONOTONIC."""
+
+    def __init__(self, testbed, interval_s):
+        self.interval = interval_s
+        with in_netns(testbed.receivers[0]):
+            self.echo = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.echo.bind((testbed.receiver_ip(0), PROBE_PORT))
+        with in_netns(testbed.senders[0]):
+            self.tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.tx.connect((testbed.receiver_ip(0), PROBE_PORT))
+        self.tx.settimeout(interval_s)
+        self.echo.settimeout(0.1)
+        self.stop_ev = threading.Event()
+        self.sent = 0
+        self.rtts = []
+        self.threads = [threading.Thread(target=f, daemon=True, name=n)
+                        for f, n in ((self._echo, "probe-echo"), (self._send, "probe-send"))]
+
+    def start(self):
+        for t in self.threads:
+            t.start()
+        return self
+
+    def _echo(self):
+        while not self.stop_ev.is_set():
+            try:
+                data, peer = self.echo.recvfrom(256)
+            except socket.timeout:
+                continue
+            self.echo.sendto(data, peer)
+
+    def _send(self):
+        while not self.stop_ev.is_set():
+            due = time.monotonic() + self.interval
+            self.tx.send(time.monotonic_ns().to_bytes(8, "big") + bytes(56))
+            self.sent += 1
+            while (left := due - time.monotonic()) > 0:
+                self.tx.settimeout(left)
+                try:
+                    data = self.tx.recv(256)
+                except (socket.timeout, ConnectionRefusedError):
+                    break
+                self.rtts.append((time.monotonic_ns() - int.from_bytes(data[:8], "big")) / 1e6)
+
+    def stop(self):
+        """Count, lost, mean and 99th percentile round trip in ms."""
+        self.stop_ev.set()
+        for t in self.threads:
+            t.join(timeout=2)
+        self.tx.close()
+        self.echo.close()
+        rtts = sorted(self.rtts)
+        return {"sent": self.sent, "lost": self.sent - len(rtts),
+                "mean_ms": round(sum(rtts) / len(rtts), 3) if rtts else None,
+                "p99_ms": round(rtts[min(len(rtts) - 1, int(0.99 * len(rtts)))], 3) if rtts else None}
 
 
 class Flow:
@@ -307,7 +368,7 @@ class Generator:
         min_duration = float(spec.get("min_duration_s", 0.0))
         tail = float(spec.get("tail_s", 0.5))
         steady_from = float(spec.get("steady_from_s", 1.0))
-        ev = None
+        ev = probe = None
         self.rx = Receiver(self.tb, self.kcc, self.t0_ref)
         self.rx.start()
         try:
@@ -322,6 +383,8 @@ class Generator:
             self.t0_ref[0] = self.t0
             for f in self.flows:
                 f.thread.start()
+            if spec.get("delay_probe_s"):
+                probe = self._start_probe(float(spec["delay_probe_s"]))
             steady = None
             last_prog = 0
             trace_every = float(spec.get("kernel_trace_s", 0) or 0)
@@ -375,7 +438,19 @@ class Generator:
                 ev.stop()
             for ns, src, dst in self.registered:
                 kernel.flow_delete(ns, src, dst)
-        return self._result(t_end, final, steady)
+            delays = self._stop_probe(probe)
+        res = self._result(t_end, final, steady)
+        if delays is not None:
+            res["delay_probe"] = delays
+        return res
+
+    # ---------------------------------------------------------------- delay probe
+    def _start_probe(self, interval_s):
+        return DelayProbe(self.tb, interval_s).start()
+
+    @staticmethod
+    def _stop_probe(p):
+        return p.stop() if p is not None else None
 
     def _sample_kernel(self, t):
         """Per-flow kernel statistics (urgency, precedence, b, cwnd, ...) for debugging."""

@@ -24,6 +24,7 @@ CCS = {
     "dctcp": ("datcp", "dctcp", "off"),
     "d2tcp": ("datcp", "d2tcp", "off"),
     "pd2tcp": ("datcp", "pd2tcp", "off"),
+    "pfdct": ("pfdct", None, None),
     "reno-ecn": ("reno", None, None),
     "cubic": ("cubic", None, None),
     "bbr": ("bbr", None, None),
@@ -34,8 +35,12 @@ def available():
     return os.path.isfile(DATCPCTL) and os.access(DATCPCTL, os.X_OK)
 
 
+# CCs that are their own struct_ops (datcpctl pfdct load), not a datcp mode
+PFDCT_CCS = ("pfdct",)
+
+
 def needs_kmod(cc):
-    return CCS[cc][1] is not None
+    return CCS[cc][1] is not None or cc in PFDCT_CCS
 
 
 def _ctl(*args, check=True, timeout=30):
@@ -79,6 +84,44 @@ class Loaded:
             else:
                 _ctl("unload", check=False)
         return False
+
+
+class PfdctLoaded:
+    """Context manager: ``datcpctl pfdct load`` (PFDCT's congestion control and its
+    senders' egress program) with 3.2.3's long-flow rule; unload on exit only if this
+    process loaded it."""
+
+    def __init__(self, long_bytes=None, long_cwnd=None):
+        self.args = []
+        if long_bytes:
+            self.args += ["--long-bytes", int(long_bytes)]
+        if long_cwnd:
+            self.args += ["--long-cwnd", int(long_cwnd)]
+        self.we_loaded = False
+
+    def __enter__(self):
+        ensure_bpffs()
+        self.we_loaded = "reused" not in _ctl("pfdct", "load", *self.args)
+        return self
+
+    def __exit__(self, *exc):
+        if self.we_loaded:
+            _ctl("pfdct", "unload", check=False)
+        return False
+
+
+def pfdct_attach(ns, dev):
+    """PFDCT's egress program on a sender's interface (retransmissions EF, short flows
+    Not-ECT); it goes with the namespace."""
+    _ctl("pfdct", "attach", "--netns", ns, "--dev", dev)
+
+
+def pfdct_stats():
+    """Per-flow class, window, alpha and the egress counters (datcpctl pfdct stats)."""
+    try:
+        return json.loads(_ctl("pfdct", "stats", "--json", check=False))
+    except ValueError:
+        return None
 
 
 def line_rate_set(ns, mbit):
@@ -166,6 +209,8 @@ def switch_configure(ns, dev, rate_mbit, sw):
             else:
                 raise ValueError("switch.mark pfdct needs switch.k (K_i, bytes) or "
                                  "switch.rtt_us (K_i from the port's rate and RTT, Eq. 15)")
+        if sw.get("preset"):
+            args += ["--preset", sw["preset"]]
         if sw.get("dscp_map"):
             args += ["--dscp-map", sw["dscp_map"]]
         try:

@@ -174,7 +174,8 @@ def _run_one(spec, cc, progress=None, boost=None):
     cleanup = Cleanup()
     n_s = max(f["src"] for f in spec["flows"]) + 1
     n_r = max(f["dst"] for f in spec["flows"]) + 1
-    tb = Testbed(n_s, n_r, spec["link_mbps"], spec["switch"], cleanup)
+    tb = Testbed(n_s, n_r, spec["link_mbps"], spec["switch"], cleanup,
+                 rto_min_ms=spec.get("rto_min_ms", 10))
     loaded = None
     if boost is None:
         boost = os.environ.get("DATCPBENCH_BOOST_SOFTIRQ") == "1"
@@ -185,13 +186,21 @@ def _run_one(spec, cc, progress=None, boost=None):
         if kernel.available():
             loaded = kernel.Loaded().__enter__()
             cleanup.push(loaded.__exit__, None, None, None)
+        if cc in kernel.PFDCT_CCS:
+            pf = kernel.PfdctLoaded(spec.get("pfdct_long_bytes")).__enter__()
+            cleanup.push(pf.__exit__, None, None, None)
         tb.up()
+        if cc in kernel.PFDCT_CCS:
+            for ns in tb.senders:
+                kernel.pfdct_attach(ns, "eth0")
         if loaded:
             # PD2TCP's and DATCP's "not even at line rate": each sender's NIC is the link
             for ns in tb.senders:
                 kernel.line_rate_set(ns, spec["link_mbps"])
                 cleanup.push(kernel.line_rate_set, ns, 0)
         res = Generator(tb, spec, cc, progress).run()
+        if cc in kernel.PFDCT_CCS:
+            res["pfdct"] = kernel.pfdct_stats()
     finally:
         cleanup.run()
     out = {"scenario": spec["scenario"], "cc": cc, "link_mbps": spec["link_mbps"]}

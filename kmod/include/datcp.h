@@ -212,6 +212,37 @@ DATCP_API struct datcp_events *datcp_events_open(datcp_event_fn fn, void *ctx);
 DATCP_API int datcp_events_poll(struct datcp_events *evs, int timeout_ms);
 DATCP_API void datcp_events_close(struct datcp_events *evs);
 
+/* ---- PFDCT (shared/seeds/pfdct.txt; pfdct_cc.bpf.c) ----
+ * The "pfdct" congestion control and its senders' egress program, pinned
+ * under PFDCT_PIN_DIR apart from datcp's (they load and unload on their own).
+ * Load options: zero fields take the paper's values (1 MB, 20 segments). */
+#define PFDCT_PIN_DIR "/sys/fs/bpf/pfdct"
+
+struct pfdct_load_opts {
+	__u64 long_bytes; /* 3.2.3: a flow is long after sending more than this */
+	__u32 long_cwnd;  /* ... with a window that reached this many segments */
+	__u32 pad;
+};
+
+/* Register "pfdct" and pin its programs and maps. *reused: 1 when it was
+ * already loaded with the same options (then nothing changes); loaded with
+ * other options: -EBUSY. */
+DATCP_API int pfdct_load(const struct pfdct_load_opts *opts, int *reused);
+/* Unregister "pfdct" and remove the pins; sockets on it keep running it. */
+DATCP_API int pfdct_unload(void);
+/* Attach the egress program (class DSCPs, retransmissions, Not-ECT short
+ * flows) to interface ifname of network namespace netns (NULL: own). */
+DATCP_API int pfdct_attach_tx(const char *netns, const char *ifname);
+DATCP_API int pfdct_detach_tx(const char *netns, const char *ifname);
+/* The loaded options; -ENOENT when not loaded. */
+DATCP_API int pfdct_loaded_opts(struct pfdct_load_opts *opts);
+/* Per-flow state: fn is called for each flow the congestion control saw. */
+typedef void (*pfdct_flow_fn)(const struct pfdct_flow_key *key, const struct pfdct_flow_stats *st,
+			      void *ctx);
+DATCP_API int pfdct_flows(pfdct_flow_fn fn, void *ctx);
+/* The egress counters, per class (index enum pfdct_class). */
+DATCP_API int pfdct_tx_counts(struct pfdct_tx_counters out[3]);
+
 DATCP_API const char *datcp_mode_name(int mode);
 DATCP_API int datcp_mode_parse(const char *name);           /* -1 if unknown */
 DATCP_API const char *datcp_quench_name(int quench_mode);

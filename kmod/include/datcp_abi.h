@@ -236,4 +236,51 @@ struct datcp_port_slot {
 	struct datcp_port_state st;
 };
 
+/* ---- PFDCT (pfdct_cc.bpf.c, pfdct_core.h) ---- */
+
+/* The three classes of 3.2.3 in the order the switch serves them. */
+enum pfdct_class {
+	PFDCT_CLASS_RETRANSMIT = 0,
+	PFDCT_CLASS_SHORT = 1,
+	PFDCT_CLASS_LONG = 2,
+};
+
+/* DSCP of each class. EF for retransmissions, CS4 for short flows, AF11 for
+ * long flows: none of them is a DATCP precedence DSCP (CS1 8, 0, AF41 34), so
+ * a switch port can tell PFDCT's classes from DATCP's (kmod/README.md,
+ * "PFDCT and DATCP on one port"). */
+#define PFDCT_DSCP_RETRANSMIT 46U
+#define PFDCT_DSCP_SHORT 32U
+#define PFDCT_DSCP_LONG 10U
+
+/* A sending socket's flow, IPv4: addresses in network byte order, ports in
+ * host byte order. */
+struct pfdct_flow_key {
+	__u32 saddr;
+	__u32 daddr;
+	__u16 sport;
+	__u16 dport;
+};
+
+/* Per-flow state the pfdct congestion control publishes once a window. */
+struct pfdct_flow_stats {
+	__u64 bytes_acked; /* since the connection began */
+	__u64 ece_bytes;   /* of them, acknowledged with ECN echo */
+	__u32 cls;         /* enum pfdct_class: short or long */
+	__u32 max_cwnd;    /* largest window so far, segments */
+	__u32 cwnd;        /* segments */
+	__u32 alpha_q;     /* Eq. 2, Q10 */
+	__u32 lq;          /* Eq. 1, segments */
+	__u32 windows;     /* windows (~RTTs) evaluated */
+	__u32 rtt_us;      /* smoothed RTT */
+	__u32 rtt_min_us;  /* the kernel's windowed minimum RTT */
+};
+
+/* What the sender's egress program did, per class of the packet as sent. */
+struct pfdct_tx_counters {
+	__u64 packets;      /* data segments seen */
+	__u64 retransmits;  /* of them, sent again with PFDCT_DSCP_RETRANSMIT */
+	__u64 ect_cleared;  /* short-flow segments turned Not-ECT */
+};
+
 #endif

@@ -36,6 +36,11 @@
 /* PFDCT marks only the long-flow band; retransmissions and short flows
  * (bands 0 and 1 in its preset) are never constrained. */
 #define AQM_PFDCT_LONG_BAND (DATCP_BANDS - 1)
+#define AQM_PFDCT_SHORT_BAND 1U
+/* N of K_u = M / N counts the long flows seen within this window (16.8 ms):
+ * every flow sends at least a packet a window when the 150 KB buffer of the
+ * paper's port (100 packets) drains at 100 Mbit/s in 12 ms. */
+#define AQM_PFDCT_FLOW_WINDOW_NS (1ULL << 24)
 
 /* Bytes the link serves in dt nanoseconds. */
 static __always_inline __u64 aqm_service_bytes(__u64 dt_ns, __u64 rate_bps)
@@ -124,20 +129,63 @@ static __always_inline __u32 aqm_pfdct_ideal_k(__u64 rate_bps, __u64 rtt_ns, __u
 }
 #endif
 
-/* PFDCT 3.2.5: LQV = (1 - h) LQV + h LQ; K_t moves toward keeping LQV at
- * the ideal K_i: down (more marking) while LQV > K_i, up while LQV < K_i,
- * within [K_l, K_u] = [0, buffer / 2]. Returns the new K_t. */
+/* PFDCT 3.2.5: LQV = (1 - h) LQV + h LQ (Eq. 4); K_t moves toward keeping
+ * LQV at the ideal K_i (Eq. 5): down (more marking) while LQV > K_i, up while
+ * LQV < K_i, within [K_l, K_u] = [0, M / N] for a buffer of M bytes shared by
+ * N long flows (n_flows 0 counts as 1). Returns the new K_t. */
 static __always_inline __u64 aqm_pfdct_threshold(__u64 *avg_q, __u64 k_t, __u64 q, __u32 k_ideal,
-						 __u32 buffer)
+						 __u32 buffer, __u32 n_flows)
 {
-	__u64 k_up = buffer / 2;
+	__u64 k_up = buffer / (n_flows ? n_flows : 1);
 
 	*avg_q = *avg_q - (*avg_q >> AQM_PFDCT_SHIFT_H) + (q >> AQM_PFDCT_SHIFT_H);
 	if (*avg_q > k_ideal)
 		k_t = k_t > AQM_PFDCT_STEP_BYTES ? k_t - AQM_PFDCT_STEP_BYTES : 0;
 	else if (*avg_q < k_ideal)
-		k_t = k_t + AQM_PFDCT_STEP_BYTES < k_up ? k_t + AQM_PFDCT_STEP_BYTES : k_up;
-	return k_t;
+		k_t = k_t + AQM_PFDCT_STEP_BYTES;
+	return k_t < k_up ? k_t : k_up;
+}
+
+/* PFDCT Algorithm 1 (SetPrio): retransmissions in the highest band; of the
+ * rest, a packet with ECN enabled is a long flow's, in the lowest band, the
+ * one that is marked. The DSCP picks the band first (dscp_band, so that the
+ * port can also carry other traffic); an ECN-capable packet whose DSCP maps
+ * to the unmarked short-flow band is moved to the long band, so that an ECT
+ * flow (a DATCP one, say) never escapes marking there. */
+static __always_inline __u32 aqm_pfdct_band(__u32 dscp_band, __u32 ecn)
+{
+	if (dscp_band == AQM_PFDCT_SHORT_BAND && ecn != 0)
+		return AQM_PFDCT_LONG_BAND;
+	return dscp_band;
+}
+
+/* N for K_u = M / N: the long flows seen on the port in the last window,
+ * counted as set bits of a 64-bucket bitmap of their flow hashes (two flows
+ * in one bucket count once, so N is low by a few when it nears 64).
+ * seen[0] fills during the current window, seen[1] is the previous one. */
+struct aqm_pfdct_flows {
+	__u64 seen[2];
+	__u64 window_start_ns;
+};
+
+/* A packet at now_ns, of a long flow with hash `hash` when is_long; returns N
+ * (at least 1). */
+static __always_inline __u32 aqm_pfdct_count_flow(struct aqm_pfdct_flows *f, __u32 hash, int is_long,
+						  __u64 now_ns)
+{
+	__u32 a, b;
+
+	if (now_ns - f->window_start_ns > AQM_PFDCT_FLOW_WINDOW_NS) {
+		f->seen[1] = f->seen[0];
+		f->seen[0] = 0;
+		f->window_start_ns = now_ns;
+	}
+	if (is_long)
+		f->seen[0] |= 1ULL << (hash & 63);
+	a = (__u32)__builtin_popcountll(f->seen[0]);
+	b = (__u32)__builtin_popcountll(f->seen[1]);
+	a = a > b ? a : b;
+	return a ? a : 1;
 }
 
 enum aqm_verdict {
@@ -149,10 +197,10 @@ enum aqm_verdict {
 /* One packet of len bytes and band `band` arriving at now_ns: drain, then
  * drop if the buffer is full, else enqueue and decide marking. Updates the
  * state and counters (marks are counted by the caller once CE is set, as
- * only ECN-capable packets can carry it). */
+ * only ECN-capable packets can carry it). pfdct_flows: N of PFDCT's K_u. */
 static __always_inline int aqm_enqueue(const struct datcp_port_config *cfg,
 				       struct datcp_port_state *st, __u64 now_ns, __u32 len,
-				       __u32 band, __u32 rnd)
+				       __u32 band, __u32 rnd, __u32 pfdct_flows)
 {
 	struct datcp_band_counters *c;
 	__u64 q, total;
@@ -188,7 +236,7 @@ static __always_inline int aqm_enqueue(const struct datcp_port_config *cfg,
 		break;
 	case DATCP_MARK_PFDCT:
 		st->pfdct_k_t = aqm_pfdct_threshold(&st->pfdct_avg_q, st->pfdct_k_t, total + len,
-						    cfg->k_bytes, cfg->buffer_bytes);
+						    cfg->k_bytes, cfg->buffer_bytes, pfdct_flows);
 		mark = band == AQM_PFDCT_LONG_BAND && aqm_step_mark(q, (__u32)st->pfdct_k_t);
 		break;
 	}

@@ -37,6 +37,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_endian.h>
 #include "datcp_core.h"
+#include "dctcp_echo.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -49,7 +50,6 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define IPV6_TCLASS 67
 #define TCP_CONGESTION 13
 #define TCP_CONG_NEEDS_ECN 0x2
-#define TCP_ECN_DEMAND_CWR 4
 
 /* Algorithm parameters (datcp_core.h, "Parameters"), set by the loader. */
 const volatile struct datcp_params datcp_params = DATCP_PARAMS_TUNED;
@@ -90,8 +90,7 @@ struct datcp_sk {
 	__u64 win_ece_bytes;  /* bytes acked with ECN echo this window */
 	__u32 ece_count;
 	__u32 windows;
-	__u32 prior_rcv_nxt;  /* receiver: DCTCP CE state machine */
-	__u32 ce_state;
+	struct dctcp_echo echo; /* receiver: DCTCP CE state machine */
 	__u8 have_meta;
 	__u8 tx_start_seen;   /* tx_start_acked holds a start not yet given to an epoch */
 	__u8 finished;
@@ -436,7 +435,7 @@ void BPF_PROG(datcp_init, struct sock *sk)
 	datcp_flow_state_init(&s->st, now);
 	s->dscp_class = 1;
 	s->prev_acked = tp->bytes_acked;
-	s->prior_rcv_nxt = tp->rcv_nxt;
+	s->echo.prior_rcv_nxt = tp->rcv_nxt;
 	datcp_window_begin(s, tp, now);
 }
 
@@ -598,8 +597,6 @@ SEC("struct_ops/datcp_cwnd_event")
 void BPF_PROG(datcp_cwnd_event, struct sock *sk, enum tcp_ca_event ev)
 {
 	struct datcp_sk *s;
-	struct tcp_sock *tp;
-	__u32 new_ce;
 
 	if (ev == CA_EVENT_LOSS) { /* retransmission timeout */
 		datcp_react_to_loss(sk);
@@ -618,30 +615,8 @@ void BPF_PROG(datcp_cwnd_event, struct sock *sk, enum tcp_ca_event ev)
 	if (ev != CA_EVENT_ECN_IS_CE && ev != CA_EVENT_ECN_NO_CE)
 		return;
 	s = bpf_sk_storage_get(&datcp_sk_map, sk, 0, 0);
-	if (!s)
-		return;
-	tp = tcp_sk(sk);
-	/* DCTCP receiver: echo ECE exactly while CE is seen; on a change,
-	 * first flush a delayed ACK that still carries the old state. */
-	new_ce = ev == CA_EVENT_ECN_IS_CE;
-	if (s->ce_state != new_ce) {
-		struct inet_connection_sock *icsk = (struct inet_connection_sock *)sk;
-
-		if (icsk->icsk_ack.pending & ICSK_ACK_TIMER) {
-			if (s->ce_state)
-				tp->ecn_flags |= TCP_ECN_DEMAND_CWR;
-			else
-				tp->ecn_flags &= ~TCP_ECN_DEMAND_CWR;
-			bpf_tcp_send_ack(tp, s->prior_rcv_nxt);
-		}
-		icsk->icsk_ack.pending |= ICSK_ACK_NOW;
-	}
-	s->prior_rcv_nxt = tp->rcv_nxt;
-	s->ce_state = new_ce;
-	if (new_ce)
-		tp->ecn_flags |= TCP_ECN_DEMAND_CWR;
-	else
-		tp->ecn_flags &= ~TCP_ECN_DEMAND_CWR;
+	if (s)
+		dctcp_echo_update(sk, &s->echo, ev == CA_EVENT_ECN_IS_CE);
 }
 
 SEC("struct_ops/datcp_undo_cwnd")

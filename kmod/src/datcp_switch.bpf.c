@@ -36,23 +36,48 @@ struct {
 	__type(value, struct datcp_port_slot);
 } datcp_switch_ports SEC(".maps");
 
-/* DSCP of an IPv4/IPv6 packet, or -1. */
-static __always_inline int packet_dscp(struct __sk_buff *skb)
+/* PFDCT's count of long flows (N of K_u = M / N); one instance per port, so
+ * this map is the port's own. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct aqm_pfdct_flows);
+} datcp_pfdct_flows SEC(".maps");
+
+/* Traffic class (DSCP << 2 | ECN) of an IPv4/IPv6 packet, or -1. */
+static __always_inline int packet_tclass(struct __sk_buff *skb)
 {
 	__u8 b[2];
 
 	if (skb->protocol == bpf_htons(ETH_P_IP)) {
 		if (bpf_skb_load_bytes(skb, ETH_HLEN + 1, b, 1))
 			return -1;
-		return b[0] >> 2;
+		return b[0];
 	}
 	if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
 		/* traffic class straddles the first two bytes */
 		if (bpf_skb_load_bytes(skb, ETH_HLEN, b, 2))
 			return -1;
-		return (((b[0] & 0x0f) << 4) | (b[1] >> 4)) >> 2;
+		return ((b[0] & 0x0f) << 4) | (b[1] >> 4);
 	}
 	return -1;
+}
+
+/* PFDCT: the band by Algorithm 1, and N, counted over long-band packets. */
+static __always_inline __u32 pfdct_band_and_flows(struct __sk_buff *skb, __u32 band, int tclass,
+						  __u64 now, __u32 *n_flows)
+{
+	__u32 zero = 0;
+	struct aqm_pfdct_flows *f;
+
+	band = aqm_pfdct_band(band, tclass >= 0 ? tclass & 3 : 0);
+	f = bpf_map_lookup_elem(&datcp_pfdct_flows, &zero);
+	/* racing CPUs may lose a bit for one packet: N is an estimate */
+	if (f)
+		*n_flows = aqm_pfdct_count_flow(f, bpf_get_hash_recalc(skb),
+						band == AQM_PFDCT_LONG_BAND, now);
+	return band;
 }
 
 SEC("tc")
@@ -60,8 +85,8 @@ int datcp_switch_port(struct __sk_buff *skb)
 {
 	struct datcp_port_key key = { .netns_ino = datcp_port_netns, .ifindex = datcp_port_ifindex };
 	struct datcp_port_slot *slot = bpf_map_lookup_elem(&datcp_switch_ports, &key);
-	int dscp = packet_dscp(skb);
-	__u32 band, rnd = bpf_get_prandom_u32();
+	int tclass = packet_tclass(skb), dscp = tclass >= 0 ? tclass >> 2 : -1;
+	__u32 band, rnd = bpf_get_prandom_u32(), n_flows = 1;
 	__u64 now = bpf_ktime_get_ns();
 	int verdict;
 
@@ -70,10 +95,12 @@ int datcp_switch_port(struct __sk_buff *skb)
 	band = dscp >= 0 ? slot->cfg.dscp_band[dscp & 63] : 1;
 	if (band >= DATCP_BANDS)
 		band = DATCP_BANDS - 1;
+	if (slot->cfg.mark_mode == DATCP_MARK_PFDCT)
+		band = pfdct_band_and_flows(skb, band, tclass, now, &n_flows);
 	skb->tc_classid = (HTB_MAJOR << 16) | (HTB_BAND_MINOR + band);
 
 	bpf_spin_lock(&slot->lock);
-	verdict = aqm_enqueue(&slot->cfg, &slot->st, now, skb->len, band, rnd);
+	verdict = aqm_enqueue(&slot->cfg, &slot->st, now, skb->len, band, rnd, n_flows);
 	bpf_spin_unlock(&slot->lock);
 
 	if (verdict == AQM_DROP)

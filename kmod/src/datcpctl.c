@@ -15,6 +15,7 @@
 
 #include "datcp.h"
 #include "datcp_aqm.h"
+#include <arpa/inet.h>
 
 #define EXIT_USAGE 2
 
@@ -63,6 +64,15 @@ static const char usage[] =
 	"        time (PFDCT Eq. 15, 1500-byte packets) instead of --k-bytes\n"
 	"  switch counters [--netns NS] --dev IF [--json]\n"
 	"  switch reset [--netns NS] --dev IF\n"
+	"  pfdct load [--long-bytes B] [--long-cwnd W]\n"
+	"        register the pfdct congestion control (PFDCT 3.2.3-3.2.4), pin under " PFDCT_PIN_DIR "\n"
+	"        (idempotent with the same options). A flow is long once it sent more than\n"
+	"        --long-bytes (default 1000000) with a window of --long-cwnd segments (20)\n"
+	"  pfdct unload                 unregister it and remove the pins (idempotent)\n"
+	"  pfdct attach|detach [--netns NS] --dev IF\n"
+	"        the senders' egress program on IF: retransmissions leave with DSCP EF,\n"
+	"        short flows Not-ECT (run it on every PFDCT sender's interface)\n"
+	"  pfdct stats [--json]         per-flow class, window, alpha, LQ; egress counters\n"
 	"  events [--netns-ring] [--json] [--count N] [--timeout-ms MS]\n"
 	"        print events of the congestion control. Default: the global ring, which\n"
 	"        has the events of network namespaces without a ring of their own;\n"
@@ -674,10 +684,11 @@ static int cmd_switch(int argc, char **argv)
 		case 'P':
 			if (strcmp(optarg, "pfdct"))
 				return usage_error("--preset: '%s' unknown (pfdct)", optarg);
-			/* PFDCT: retransmissions (EF) > short flows (CS4, AF41) > long flows */
-			memset(cfg.dscp_band, 2, sizeof(cfg.dscp_band));
-			cfg.dscp_band[46] = 0;
-			cfg.dscp_band[32] = cfg.dscp_band[34] = 1;
+			/* PFDCT 3.2.3: retransmissions > short flows > long flows and every
+			 * other DSCP (DATCP's classes among them: marked, in the long band) */
+			memset(cfg.dscp_band, AQM_PFDCT_LONG_BAND, sizeof(cfg.dscp_band));
+			cfg.dscp_band[PFDCT_DSCP_RETRANSMIT] = 0;
+			cfg.dscp_band[PFDCT_DSCP_SHORT] = AQM_PFDCT_SHORT_BAND;
 			break;
 		case 'M':
 			dscp_map = optarg;
@@ -728,6 +739,118 @@ static int cmd_switch(int argc, char **argv)
 		err = datcp_switch_reset(netns, dev);
 	} else {
 		return usage_error("switch configure|counters|reset");
+	}
+	return err ? runtime_error(err) : 0;
+}
+
+/* ---- PFDCT ---- */
+
+static const char *const pfdct_class_names[] = { "retransmit", "short", "long" };
+
+struct pfdct_print {
+	int json;
+	int n;
+};
+
+static void print_pfdct_flow(const struct pfdct_flow_key *k, const struct pfdct_flow_stats *st, void *ctx)
+{
+	struct pfdct_print *p = ctx;
+	char src[INET_ADDRSTRLEN], dst[INET_ADDRSTRLEN];
+	const char *cls = st->cls < 3 ? pfdct_class_names[st->cls] : "?";
+
+	inet_ntop(AF_INET, &k->saddr, src, sizeof(src));
+	inet_ntop(AF_INET, &k->daddr, dst, sizeof(dst));
+	if (p->json)
+		printf("%s{\"src\":\"%s:%u\",\"dst\":\"%s:%u\",\"class\":\"%s\",\"bytes_acked\":%llu,"
+		       "\"ece_bytes\":%llu,\"max_cwnd\":%u,\"cwnd\":%u,\"alpha_q\":%u,\"lq\":%u,"
+		       "\"windows\":%u,\"rtt_us\":%u,\"rtt_min_us\":%u}",
+		       p->n ? "," : "", src, k->sport, dst, k->dport, cls,
+		       (unsigned long long)st->bytes_acked, (unsigned long long)st->ece_bytes, st->max_cwnd,
+		       st->cwnd, st->alpha_q, st->lq, st->windows, st->rtt_us, st->rtt_min_us);
+	else
+		printf("%s:%u -> %s:%u %s: %llu B acked (%llu with ECE), cwnd %u (max %u), alpha %.3f, "
+		       "LQ %u, rtt %u us (min %u), %u windows\n",
+		       src, k->sport, dst, k->dport, cls, (unsigned long long)st->bytes_acked,
+		       (unsigned long long)st->ece_bytes, st->cwnd, st->max_cwnd,
+		       st->alpha_q / (double)DATCP_Q, st->lq, st->rtt_us, st->rtt_min_us, st->windows);
+	p->n++;
+}
+
+static int cmd_pfdct(int argc, char **argv)
+{
+	static const struct option opts[] = { { "long-bytes", required_argument, 0, 'b' },
+					      { "long-cwnd", required_argument, 0, 'w' },
+					      { "netns", required_argument, 0, 'n' },
+					      { "dev", required_argument, 0, 'd' },
+					      { "json", no_argument, 0, 'j' },
+					      { 0 } };
+	const char *sub = argc > 1 ? argv[1] : "", *netns = NULL, *dev = NULL;
+	struct pfdct_load_opts lo = { 0 };
+	struct pfdct_tx_counters tx[3];
+	struct pfdct_print pr = { 0 };
+	unsigned long long v;
+	int c, err, reused, i;
+
+	argc--;
+	argv++;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'b':
+			if (parse_u64("--long-bytes", optarg, 1ULL << 40, &v) || v == 0)
+				return usage_error("--long-bytes must be 1..%llu", 1ULL << 40);
+			lo.long_bytes = v;
+			break;
+		case 'w':
+			if (parse_u64("--long-cwnd", optarg, 1U << 20, &v) || v == 0)
+				return usage_error("--long-cwnd must be 1..%u", 1U << 20);
+			lo.long_cwnd = (__u32)v;
+			break;
+		case 'n':
+			netns = optarg;
+			break;
+		case 'd':
+			dev = optarg;
+			break;
+		case 'j':
+			pr.json = 1;
+			break;
+		default:
+			return EXIT_USAGE;
+		}
+	}
+	if (!strcmp(sub, "load")) {
+		err = pfdct_load(&lo, &reused);
+		if (!err && !pfdct_loaded_opts(&lo))
+			printf("pfdct %s: long flows after %llu bytes with a window of %u segments\n",
+			       reused ? "reused" : "loaded", (unsigned long long)lo.long_bytes, lo.long_cwnd);
+	} else if (!strcmp(sub, "unload")) {
+		err = pfdct_unload();
+	} else if (!strcmp(sub, "attach") || !strcmp(sub, "detach")) {
+		if (!dev)
+			return usage_error("pfdct %s needs --dev IFNAME", sub);
+		err = !strcmp(sub, "attach") ? pfdct_attach_tx(netns, dev) : pfdct_detach_tx(netns, dev);
+	} else if (!strcmp(sub, "stats")) {
+		if (pr.json)
+			printf("{\"flows\":[");
+		err = pfdct_flows(print_pfdct_flow, &pr);
+		if (!err)
+			err = pfdct_tx_counts(tx);
+		for (i = 0; !err && i < 3; i++) {
+			if (pr.json)
+				printf("%s\"%s\":{\"packets\":%llu,\"retransmits\":%llu,\"ect_cleared\":%llu}",
+				       i ? "," : "],\"tx\":{", pfdct_class_names[i],
+				       (unsigned long long)tx[i].packets, (unsigned long long)tx[i].retransmits,
+				       (unsigned long long)tx[i].ect_cleared);
+			else if (i)
+				printf("egress, %s flows: %llu data segments, %llu retransmitted (EF), "
+				       "%llu turned Not-ECT\n", pfdct_class_names[i],
+				       (unsigned long long)tx[i].packets, (unsigned long long)tx[i].retransmits,
+				       (unsigned long long)tx[i].ect_cleared);
+		}
+		if (!err && pr.json)
+			printf("}}\n");
+	} else {
+		return usage_error("pfdct load|unload|attach|detach|stats");
 	}
 	return err ? runtime_error(err) : 0;
 }
@@ -924,6 +1047,8 @@ int main(int argc, char **argv)
 		return cmd_switch(argc, argv);
 	if (!strcmp(cmd, "events"))
 		return cmd_events(argc, argv);
+	if (!strcmp(cmd, "pfdct"))
+		return cmd_pfdct(argc, argv);
 	if (!strcmp(cmd, "line-rate"))
 		return cmd_line_rate(argc, argv);
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {

@@ -39,6 +39,8 @@
 #include "datcp_core.h"
 #include "datcp_cc.skel.h"
 #include "datcp_switch.skel.h"
+#include "pfdct_core.h"
+#include "pfdct_cc.skel.h"
 
 #define BPF_FS_MAGIC_NUM 0xcafe4a11
 #define PIN(name) DATCP_PIN_DIR "/" name
@@ -2050,4 +2052,226 @@ const char *datcp_mark_name(int m)
 int datcp_mark_parse(const char *name)
 {
 	return lookup_name(mark_names, 4, name);
+}
+
+/* ---- PFDCT ---- */
+
+#define PFDCT_PIN(name) PFDCT_PIN_DIR "/" name
+#define PFDCT_PIN_CC_OPS PFDCT_PIN("cc_ops")
+#define PFDCT_PIN_TX PFDCT_PIN("tx_prog")
+#define PFDCT_PIN_STATS PFDCT_PIN("stats")
+#define PFDCT_PIN_TX_COUNTS PFDCT_PIN("tx_counts")
+#define PFDCT_PIN_RODATA PFDCT_PIN("rodata")
+/* the egress filter's place on the clsact hook */
+#define PFDCT_TC_HANDLE 0xfdc
+#define PFDCT_TC_PRIO 1
+
+static const char *const pfdct_pins[] = { PFDCT_PIN_CC_OPS, PFDCT_PIN_TX, PFDCT_PIN_STATS,
+					  PFDCT_PIN_TX_COUNTS, PFDCT_PIN_RODATA };
+
+static void pfdct_opts_fill(struct pfdct_load_opts *o, const struct pfdct_load_opts *in)
+{
+	memset(o, 0, sizeof(*o));
+	o->long_bytes = in && in->long_bytes ? in->long_bytes : PFDCT_LONG_BYTES_DEFAULT;
+	o->long_cwnd = in && in->long_cwnd ? in->long_cwnd : PFDCT_LONG_CWND_DEFAULT;
+}
+
+int pfdct_loaded_opts(struct pfdct_load_opts *opts)
+{
+	struct pfdct_cc__rodata ro;
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info), key = 0;
+	char buf[4096] = { 0 };
+	int fd = bpf_obj_get(PFDCT_PIN_RODATA), ok;
+
+	if (fd < 0)
+		return -ENOENT;
+	/* the section holds the fields without the struct's tail padding */
+	ok = !bpf_obj_get_info_by_fd(fd, &info, &len) &&
+	     info.value_size >= offsetof(struct pfdct_cc__rodata, pfdct_long_cwnd) + sizeof(ro.pfdct_long_cwnd) &&
+	     info.value_size <= sizeof(buf) && !bpf_map_lookup_elem(fd, &key, buf);
+	close(fd);
+	if (!ok)
+		return fail(-EIO, "cannot read the loaded PFDCT options (%s)", PFDCT_PIN_RODATA);
+	memcpy(&ro, buf, sizeof(ro));
+	memset(opts, 0, sizeof(*opts));
+	opts->long_bytes = ro.pfdct_long_bytes;
+	opts->long_cwnd = ro.pfdct_long_cwnd;
+	return 0;
+}
+
+static void pfdct_unregister(void)
+{
+	__u32 key = 0;
+	int fd = bpf_obj_get(PFDCT_PIN_CC_OPS);
+
+	if (fd >= 0) {
+		bpf_map_delete_elem(fd, &key);
+		close(fd);
+	}
+}
+
+int pfdct_unload(void)
+{
+	size_t i;
+	int err = check_environment();
+
+	if (err)
+		return err;
+	pfdct_unregister();
+	for (i = 0; i < sizeof(pfdct_pins) / sizeof(pfdct_pins[0]); i++)
+		unlink(pfdct_pins[i]);
+	if (rmdir(PFDCT_PIN_DIR) && errno != ENOENT)
+		return fail(-errno, "cannot remove %s: %s", PFDCT_PIN_DIR, strerror(errno));
+	return 0;
+}
+
+int pfdct_load(const struct pfdct_load_opts *in, int *reused)
+{
+	struct pfdct_load_opts want, have;
+	struct pfdct_cc *skel;
+	struct bpf_link *link;
+	int err = check_environment();
+
+	if (reused)
+		*reused = 0;
+	if (err)
+		return err;
+	pfdct_opts_fill(&want, in);
+	err = pfdct_loaded_opts(&have);
+	if (err && err != -ENOENT)
+		return err;
+	if (!err) {
+		if (have.long_bytes != want.long_bytes || have.long_cwnd != want.long_cwnd)
+			return fail(-EBUSY, "pfdct is loaded with --long-bytes %llu --long-cwnd %u; "
+				    "unload it first (datcpctl pfdct unload)",
+				    (unsigned long long)have.long_bytes, have.long_cwnd);
+		if (reused)
+			*reused = 1;
+		return 0;
+	}
+	if (mkdir(PFDCT_PIN_DIR, 0700) && errno != EEXIST)
+		return fail(-errno, "cannot create %s: %s", PFDCT_PIN_DIR, strerror(errno));
+	skel = pfdct_cc__open();
+	if (!skel)
+		return fail(-errno, "opening the pfdct programs: %s", strerror(errno));
+	skel->rodata->pfdct_long_bytes = want.long_bytes;
+	skel->rodata->pfdct_long_cwnd = want.long_cwnd;
+	bpf_map__set_pin_path(skel->maps.pfdct_stats, PFDCT_PIN_STATS);
+	bpf_map__set_pin_path(skel->maps.pfdct_tx_counts, PFDCT_PIN_TX_COUNTS);
+	bpf_map__set_pin_path(skel->maps.rodata, PFDCT_PIN_RODATA);
+	err = pfdct_cc__load(skel);
+	if (err) {
+		err = fail(err, "loading the pfdct programs failed (%s); see the verifier log above",
+			   strerror(-err));
+		goto out;
+	}
+	link = bpf_map__attach_struct_ops(skel->maps.pfdct);
+	if (!link) {
+		err = fail(-errno, "registering the pfdct congestion control: %s", strerror(errno));
+		goto out;
+	}
+	/* keep it registered after we exit; unload deletes the map element */
+	bpf_link__disconnect(link);
+	bpf_link__destroy(link);
+	err = bpf_map__pin(skel->maps.pfdct, PFDCT_PIN_CC_OPS);
+	if (!err)
+		err = bpf_program__pin(skel->progs.pfdct_tx, PFDCT_PIN_TX);
+	if (err)
+		err = fail(err, "pinning pfdct under %s: %s", PFDCT_PIN_DIR, strerror(-err));
+out:
+	pfdct_cc__destroy(skel);
+	if (err)
+		pfdct_unload();
+	return err;
+}
+
+static int pfdct_tx_hook(const char *netns, const char *ifname, int attach)
+{
+	DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .attach_point = BPF_TC_EGRESS);
+	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = PFDCT_TC_HANDLE, .priority = PFDCT_TC_PRIO);
+	struct netns_ctx ns;
+	int err = check_environment(), fd = -1;
+
+	if (err)
+		return err;
+	if (attach) {
+		fd = bpf_obj_get(PFDCT_PIN_TX);
+		if (fd < 0)
+			return fail(-ENOENT, "pfdct is not loaded (datcpctl pfdct load)");
+	}
+	err = netns_enter(netns, &ns);
+	if (err)
+		goto out;
+	hook.ifindex = if_nametoindex(ifname);
+	if (!hook.ifindex) {
+		err = fail(-ENODEV, "no interface '%s' in that network namespace", ifname);
+	} else if (attach) {
+		err = bpf_tc_hook_create(&hook);
+		if (err && err != -EEXIST) {
+			err = fail(err, "creating the clsact hook on %s: %s", ifname, strerror(-err));
+		} else {
+			opts.prog_fd = fd;
+			opts.flags = BPF_TC_F_REPLACE;
+			err = bpf_tc_attach(&hook, &opts);
+			if (err)
+				err = fail(err, "attaching the pfdct egress program to %s: %s", ifname,
+					   strerror(-err));
+		}
+	} else {
+		err = bpf_tc_detach(&hook, &opts);
+		if (err && err != -ENOENT)
+			err = fail(err, "detaching the pfdct egress program from %s: %s", ifname,
+				   strerror(-err));
+		else
+			err = 0;
+	}
+	netns_leave(&ns);
+out:
+	if (fd >= 0)
+		close(fd);
+	return err;
+}
+
+int pfdct_attach_tx(const char *netns, const char *ifname)
+{
+	return pfdct_tx_hook(netns, ifname, 1);
+}
+
+int pfdct_detach_tx(const char *netns, const char *ifname)
+{
+	return pfdct_tx_hook(netns, ifname, 0);
+}
+
+int pfdct_flows(pfdct_flow_fn fn, void *ctx)
+{
+	struct pfdct_flow_key key, next;
+	struct pfdct_flow_stats st;
+	int fd = bpf_obj_get(PFDCT_PIN_STATS), more;
+
+	if (fd < 0)
+		return fail(-ENOENT, "pfdct is not loaded (datcpctl pfdct load)");
+	more = !bpf_map_get_next_key(fd, NULL, &next);
+	while (more) {
+		key = next;
+		more = !bpf_map_get_next_key(fd, &key, &next);
+		if (!bpf_map_lookup_elem(fd, &key, &st))
+			fn(&key, &st, ctx);
+	}
+	close(fd);
+	return 0;
+}
+
+int pfdct_tx_counts(struct pfdct_tx_counters out[3])
+{
+	__u32 i;
+	int fd = bpf_obj_get(PFDCT_PIN_TX_COUNTS), err = 0;
+
+	if (fd < 0)
+		return fail(-ENOENT, "pfdct is not loaded (datcpctl pfdct load)");
+	for (i = 0; i < 3 && !err; i++)
+		if (bpf_map_lookup_elem(fd, &i, &out[i]))
+			err = fail(-errno, "reading the pfdct egress counters: %s", strerror(errno));
+	close(fd);
+	return err;
 }

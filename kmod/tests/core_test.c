@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
- * core_test - checks the algorithm core (datcp_core.h, datcp_aqm.h), the
+ * core_test - checks the algorithm core (datcp_core.h, datcp_aqm.h,
+ * pfdct_core.h), the
  * same code the BPF programs run, against the language-neutral vectors in
  * the CSV files of tests/vectors/. Each file is one function; its header names the
  * columns; lines starting with '#' are comments. Ends with the line
@@ -17,6 +18,7 @@
 #include <linux/bpf.h>
 #include "datcp_core.h"
 #include "datcp_aqm.h"
+#include "pfdct_core.h"
 
 #define MAX_COLS 24
 #define MAX_LINE 1024
@@ -80,6 +82,10 @@ static void check(struct row *r, const char *what, unsigned long long got, unsig
 	fprintf(stderr, "FAIL %s:%d %s: got %llu, want %llu (tolerance %llu)\n", r->file, r->line, what,
 		got, want, tol);
 }
+
+/* PFDCT's flow count carried between rows of one pfdct_flows scenario. */
+static struct aqm_pfdct_flows flows_state;
+static long long flows_scenario = -1;
 
 /* Port state carried between rows of one aqm_enqueue scenario. */
 static struct datcp_port_state aqm_state;
@@ -276,9 +282,45 @@ static void run_row(struct row *r)
 			aqm_scenario = col_s(r, "scenario");
 		}
 		v = aqm_enqueue(&cfg, &aqm_state, col(r, "now_ns"), (__u32)col(r, "len"), (__u32)col(r, "band"),
-				(__u32)col(r, "rnd"));
+				(__u32)col(r, "rnd"), (__u32)col(r, "pfdct_flows"));
 		check(r, "verdict", (unsigned)v, col(r, "expected_verdict"), 0);
 		check(r, "queue", aqm_queue_total(aqm_state.vq_bytes), col(r, "expected_queue"), 0);
+	} else if (!strcmp(f, "pfdct_threshold.csv")) {
+		__u64 avg = col(r, "avg_q");
+		__u64 k_t = aqm_pfdct_threshold(&avg, col(r, "k_t"), col(r, "q"), (__u32)col(r, "k_ideal"),
+						(__u32)col(r, "buffer"), (__u32)col(r, "flows"));
+
+		check(r, "K_t", k_t, col(r, "expected_k_t"), 0);
+		check(r, "LQV", avg, col(r, "expected_avg_q"), 0);
+	} else if (!strcmp(f, "pfdct_band.csv")) {
+		check(r, "band", aqm_pfdct_band((__u32)col(r, "dscp_band"), (__u32)col(r, "ecn")),
+		      col(r, "expected_band"), 0);
+	} else if (!strcmp(f, "pfdct_flows.csv")) {
+		if (col_s(r, "scenario") != flows_scenario) {
+			memset(&flows_state, 0, sizeof(flows_state));
+			flows_scenario = col_s(r, "scenario");
+		}
+		check(r, "N",
+		      aqm_pfdct_count_flow(&flows_state, (__u32)col(r, "hash"), (int)col(r, "is_long"),
+					   col(r, "now_ns")),
+		      col(r, "expected_n"), 0);
+	} else if (!strcmp(f, "pfdct_classify.csv")) {
+		check(r, "class",
+		      pfdct_classify((__u32)col(r, "class"), col(r, "bytes_sent"), (__u32)col(r, "max_cwnd"),
+				     col(r, "long_bytes"), (__u32)col(r, "long_cwnd")),
+		      col(r, "expected_class"), 0);
+	} else if (!strcmp(f, "pfdct_lq.csv")) {
+		check(r, "LQ",
+		      pfdct_queue_estimate((__u32)col(r, "rtt_c_us"), (__u32)col(r, "rtt_min_us"),
+					   (__u32)col(r, "cwnd")),
+		      col(r, "expected_lq"), 0);
+	} else if (!strcmp(f, "pfdct_retransmit.csv")) {
+		check(r, "retransmit",
+		      (unsigned)pfdct_is_retransmit((__u32)col(r, "end_seq"), (__u32)col(r, "highest_end")),
+		      col(r, "expected"), 0);
+	} else if (!strcmp(f, "pfdct_ssthresh.csv")) {
+		check(r, "ssthresh", pfdct_ssthresh((__u32)col(r, "cwnd"), (__u32)col(r, "alpha_q")),
+		      col(r, "expected"), 0);
 	} else {
 		fprintf(stderr, "%s: no test knows this vector file\n", f);
 		malformed++;
@@ -304,7 +346,7 @@ static void run_file(const char *dir, const char *name)
 	FILE *fp;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	aqm_scenario = cycle_scenario = -1; /* scenarios do not cross files */
+	aqm_scenario = cycle_scenario = flows_scenario = -1; /* scenarios do not cross files */
 	fp = fopen(path, "r");
 	if (!fp) {
 		fprintf(stderr, "%s: %s\n", path, strerror(errno));

@@ -24,7 +24,8 @@ cleanup() {
 	ip netns del $NS_B 2>/dev/null
 	ip netns del $NS_Q 2>/dev/null
 	for n in "${nss[@]}"; do ip netns del "$n" 2>/dev/null; done
-	rm -f /tmp/datcp-kt-ev-*.$$ /tmp/datcp-kt-hold.$$.in /tmp/datcp-kt-hold.$$.out
+	rm -f /tmp/datcp-kt-ev-*.$$ /tmp/datcp-kt-hold.$$.in /tmp/datcp-kt-hold.$$.out /tmp/datcp-kt-pfdct.$$
+	$CTL pfdct unload >/dev/null 2>&1
 	$CTL unload --force >/dev/null 2>&1
 }
 trap cleanup EXIT
@@ -778,6 +779,94 @@ out=$($CTL switch configure --netns $nsp --dev v0 --rate-mbit 100 --buffer-bytes
 check "--rtt-us without --mark pfdct is refused" test $rc -eq 2 -a -n "$(grep -o "needs --mark pfdct" <<<"$out")"
 $CTL switch reset --netns $nsp --dev v0 >/dev/null 2>&1
 ip netns del $nsp
+
+# --- PFDCT: the pfdct congestion control and its senders' egress program ---
+# Sender namespace S sends to R over a veth whose S end is both a PFDCT sender's
+# interface (egress program) and an emulated PFDCT switch port (its HTB root runs
+# after clsact egress, so the port sees the packets as the program left them).
+NS_PS=datcp-kt-ps-$$ NS_PR=datcp-kt-pr-$$
+ip netns add $NS_PS && nss+=($NS_PS)
+ip netns add $NS_PR && nss+=($NS_PR)
+ip link add v0 netns $NS_PS type veth peer name v1 netns $NS_PR
+ip -n $NS_PS addr add 10.77.0.1/24 dev v0 && ip -n $NS_PS link set v0 up
+ip -n $NS_PR addr add 10.77.0.2/24 dev v1 && ip -n $NS_PR link set v1 up
+for n in $NS_PS $NS_PR; do
+	ip netns exec $n sh -c 'ethtool -K v0 tso off gso off gro off; ethtool -K v1 tso off gso off gro off' >/dev/null 2>&1
+done
+out=$($CTL pfdct load --long-bytes 0 2>&1); rc=$?
+check "pfdct load refuses --long-bytes 0, naming the option" test $rc -eq 2 -a -n "$(grep -o "long-bytes must be" <<<"$out")"
+out=$($CTL pfdct attach --netns $NS_PS --dev v0 2>&1); rc=$?
+check "attaching the egress program before load says to load pfdct" test $rc -eq 1 -a -n "$(grep -o "datcpctl pfdct load" <<<"$out")"
+out=$($CTL pfdct load --long-bytes 100000 2>&1)
+check "pfdct load registers the congestion control ($out)" grep -qw pfdct /proc/sys/net/ipv4/tcp_available_congestion_control
+out=$($CTL pfdct load --long-bytes 200000 2>&1); rc=$?
+check "loading again with other options is refused" test $rc -eq 1 -a -n "$(grep -o "unload it first" <<<"$out")"
+$CTL pfdct attach --netns $NS_PS --dev v0
+check "the egress program attaches to the sender's interface" test $? -eq 0
+# one transfer of $1 bytes from S to R on pfdct; prints the bytes R received
+pfdct_transfer() {
+	ip netns exec $NS_PR timeout 60 python3 -c '
+import socket, sys
+ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+ls.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"pfdct")
+ls.bind(("10.77.0.2", 5999)); ls.listen(1); print("ready", flush=True)
+c, _ = ls.accept(); n = 0
+while True:
+    b = c.recv(1 << 16)
+    if not b: break
+    n += len(b)
+print(n, flush=True)' >/tmp/datcp-kt-pfdct.$$ &
+	local srv=$!
+	for _ in $(seq 50); do grep -q ready /tmp/datcp-kt-pfdct.$$ && break; sleep 0.1; done
+	ip netns exec $NS_PS timeout 60 python3 -c '
+import socket, sys
+s = socket.socket(); s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"pfdct")
+s.bind(("10.77.0.1", int(sys.argv[2]))); s.connect(("10.77.0.2", 5999))
+s.sendall(bytes(int(sys.argv[1]))); s.shutdown(socket.SHUT_WR); s.recv(1); s.close()' "$1" "$2"
+	wait $srv
+	tail -1 /tmp/datcp-kt-pfdct.$$
+}
+pfdct_port() {  # BUFFER_BYTES: a PFDCT switch port at 100 Mbit/s on v0, K_i 3000 B
+	$CTL switch configure --netns $NS_PS --dev v0 --rate-mbit 100 --buffer-bytes "$1" --mark pfdct --k-bytes 3000 --preset pfdct >/dev/null
+}
+band() {  # JSON BAND FIELD
+	python3 -c 'import json, sys; print(json.loads(sys.argv[1])["bands"][int(sys.argv[2])][sys.argv[3]])' "$@" 2>/dev/null
+}
+# a 10-packet buffer drops the first slow-start burst: the flow retransmits; it
+# sends less than --long-bytes, so it stays short
+pfdct_port 15000
+got=$(pfdct_transfer 90000 41501)
+check "a pfdct flow through a 10-packet port arrives whole ($got of 90000 bytes)" test "$got" = 90000
+sw=$($CTL switch counters --netns $NS_PS --dev v0 --json)
+st=$($CTL pfdct stats --json)
+tx_short=$(python3 -c 'import json, sys; t = json.loads(sys.argv[1])["tx"]["short"]; print(t["packets"], t["retransmits"], t["ect_cleared"])' "$st")
+read -r sp sr sc <<<"$tx_short"
+check "the port dropped packets ($(band "$sw" 2 drops) in the long band, $(band "$sw" 1 drops) in the short band)" test "$(( $(band "$sw" 1 drops) + $(band "$sw" 2 drops) ))" -gt 0
+b0=$(( $(band "$sw" 0 packets) + $(band "$sw" 0 drops) ))
+check "its retransmissions left with DSCP EF ($sr of $sp short-flow segments) and all reached band 0 ($b0 packets, drops included)" test "${sr:-0}" -gt 0 -a "$b0" -eq "${sr:-0}"
+check "every short-flow segment left Not-ECT ($sc of $sp)" test "${sc:-0}" -eq "${sp:-1}"
+check "a flow of less than 100 KB stays short ($(grep -o '"src":"10.77.0.1:41501"[^}]*' <<<"$st"))" grep -q '"src":"10.77.0.1:41501","dst":"10.77.0.2:5999","class":"short"' <<<"$st"
+check "the short band is never marked" test "$(band "$sw" 1 marks)" = 0
+$CTL switch reset --netns $NS_PS --dev v0 >/dev/null
+# a deep buffer: the window passes 20, the flow passes 100 KB and turns long
+pfdct_port 200000
+got=$(pfdct_transfer 3000000 41502)
+check "a 3 MB pfdct flow arrives whole ($got bytes)" test "$got" = 3000000
+sw=$($CTL switch counters --netns $NS_PS --dev v0 --json)
+st=$($CTL pfdct stats --json)
+fl=$(grep -o '"src":"10.77.0.1:41502"[^}]*' <<<"$st")
+check "it is classified long ($fl)" grep -q '"class":"long"' <<<"$fl"
+check "its long-flow segments are marked in the long band ($(band "$sw" 2 marks) marks of $(band "$sw" 2 packets) packets)" test "$(band "$sw" 2 marks)" -gt 0
+check "it saw ECN echoes and cut its window below its peak (Eq. 3)" python3 -c 'import json, sys; f = json.loads("{" + sys.argv[1] + "}"); sys.exit(not (f["ece_bytes"] > 0 and f["windows"] > 0 and f["max_cwnd"] >= 20 and f["cwnd"] < f["max_cwnd"]))' "$fl"
+kt=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["pfdct_k_t"])' "$sw" 2>/dev/null)
+check "the port's K_t moved from K_i (3000 B to ${kt:-none})" test -n "$kt" -a "$kt" != 3000
+$CTL switch reset --netns $NS_PS --dev v0 >/dev/null
+$CTL pfdct detach --netns $NS_PS --dev v0
+check "the egress program detaches" test $? -eq 0
+$CTL pfdct unload
+check "pfdct unload unregisters it and removes its pins" bash -c '! grep -qw pfdct /proc/sys/net/ipv4/tcp_available_congestion_control && test ! -e /sys/fs/bpf/pfdct'
+ip netns del $NS_PS; ip netns del $NS_PR
+rm -f /tmp/datcp-kt-pfdct.$$
 
 # --- unload ---
 $CTL flow set --src 10.9.9.1:1000 --dst 10.9.9.2:2000 --size 1000
