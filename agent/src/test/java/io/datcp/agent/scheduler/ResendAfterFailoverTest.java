@@ -5,9 +5,12 @@ import static org.awaitility.Awaitility.await;
 
 import io.datcp.agent.config.AgentConf;
 import io.datcp.agent.testing.FakeScheduler;
+import io.datcp.proto.v1.ContainersRunning;
 import io.datcp.proto.v1.FetchFinished;
 import io.datcp.proto.v1.FetchStarted;
+import io.datcp.proto.v1.JobFinished;
 import io.datcp.proto.v1.MapCompleted;
+import io.datcp.proto.v1.MapOutputIndexed;
 import io.datcp.proto.v1.PolicyLookup;
 import io.datcp.proto.v1.ReduceStarted;
 import io.datcp.proto.v1.ShuffleEvent;
@@ -26,8 +29,8 @@ import org.junit.jupiter.api.Test;
  * Issue 19 item 10: the leading scheduler dies mid-shuffle and another takes over with no job
  * state. A scheduler ignores reports of a job it did not see start, so the agent sends the
  * reduces still shuffling on its host again (their start, the maps they know and fetched)
- * before anything newer, and the new leader plans the job instead of letting it run without
- * deadlines.
+ * before anything newer, and the map side's partition sizes indexed on its host, so the new
+ * leader knows the job's bytes and plans it instead of letting it run without deadlines.
  */
 class ResendAfterFailoverTest {
   private static final String JOB = "job_1700000000000_0007";
@@ -100,6 +103,40 @@ class ResendAfterFailoverTest {
   }
 
   @Test
+  void aNewLeaderHearsTheMapOutputsIndexedOnTheHostAgain() throws Exception {
+    client.forward(List.of(containers(2), indexed(0, 7_000_000, 9_000_000)));
+    client.forward(List.of(containers(1), indexed(1, 5_000_000, 3_000_000), containers(0)));
+    await().atMost(Duration.ofSeconds(10)).until(() -> events(first).size() == 5);
+
+    failOver();
+    client.forward(List.of(containers(1)));
+    await().atMost(Duration.ofSeconds(10)).until(() -> events(second).stream()
+        .filter(ShuffleEvent::hasContainersRunning).count() == 2);
+
+    // the sizes once each and the host's latest count (state, not its history: by the time
+    // they are sent again that is the count queued after the failover), then what was queued
+    assertThat(events(second)).containsExactly(indexed(0, 7_000_000, 9_000_000),
+        indexed(1, 5_000_000, 3_000_000), containers(1), containers(1));
+    assertThat(meters.get("datcp.agent.reports.resent").tag("queue", "shuffle-reports").counter()
+        .count()).isEqualTo(3);
+  }
+
+  @Test
+  void aJobThatEndedHasNoMapOutputsSentAgain() throws Exception {
+    client.forward(List.of(indexed(0, 7_000_000, 9_000_000), started(0)));
+    client.forward(List.of(ShuffleEvent.newBuilder().setTimeUnixNanos(6)
+        .setJobFinished(JobFinished.newBuilder().setJobId(JOB).setSucceeded(true)).build()));
+    await().atMost(Duration.ofSeconds(10)).until(() -> events(first).size() == 3);
+
+    failOver();
+    client.forward(List.of(fetchStarted(0, 1)));
+    await().atMost(Duration.ofSeconds(10)).until(() -> events(second).stream()
+        .anyMatch(ShuffleEvent::hasFetchStarted));
+
+    assertThat(events(second)).containsExactly(fetchStarted(0, 1));
+  }
+
+  @Test
   void theUpdateStreamFollowsCallsThatMovedPastASilentLeader() throws Exception {
     client.watch(p -> { });
     await().atMost(Duration.ofSeconds(10)).until(() -> first.watchers() == 1);
@@ -143,6 +180,20 @@ class ResendAfterFailoverTest {
     return ShuffleEvent.newBuilder().setTimeUnixNanos(4).setFetchStarted(FetchStarted
         .newBuilder().setJobId(JOB).setReduceId(reduce).setSourceHost("nm2").addMapIds(map))
         .build();
+  }
+
+  private static ShuffleEvent indexed(int map, long... partitionBytes) {
+    MapOutputIndexed.Builder m = MapOutputIndexed.newBuilder().setJobId(JOB).setMapId(map)
+        .setHost("nm1");
+    for (long b : partitionBytes) {
+      m.addPartitionBytes(b);
+    }
+    return ShuffleEvent.newBuilder().setTimeUnixNanos(7).setMapOutputIndexed(m).build();
+  }
+
+  private static ShuffleEvent containers(int running) {
+    return ShuffleEvent.newBuilder().setTimeUnixNanos(8).setContainersRunning(ContainersRunning
+        .newBuilder().setJobId(JOB).setHost("nm1").setRunning(running)).build();
   }
 
   private static ShuffleEvent finished(int reduce) {
