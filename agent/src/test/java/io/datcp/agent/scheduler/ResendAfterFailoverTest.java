@@ -5,6 +5,7 @@ import static org.awaitility.Awaitility.await;
 
 import io.datcp.agent.config.AgentConf;
 import io.datcp.agent.testing.FakeScheduler;
+import io.datcp.agent.testing.SilentRelay;
 import io.datcp.proto.v1.ContainersRunning;
 import io.datcp.proto.v1.FetchFinished;
 import io.datcp.proto.v1.FetchStarted;
@@ -134,6 +135,34 @@ class ResendAfterFailoverTest {
         .anyMatch(ShuffleEvent::hasFetchStarted));
 
     assertThat(events(second)).containsExactly(fetchStarted(0, 1));
+  }
+
+  /**
+   * A map node's agent whose fetches were all registered before the leader died makes no call
+   * that could time out: its keepalive pings find the leader silent, and it sends the map side
+   * to the new one.
+   */
+  @Test
+  void anAgentThatMakesNoCallsFindsASilentLeaderByItsPingsAndSendsTheMapSideAgain()
+      throws Exception {
+    int firstPort = Integer.parseInt(first.target().substring(first.target().indexOf(':') + 1));
+    try (SilentRelay relay = new SilentRelay(firstPort);
+        SchedulerClient quiet = new SchedulerClient(AgentConf.fromMap(Map.of(
+            "scheduler.target", relay.target() + "," + second.target(),
+            "scheduler.plaintext", "true",
+            "reports.flushMillis", "20",
+            "scheduler.reconnectMaxMillis", "200")), "nm1", new SimpleMeterRegistry())) {
+      quiet.watch(p -> { });
+      quiet.forward(List.of(indexed(0, 7_000_000, 9_000_000)));
+      await().atMost(Duration.ofSeconds(10))
+          .until(() -> events(first).size() == 1 && first.watchers() == 1);
+
+      relay.silence();
+      second.followerOf = null;
+      await().atMost(Duration.ofSeconds(SchedulerChannel.KEEPALIVE_SECONDS
+          + SchedulerChannel.KEEPALIVE_TIMEOUT_SECONDS + 10))
+          .until(() -> events(second).contains(indexed(0, 7_000_000, 9_000_000)));
+    }
   }
 
   @Test
