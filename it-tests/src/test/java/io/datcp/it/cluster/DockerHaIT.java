@@ -25,7 +25,7 @@ import org.testcontainers.containers.Container.ExecResult;
  * Issue 19 item 10 on the Docker cluster's HA variant: a ZooKeeper server, two schedulers
  * electing a leader on it, agents given both. A rule is put through the leader, the fault
  * tests' word count (twice its input, so its shuffle outlasts a failover) starts, and the
- * leader is killed with SIGKILL mid-shuffle. The other scheduler must lead, answer node calls,
+ * leader is killed with SIGKILL mid-shuffle, once its maps are all done. The other scheduler must lead, answer node calls,
  * know the running job on the reducer host (the agents send its reduces' state again, see
  * agent/README.md) with the rule in force, have a plan for it there (the map nodes' agents send
  * the partition sizes indexed on them again), and the job's output must be exact, word by word.
@@ -93,8 +93,13 @@ class DockerHaIT {
         .until(() -> job.isDone()
             || DockerClusterIT.portBytes(c, port) - before >= DockerClusterIT.FAULT_SHUFFLED_BYTES);
     assertThat(job).as("the job ended before its shuffle was under way").isNotDone();
-    JsonNode planBefore = Awaitility.await().atMost(Duration.ofSeconds(10))
-        .pollInterval(Duration.ofMillis(100)).until(() -> plannedJob(c, leader), p -> p != null);
+    // killed once every map output is indexed: then the new leader hears no fresh index, and
+    // knows the job's bytes only from what the map nodes' agents send again
+    JsonNode planBefore = Awaitility.await().atMost(Duration.ofMinutes(1))
+        .pollInterval(Duration.ofMillis(100)).until(() -> job.isDone() ? null
+            : plannedJob(c, leader), p -> job.isDone() || p != null
+            && p.get("mapsDone").asInt() == p.get("totalMaps").asInt());
+    assertThat(job).as("the job ended before its maps were all done").isNotDone();
     String jobId = planBefore.get("jobId").asText();
     long atKill = DockerClusterIT.portBytes(c, port);
 
