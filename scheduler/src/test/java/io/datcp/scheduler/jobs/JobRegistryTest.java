@@ -88,6 +88,32 @@ class JobRegistryTest {
         .isEqualTo(15);
   }
 
+  /**
+   * A new leader that heard only the reducer's agent (the map nodes' agents have not found the
+   * old leader dead yet): the size of a map fetched alone, sent again as its completion's
+   * output_bytes, lets it estimate the maps left to fetch, so the job has bytes to plan.
+   */
+  @Test
+  void theSizeOfAFetchedMapSentAgainGivesANewLeaderBytesOfTheMapsLeft() {
+    JobRegistry r = new JobRegistry(10, true, LIMITS);
+    r.apply(new JobEvent.ReduceStarted(T, "j", 0, "node1", 3, 1, CONF, 0), "node1",
+        new HashSet<>(), T);
+    for (int m = 0; m < 3; m++) {
+      r.apply(new JobEvent.MapCompleted(T, "j", 0, m, "m" + m, 0, -1, -1, 1, 0, List.of()),
+          "node1", new HashSet<>(), T);
+    }
+    Job job = r.running("j");
+    assertThat(job.remainingBytes(job.reduce(0))).as("no size known").isZero();
+
+    r.apply(new JobEvent.MapCompleted(T, "j", 0, 0, "m0", 0, 42, -1, 0, 0, List.of()), "node1",
+        new HashSet<>(), T);
+    r.apply(new JobEvent.FetchFinished(T, "j", 0, "m0", List.of(0), 0, 0), "node1",
+        new HashSet<>(), T);
+
+    assertThat(job.remainingBytes(job.reduce(0))).as("maps 1 and 2 at map 0's size")
+        .isEqualTo(84);
+  }
+
   @Test
   void aReduceStartedAfterTheJobEndedStartsNoNewJobButOneAfterAnIdleTimeoutDoes() {
     JobRegistry r = new JobRegistry(10, true, LIMITS);
