@@ -147,29 +147,14 @@ final class BatchSender<T> implements AutoCloseable {
         if (batch == null) {
           continue;
         }
-        ReportAck ack = transport.send(batch, batchId);
-        outage.up();
-        backoff.reset();
-        for (RefusedEvent r : ack.getRefusedList()) {
-          refused(Status.fromCodeValue(r.getCode()), r.getMessage(), 1);
-        }
-        sent.increment(batch.size() - ack.getRefusedCount());
+        sendOnce(batch, batchId, sent);
         batch = null;
       } catch (StatusRuntimeException e) {
-        Status.Code code = e.getStatus().getCode();
-        if (code == Status.Code.INVALID_ARGUMENT || code == Status.Code.PERMISSION_DENIED) {
-          // a scheduler built before ReportAck.refused refuses the batch whole for one event,
-          // today's only for a fault of the batch itself: either way it would again
-          outage.up();
-          backoff.reset();
-          refused(e.getStatus(), e.getStatus().getDescription(), batch.size());
-          batch = null;
-        } else {
-          if (code != Status.Code.RESOURCE_EXHAUSTED) {
-            outage.down(e.getStatus().toString());
-          }
-          sleep(backoff.nextDelayMillis());
+        // no scheduler took the batch (a refusal is an answer: sendOnce counted it)
+        if (e.getStatus().getCode() != Status.Code.RESOURCE_EXHAUSTED) {
+          outage.down(e.getStatus().toString());
         }
+        sleep(backoff.nextDelayMillis());
       } catch (InterruptedException e) {
         return;
       }
@@ -187,29 +172,41 @@ final class BatchSender<T> implements AutoCloseable {
   private void resendAll() {
     long epoch = resend.epoch();
     List<T> all = resend.events();
-    if (all.isEmpty()) {
-      resentEpoch = epoch;
-      return;
-    }
     for (int from = 0; from < all.size(); from += maxBatch) {
-      List<T> part = all.subList(from, Math.min(all.size(), from + maxBatch));
-      try {
-        ReportAck ack = transport.send(part, nextBatchId++);
-        for (RefusedEvent r : ack.getRefusedList()) {
-          refused(Status.fromCodeValue(r.getCode()), r.getMessage(), 1);
-        }
-        resent.increment(part.size() - ack.getRefusedCount());
-      } catch (StatusRuntimeException e) {
-        Status.Code code = e.getStatus().getCode();
-        if (code != Status.Code.INVALID_ARGUMENT && code != Status.Code.PERMISSION_DENIED) {
-          throw e;
-        }
-        refused(e.getStatus(), e.getStatus().getDescription(), part.size());
+      sendOnce(all.subList(from, Math.min(all.size(), from + maxBatch)), nextBatchId++, resent);
+    }
+    resentEpoch = epoch;
+  }
+
+  /**
+   * Sends one batch and settles it: the scheduler's answer ends any outage, the events it took
+   * are counted in {@code taken}, those it refused (named in the answer, or the batch refused
+   * whole) are dropped, counted and logged once per cause.
+   *
+   * @throws StatusRuntimeException when no scheduler took the batch (unavailable, past its
+   *     deadline, over its rate); the caller backs off and sends it again with the same id
+   */
+  private void sendOnce(List<T> batch, long batchId, Counter taken) {
+    int refusedEvents;
+    try {
+      ReportAck ack = transport.send(batch, batchId);
+      for (RefusedEvent r : ack.getRefusedList()) {
+        refused(Status.fromCodeValue(r.getCode()), r.getMessage(), 1);
       }
+      refusedEvents = ack.getRefusedCount();
+    } catch (StatusRuntimeException e) {
+      Status.Code code = e.getStatus().getCode();
+      if (code != Status.Code.INVALID_ARGUMENT && code != Status.Code.PERMISSION_DENIED) {
+        throw e;
+      }
+      // a scheduler built before ReportAck.refused refuses the batch whole for one event,
+      // today's only for a fault of the batch itself: either way it would again
+      refused(e.getStatus(), e.getStatus().getDescription(), batch.size());
+      refusedEvents = batch.size();
     }
     outage.up();
     backoff.reset();
-    resentEpoch = epoch;
+    taken.increment(batch.size() - refusedEvents);
   }
 
   /**

@@ -1,6 +1,7 @@
 package io.datcp.agent.scheduler;
 
 import io.datcp.proto.v1.FetchFinished;
+import io.datcp.proto.v1.MapCompleted;
 import io.datcp.proto.v1.ShuffleEvent;
 import java.util.ArrayList;
 import java.util.Iterator;
@@ -15,9 +16,13 @@ import java.util.Map;
  * flows go without deadlines until it ends. Kept from the events the agent forwards: each
  * reduce's ReduceStarted, the maps it learnt of (MapCompleted, MapLost) and the maps it fetched
  * (FetchFinished, sent again with 0 bytes and 0 duration: the maps are marked fetched, their
- * bytes count once, on the scheduler they were first reported to). A scheduler applies each of
- * these idempotently (a known reduce, a known map, a map already fetched change nothing), so
- * sending them again to one that did not lose them is harmless. A reduce is forgotten at its
+ * bytes count once, on the scheduler they were first reported to). The size of a map a fetch
+ * carried alone is its partition for the reduce, state a MapCompleted carries (output_bytes): it
+ * is sent again as one, so a new leader that has not heard the map nodes yet estimates the
+ * maps left to fetch from the sizes fetched (the scheduler's mean known output) and plans the
+ * job. A scheduler applies each of these idempotently (a known reduce, a known map, a size
+ * known, a map already fetched change nothing), so sending them again to one that did not lose
+ * them is harmless. A reduce is forgotten at its
  * ShuffleFinished and with its job (JobFinished, or the scheduler's job_finished); beyond
  * {@link #MAX_EVENTS} the reduce heard from least recently goes first.
  */
@@ -50,6 +55,13 @@ final class RunningReduces {
         }
         case FETCH_FINISHED -> {
           FetchFinished f = e.getFetchFinished();
+          if (f.getMapIdsCount() == 1 && f.getBytes() > 0) {
+            put(f.getJobId(), f.getReduceId(), "size " + f.getMapIds(0), ShuffleEvent.newBuilder()
+                .setTimeUnixNanos(e.getTimeUnixNanos()).setMapCompleted(MapCompleted.newBuilder()
+                    .setJobId(f.getJobId()).setReduceId(f.getReduceId())
+                    .setMapId(f.getMapIds(0)).setHost(f.getSourceHost())
+                    .setOutputBytes(f.getBytes()).setMapsRunning(-1)).build());
+          }
           put(f.getJobId(), f.getReduceId(), "fetched " + f.getMapIdsList(), e.toBuilder()
               .setFetchFinished(f.toBuilder().setBytes(0).setDurationNanos(0)).build());
         }

@@ -13,6 +13,7 @@ import java.nio.file.Path;
 import java.security.GeneralSecurityException;
 import java.security.cert.CertificateFactory;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import java.util.logging.Logger;
 
 /**
@@ -22,9 +23,22 @@ import java.util.logging.Logger;
  * presented when scheduler.certFile is set (mutual TLS: the scheduler knows the node by it).
  * Plaintext only with scheduler.plaintext=true, with a warning. Bad files stop start-up with a
  * message naming the key.
+ *
+ * <p>HTTP/2 keepalive pings find a scheduler that died without closing its connections (killed
+ * with its container or host, a partition): the policy update stream is always open, and an
+ * agent that happens to make no other call (a map node whose fetches were all registered before
+ * the leader died) would otherwise stay on a dead leader until its next call timed out, and
+ * send the map side's state to the new one only then ({@link MapSideState}). A ping unanswered
+ * for {@link #KEEPALIVE_TIMEOUT_SECONDS} closes the connection: its calls end UNAVAILABLE, which
+ * begins an outage and moves the calls ({@link LeaderChannel}).
  */
 final class SchedulerChannel {
   private static final Logger LOG = Logger.getLogger(SchedulerChannel.class.getName());
+  /** Quiet time on a connection before a ping: grpc-java's least (smaller values are raised to
+   *  it); the scheduler (Armeria) answers pings at any rate. */
+  static final long KEEPALIVE_SECONDS = 10;
+  /** A ping's answer waited for: well above a loaded scheduler's pauses. */
+  static final long KEEPALIVE_TIMEOUT_SECONDS = 3;
 
   private SchedulerChannel() {}
 
@@ -47,7 +61,7 @@ final class SchedulerChannel {
           + " without TLS, the node token readable on the network (development on loopback"
           + " only)");
       return new LeaderChannel(targets,
-          target -> NettyChannelBuilder.forTarget(target).usePlaintext().build());
+          target -> keepAlive(NettyChannelBuilder.forTarget(target).usePlaintext()).build());
     }
     if (cert.isEmpty() != key.isEmpty()) {
       throw new IllegalArgumentException("configuration key '" + (cert.isEmpty()
@@ -77,7 +91,12 @@ final class SchedulerChannel {
           + " 'scheduler.certFile', 'scheduler.keyFile': no TLS context from them: " + e);
     }
     return new LeaderChannel(targets,
-        target -> NettyChannelBuilder.forTarget(target).sslContext(context).build());
+        target -> keepAlive(NettyChannelBuilder.forTarget(target).sslContext(context)).build());
+  }
+
+  private static NettyChannelBuilder keepAlive(NettyChannelBuilder b) {
+    return b.keepAliveTime(KEEPALIVE_SECONDS, TimeUnit.SECONDS)
+        .keepAliveTimeout(KEEPALIVE_TIMEOUT_SECONDS, TimeUnit.SECONDS);
   }
 
   private static void readable(String key, String file) {

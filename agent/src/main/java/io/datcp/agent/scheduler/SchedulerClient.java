@@ -23,6 +23,7 @@ import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.ClientResponseObserver;
 import io.grpc.stub.StreamObserver;
 import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Instant;
@@ -74,6 +75,8 @@ public final class SchedulerClient implements PolicySource, AutoCloseable {
   private final BatchSender<ShuffleEvent> forwarded;
   /** Sent again after each outage: the scheduler answering then may have lost its job state. */
   private final RunningReduces running = new RunningReduces();
+  /** Sent again with them: the map side's partition sizes, without which it plans nothing. */
+  private final MapSideState mapSide = new MapSideState();
   private final Counter lookupsSkipped;
   private final Counter lookupsAnswered;
   private volatile Consumer<FlowPolicy> updateSink = p -> {};
@@ -144,13 +147,20 @@ public final class SchedulerClient implements PolicySource, AutoCloseable {
 
           @Override
           public List<ShuffleEvent> events() {
-            return running.events();
+            // the reduces first: a job's index then applies to it, not to the outputs a
+            // scheduler holds for jobs it does not know yet
+            List<ShuffleEvent> all = new ArrayList<>(running.events());
+            all.addAll(mapSide.events());
+            return all;
           }
         },
         outage, capacity, maxBatch, flush, backoff(), meters);
     lookupsSkipped = Counter.builder("datcp.agent.lookups").tag("result", "skipped")
         .description("policy lookups by result").register(meters);
     lookupsAnswered = Counter.builder("datcp.agent.lookups").tag("result", "answered")
+        .register(meters);
+    FunctionCounter.builder("datcp.agent.reports.resend.dropped", mapSide, MapSideState::dropped)
+        .description("map output indexes not kept to send again after an outage (over a cap)")
         .register(meters);
     Gauge.builder("datcp.agent.scheduler.up", outage, o -> o.isDown() ? 0 : 1)
         .description("1 while the scheduler answers").register(meters);
@@ -272,10 +282,12 @@ public final class SchedulerClient implements PolicySource, AutoCloseable {
 
   /**
    * Queues the plugin's events for ShuffleReportService.Report; those of reduces still shuffling
-   * are sent again after an outage ({@link RunningReduces}).
+   * ({@link RunningReduces}) and the map outputs indexed here ({@link MapSideState}) are sent
+   * again after an outage.
    */
   public int forward(List<ShuffleEvent> events) {
     running.record(events);
+    mapSide.record(events);
     forwarded.offer(events);
     return events.size();
   }
@@ -326,6 +338,7 @@ public final class SchedulerClient implements PolicySource, AutoCloseable {
               } else if (u.getJobFinished()) {
                 cache.dropJob(u.getPolicy().getJobId());
                 running.dropJob(u.getPolicy().getJobId());
+                mapSide.dropJob(u.getPolicy().getJobId());
               } else if (!live[0]) {
                 snapshot.add(u.getPolicy());
               } else {

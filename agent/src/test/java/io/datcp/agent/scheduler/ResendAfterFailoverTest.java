@@ -5,9 +5,13 @@ import static org.awaitility.Awaitility.await;
 
 import io.datcp.agent.config.AgentConf;
 import io.datcp.agent.testing.FakeScheduler;
+import io.datcp.agent.testing.SilentRelay;
+import io.datcp.proto.v1.ContainersRunning;
 import io.datcp.proto.v1.FetchFinished;
 import io.datcp.proto.v1.FetchStarted;
+import io.datcp.proto.v1.JobFinished;
 import io.datcp.proto.v1.MapCompleted;
+import io.datcp.proto.v1.MapOutputIndexed;
 import io.datcp.proto.v1.PolicyLookup;
 import io.datcp.proto.v1.ReduceStarted;
 import io.datcp.proto.v1.ShuffleEvent;
@@ -26,8 +30,8 @@ import org.junit.jupiter.api.Test;
  * Issue 19 item 10: the leading scheduler dies mid-shuffle and another takes over with no job
  * state. A scheduler ignores reports of a job it did not see start, so the agent sends the
  * reduces still shuffling on its host again (their start, the maps they know and fetched)
- * before anything newer, and the new leader plans the job instead of letting it run without
- * deadlines.
+ * before anything newer, and the map side's partition sizes indexed on its host, so the new
+ * leader knows the job's bytes and plans it instead of letting it run without deadlines.
  */
 class ResendAfterFailoverTest {
   private static final String JOB = "job_1700000000000_0007";
@@ -75,14 +79,19 @@ class ResendAfterFailoverTest {
     List<ShuffleEvent> heard = events(second);
     assertThat(heard.get(0).hasReduceStarted()).as("first event the new leader hears: " + heard)
         .isTrue();
-    assertThat(heard).containsSubsequence(started(0), completed(0, 0), completed(0, 1),
+    // the size of the map fetched alone is sent as its completion's output_bytes (state): from
+    // it a new leader that has no map side's index yet estimates the maps left to fetch
+    ShuffleEvent size = ShuffleEvent.newBuilder().setTimeUnixNanos(3).setMapCompleted(MapCompleted
+        .newBuilder().setJobId(JOB).setReduceId(0).setMapId(0).setHost("nm2")
+        .setOutputBytes(1_000_000).setMapsRunning(-1)).build();
+    assertThat(heard).containsSubsequence(started(0), completed(0, 0), completed(0, 1), size,
         fetched(0, 0, 0), fetchStarted(0, 1));
     assertThat(heard.get(heard.size() - 1)).isEqualTo(fetchStarted(0, 1));
     // the fetched bytes were counted where they were first reported: sent again, they are 0
     assertThat(heard.stream().filter(ShuffleEvent::hasFetchFinished)
         .mapToLong(e -> e.getFetchFinished().getBytes()).sum()).isZero();
     assertThat(meters.get("datcp.agent.reports.resent").tag("queue", "shuffle-reports").counter()
-        .count()).isEqualTo(4);
+        .count()).isEqualTo(5);
   }
 
   @Test
@@ -97,6 +106,68 @@ class ResendAfterFailoverTest {
         .anyMatch(ShuffleEvent::hasFetchStarted));
 
     assertThat(events(second)).containsExactly(started(1), completed(1, 0), fetchStarted(1, 0));
+  }
+
+  @Test
+  void aNewLeaderHearsTheMapOutputsIndexedOnTheHostAgain() throws Exception {
+    client.forward(List.of(containers(2), indexed(0, 7_000_000, 9_000_000)));
+    client.forward(List.of(containers(1), indexed(1, 5_000_000, 3_000_000), containers(0)));
+    await().atMost(Duration.ofSeconds(10)).until(() -> events(first).size() == 5);
+
+    failOver();
+    client.forward(List.of(containers(1)));
+    await().atMost(Duration.ofSeconds(10)).until(() -> events(second).stream()
+        .filter(ShuffleEvent::hasContainersRunning).count() == 2);
+
+    // the sizes once each and the host's latest count (state, not its history: by the time
+    // they are sent again that is the count queued after the failover), then what was queued
+    assertThat(events(second)).containsExactly(indexed(0, 7_000_000, 9_000_000),
+        indexed(1, 5_000_000, 3_000_000), containers(1), containers(1));
+    assertThat(meters.get("datcp.agent.reports.resent").tag("queue", "shuffle-reports").counter()
+        .count()).isEqualTo(3);
+  }
+
+  @Test
+  void aJobThatEndedHasNoMapOutputsSentAgain() throws Exception {
+    client.forward(List.of(indexed(0, 7_000_000, 9_000_000), started(0)));
+    client.forward(List.of(ShuffleEvent.newBuilder().setTimeUnixNanos(6)
+        .setJobFinished(JobFinished.newBuilder().setJobId(JOB).setSucceeded(true)).build()));
+    await().atMost(Duration.ofSeconds(10)).until(() -> events(first).size() == 3);
+
+    failOver();
+    client.forward(List.of(fetchStarted(0, 1)));
+    await().atMost(Duration.ofSeconds(10)).until(() -> events(second).stream()
+        .anyMatch(ShuffleEvent::hasFetchStarted));
+
+    assertThat(events(second)).containsExactly(fetchStarted(0, 1));
+  }
+
+  /**
+   * A map node's agent whose fetches were all registered before the leader died makes no call
+   * that could time out: its keepalive pings find the leader silent, and it sends the map side
+   * to the new one.
+   */
+  @Test
+  void anAgentThatMakesNoCallsFindsASilentLeaderByItsPingsAndSendsTheMapSideAgain()
+      throws Exception {
+    int firstPort = Integer.parseInt(first.target().substring(first.target().indexOf(':') + 1));
+    try (SilentRelay relay = new SilentRelay(firstPort);
+        SchedulerClient quiet = new SchedulerClient(AgentConf.fromMap(Map.of(
+            "scheduler.target", relay.target() + "," + second.target(),
+            "scheduler.plaintext", "true",
+            "reports.flushMillis", "20",
+            "scheduler.reconnectMaxMillis", "200")), "nm1", new SimpleMeterRegistry())) {
+      quiet.watch(p -> { });
+      quiet.forward(List.of(indexed(0, 7_000_000, 9_000_000)));
+      await().atMost(Duration.ofSeconds(10))
+          .until(() -> events(first).size() == 1 && first.watchers() == 1);
+
+      relay.silence();
+      second.followerOf = null;
+      await().atMost(Duration.ofSeconds(SchedulerChannel.KEEPALIVE_SECONDS
+          + SchedulerChannel.KEEPALIVE_TIMEOUT_SECONDS + 10))
+          .until(() -> events(second).contains(indexed(0, 7_000_000, 9_000_000)));
+    }
   }
 
   @Test
@@ -143,6 +214,20 @@ class ResendAfterFailoverTest {
     return ShuffleEvent.newBuilder().setTimeUnixNanos(4).setFetchStarted(FetchStarted
         .newBuilder().setJobId(JOB).setReduceId(reduce).setSourceHost("nm2").addMapIds(map))
         .build();
+  }
+
+  private static ShuffleEvent indexed(int map, long... partitionBytes) {
+    MapOutputIndexed.Builder m = MapOutputIndexed.newBuilder().setJobId(JOB).setMapId(map)
+        .setHost("nm1");
+    for (long b : partitionBytes) {
+      m.addPartitionBytes(b);
+    }
+    return ShuffleEvent.newBuilder().setTimeUnixNanos(7).setMapOutputIndexed(m).build();
+  }
+
+  private static ShuffleEvent containers(int running) {
+    return ShuffleEvent.newBuilder().setTimeUnixNanos(8).setContainersRunning(ContainersRunning
+        .newBuilder().setJobId(JOB).setHost("nm1").setRunning(running)).build();
   }
 
   private static ShuffleEvent finished(int reduce) {

@@ -128,7 +128,9 @@ public final class FakeScheduler implements AutoCloseable {
     };
     NettyServerBuilder b = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", port))
         .addService(ServerInterceptors.intercept(new Policies(), recordAuth))
-        .addService(ServerInterceptors.intercept(new Reports(), recordAuth));
+        .addService(ServerInterceptors.intercept(new Reports(), recordAuth))
+        // as the scheduler (Armeria), which answers the agents' keepalive pings at any rate
+        .permitKeepAliveTime(1, TimeUnit.SECONDS);
     if (tls != null) {
       b.sslContext(tls);
     }

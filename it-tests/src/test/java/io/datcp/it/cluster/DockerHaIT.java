@@ -25,11 +25,11 @@ import org.testcontainers.containers.Container.ExecResult;
  * Issue 19 item 10 on the Docker cluster's HA variant: a ZooKeeper server, two schedulers
  * electing a leader on it, agents given both. A rule is put through the leader, the fault
  * tests' word count (twice its input, so its shuffle outlasts a failover) starts, and the
- * leader is killed with SIGKILL mid-shuffle. The other scheduler must lead, answer node calls,
+ * leader is killed with SIGKILL mid-shuffle, once its maps are all done. The other scheduler must lead, answer node calls,
  * know the running job on the reducer host (the agents send its reduces' state again, see
- * agent/README.md) with the rule in force, and the job's output must be exact, word by word.
- * Prints the times from the kill and how many of the job's flows the new leader gave a deadline
- * (none yet: without the map side's partition sizes it has no plan of the host for the job).
+ * agent/README.md) with the rule in force, have a plan for it there (the map nodes' agents send
+ * the partition sizes indexed on them again), and the job's output must be exact, word by word.
+ * Prints the times from the kill and how many of the job's flows the new leader gave a deadline.
  * A few minutes, most of it the cluster's start.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
@@ -93,18 +93,25 @@ class DockerHaIT {
         .until(() -> job.isDone()
             || DockerClusterIT.portBytes(c, port) - before >= DockerClusterIT.FAULT_SHUFFLED_BYTES);
     assertThat(job).as("the job ended before its shuffle was under way").isNotDone();
-    JsonNode planBefore = Awaitility.await().atMost(Duration.ofSeconds(10))
-        .pollInterval(Duration.ofMillis(100)).until(() -> plannedJob(c, leader), p -> p != null);
+    // killed once every map output is indexed: then the new leader hears no fresh index, and
+    // knows the job's bytes only from what the map nodes' agents send again
+    JsonNode planBefore = Awaitility.await().atMost(Duration.ofMinutes(1))
+        .pollInterval(Duration.ofMillis(100)).until(() -> job.isDone() ? null
+            : plannedJob(c, leader), p -> job.isDone() || p != null
+            && p.get("mapsDone").asInt() == p.get("totalMaps").asInt());
+    assertThat(job).as("the job ended before its maps were all done").isNotDone();
     String jobId = planBefore.get("jobId").asText();
     long atKill = DockerClusterIT.portBytes(c, port);
 
     c.node(leader).getDockerClient().killContainerCmd(c.node(leader).getContainerId()).exec();
     long killed = System.nanoTime();
     long answeredMillis = -1;
-    long plannedMillis = -1;
+    long knownMillis = -1;
     long ruledMillis = -1;
+    long plannedMillis = -1;
+    JsonNode knownAfter = null;
     JsonNode planAfter = null;
-    while ((answeredMillis < 0 || ruledMillis < 0) && !job.isDone()
+    while ((answeredMillis < 0 || ruledMillis < 0 || plannedMillis < 0) && !job.isDone()
         && System.nanoTime() - killed < TimeUnit.MINUTES.toNanos(1)) {
       long now = (System.nanoTime() - killed) / 1_000_000;
       if (answeredMillis < 0 && answersNodeCalls(c, survivor)) {
@@ -112,12 +119,16 @@ class DockerHaIT {
       }
       JsonNode p = answeredMillis < 0 ? null : plannedJob(c, survivor);
       if (p != null && p.get("jobId").asText().equals(jobId)) {
-        if (plannedMillis < 0) {
-          plannedMillis = now;
-          planAfter = p;
+        if (knownMillis < 0) {
+          knownMillis = now;
+          knownAfter = p;
         }
-        if (RULE.equals(p.path("policy").path("rule").asText())) {
+        if (ruledMillis < 0 && RULE.equals(p.path("policy").path("rule").asText())) {
           ruledMillis = now;
+        }
+        // rank 0 and up: the host's plan gives the job a deadline (bytes of it known)
+        if (plannedMillis < 0 && p.get("rank").asInt() >= 0) {
+          plannedMillis = now;
           planAfter = p;
         }
       }
@@ -133,17 +144,28 @@ class DockerHaIT {
     for (JsonNode f : flows) {
       withDeadline += f.get("deadlineUnixNanos").asLong() > 0 ? 1 : 0;
     }
-    long resent = labelled(c.exec(NODE, "curl", "-fsS", "http://localhost:9464/metrics")
-        .getStdout(), "datcp_agent_reports_resent_total", "queue=\"shuffle-reports\"");
+    long resent = resent(c, NODE);
+    StringBuilder mapSide = new StringBuilder();
+    long mapSideResent = 0;
+    for (String nm : c.nodeManagers()) {
+      if (!nm.equals(NODE)) {
+        long n = resent(c, nm);
+        mapSide.append(mapSide.length() == 0 ? "" : ", ").append(nm).append(' ').append(n);
+        mapSideResent += n;
+      }
+    }
     System.out.printf("HA failover on Docker: %s killed (SIGKILL) %d MB into the shuffle of %s;"
-        + " %s answered node calls after %d ms, knew the job on the reducer host after %d ms and its"
-        + " rule %s in force after %d ms; %d MB crossed the reducer's port after the kill; job"
-        + " %d ms; the reducer's agent sent %d events again%n", leader,
-        (atKill - before) / 1_000_000, jobId, survivor, answeredMillis, plannedMillis, RULE,
-        ruledMillis, afterKillBytes / 1_000_000, jobMillis, resent);
+        + " %s answered node calls after %d ms, knew the job on the reducer host after %d ms, its"
+        + " rule %s in force after %d ms, had a plan for it there after %d ms; %d MB crossed the"
+        + " reducer's port after the kill; job %d ms; events sent again: the reducer's agent %d,"
+        + " the map nodes' %s%n", leader, (atKill - before) / 1_000_000, jobId, survivor,
+        answeredMillis, knownMillis, RULE, ruledMillis, plannedMillis,
+        afterKillBytes / 1_000_000, jobMillis, resent, mapSide);
     System.out.printf("HA failover on Docker: the job on %s before the kill: %s%n", leader,
         summary(planBefore));
-    System.out.printf("HA failover on Docker: the job on %s after it: %s; flows it answered"
+    System.out.printf("HA failover on Docker: the job on %s once known: %s%n", survivor,
+        knownAfter == null ? "not known" : summary(knownAfter));
+    System.out.printf("HA failover on Docker: the job on %s once planned: %s; flows it answered"
         + " %d, %d with a deadline%n", survivor, planAfter == null ? "not planned"
         : summary(planAfter), flows.size(), withDeadline);
 
@@ -152,16 +174,26 @@ class DockerHaIT {
     JsonNode rule = JSON.readTree(c.schedulerApi(survivor, "/api/v1/policies/" + RULE));
     assertThat(rule.get("importance").asDouble()).as("rule acknowledged by the dead leader")
         .isEqualTo(3.0);
-    assertThat(plannedMillis).as("the new leader knows the running job " + jobId
+    assertThat(knownMillis).as("the new leader knows the running job " + jobId
         + " on the reducer host (its reduces' state sent again by the agents) before the job"
         + " ended").isPositive();
     assertThat(ruledMillis).as("the rule put through the dead leader is in force on the new"
         + " one for the running job").isPositive();
+    assertThat(plannedMillis).as("the new leader has a plan for the running job on the reducer"
+        + " host (the map side's partition sizes sent again by the map nodes' agents) before"
+        + " the job ended").isPositive();
     assertThat(resent).as("events the reducer's agent sent again").isPositive();
+    assertThat(mapSideResent).as("events the map nodes' agents sent again").isPositive();
     assertThat(afterKillBytes).as("bytes through the reducer's port after the kill: it landed"
         + " mid-shuffle").isGreaterThanOrEqualTo(DockerClusterIT.FAULT_SHUFFLED_BYTES);
     assertThat(counted).as("output with the leader killed vs the exact counts, word by word")
         .isEqualTo(words);
+  }
+
+  /** Events {@code node}'s agent sent again after outages (its metrics). */
+  private static long resent(DatcpCluster c, String node) throws Exception {
+    return labelled(c.exec(node, "curl", "-fsS", "http://localhost:9464/metrics").getStdout(),
+        "datcp_agent_reports_resent_total", "queue=\"shuffle-reports\"");
   }
 
   private static JsonNode ha(DatcpCluster c, String scheduler) throws Exception {

@@ -52,6 +52,68 @@ class JobRegistryTest {
     assertThat(job.remainingBytes(job.reduce(1))).isEqualTo(9L);
   }
 
+  /**
+   * Issue 19 item 10: after an outage the agents send again what a new leader needs to plan a
+   * running job (the reduces' start, maps and fetches, the map side's indexes and container
+   * counts) under new batch ids, so a scheduler that had it all applies it again: it must change
+   * nothing, fetched bytes above all (a fetch is sent again with 0 bytes).
+   */
+  @Test
+  void whatTheAgentsSendAgainAfterAnOutageChangesNothingOnASchedulerThatHasIt() {
+    JobRegistry r = new JobRegistry(10, true, LIMITS);
+    List<JobEvent> sentAgain = List.of(
+        new JobEvent.ReduceStarted(T, "j", 0, "node1", 3, 2, CONF, 0),
+        new JobEvent.ReduceStarted(T, "j", 1, "node1", 3, 2, CONF, 0),
+        new JobEvent.MapCompleted(T, "j", 0, 0, "m0", 0, -1, 1, 1, 0, List.of()),
+        new JobEvent.MapOutputIndexed(T, "j", 0, "m0", List.of(7L, 9L)),
+        new JobEvent.MapOutputIndexed(T, "j", 1, "m1", List.of(4L, 6L)),
+        new JobEvent.ContainersRunning(T, "j", "m1", 2),
+        new JobEvent.FetchFinished(T, "j", 0, "m0", List.of(0), 0, 0));
+    sentAgain.forEach(e -> r.apply(e, "node1", new HashSet<>(), T));
+    Job job = r.apply(new JobEvent.FetchFinished(T, "j", 0, "m1", List.of(1), 4, 1_000),
+        "node1", new HashSet<>(), T);
+    long left = job.remainingBytes(job.reduce(0));
+    long entries = r.shuffleEntries();
+    int done = job.mapsDone();
+    assertThat(left).as("map 2 not done, maps 0 and 1 fetched").isZero();
+    assertThat(job.reduce(0).fetchedBytes()).isEqualTo(4);
+
+    sentAgain.forEach(e -> r.apply(e, "node1", new HashSet<>(), T + 1));
+
+    assertThat(job.remainingBytes(job.reduce(0))).isEqualTo(left);
+    assertThat(job.reduce(0).fetchedBytes()).as("fetched bytes count once").isEqualTo(4);
+    assertThat(r.shuffleEntries()).isEqualTo(entries);
+    assertThat(job.mapsDone()).isEqualTo(done);
+    assertThat(job.remainingBytes(job.reduce(1))).as("reduce 1's share of maps 0 and 1")
+        .isEqualTo(15);
+  }
+
+  /**
+   * A new leader that heard only the reducer's agent (the map nodes' agents have not found the
+   * old leader dead yet): the size of a map fetched alone, sent again as its completion's
+   * output_bytes, lets it estimate the maps left to fetch, so the job has bytes to plan.
+   */
+  @Test
+  void theSizeOfAFetchedMapSentAgainGivesANewLeaderBytesOfTheMapsLeft() {
+    JobRegistry r = new JobRegistry(10, true, LIMITS);
+    r.apply(new JobEvent.ReduceStarted(T, "j", 0, "node1", 3, 1, CONF, 0), "node1",
+        new HashSet<>(), T);
+    for (int m = 0; m < 3; m++) {
+      r.apply(new JobEvent.MapCompleted(T, "j", 0, m, "m" + m, 0, -1, -1, 1, 0, List.of()),
+          "node1", new HashSet<>(), T);
+    }
+    Job job = r.running("j");
+    assertThat(job.remainingBytes(job.reduce(0))).as("no size known").isZero();
+
+    r.apply(new JobEvent.MapCompleted(T, "j", 0, 0, "m0", 0, 42, -1, 0, 0, List.of()), "node1",
+        new HashSet<>(), T);
+    r.apply(new JobEvent.FetchFinished(T, "j", 0, "m0", List.of(0), 0, 0), "node1",
+        new HashSet<>(), T);
+
+    assertThat(job.remainingBytes(job.reduce(0))).as("maps 1 and 2 at map 0's size")
+        .isEqualTo(84);
+  }
+
   @Test
   void aReduceStartedAfterTheJobEndedStartsNoNewJobButOneAfterAnIdleTimeoutDoes() {
     JobRegistry r = new JobRegistry(10, true, LIMITS);
