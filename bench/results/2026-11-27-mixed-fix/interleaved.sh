@@ -2,19 +2,18 @@
 # issue 22 item 1: mixed over seeds FIRST..LAST, the profiles interleaved seed by seed and
 # their order swapped on every other seed (a drift of the shared machine's load, or a
 # cost of running first after another session, spreads over both). Both locks are taken
-# per seed, not per batch, so other sessions get them between seeds; every run has a
-# time limit. loads.txt: per run the time, the load averages before and after, exit code.
+# once for the batch (other sessions' Docker and hostile runs hold them 15-25 min at a
+# time: taken per seed, a batch would not finish in a session); every run has a time
+# limit. loads.txt: per run the start, the load averages before and after, exit code.
 # Usage: interleaved.sh FIRST LAST PROFILE...   (e.g. 1 10 yield tuned)
 OUT=bench/results/2026-11-27-mixed-fix/interleaved
-first=$1 last=$2
-shift 2
 mkdir -p "$OUT"
-for s in $(seq "$first" "$last"); do
-	profiles=("$@")
-	[ $(( (s - first) % 2 )) = 1 ] && profiles=($(printf '%s\n' "$@" | tac))
-	flock -w 3600 /tmp/datcp-bench.lock flock -w 3600 /tmp/datcp-kernel.lock bash -c '
-		out=$1 s=$2; shift 2
-		for p in "$@"; do
+flock /tmp/datcp-bench.lock flock /tmp/datcp-kernel.lock bash -c '
+	out=$1 first=$2 last=$3; shift 3
+	for s in $(seq "$first" "$last"); do
+		profiles=("$@")
+		[ $(( (s - first) % 2 )) = 1 ] && profiles=($(printf "%s\n" "$@" | tac))
+		for p in "${profiles[@]}"; do
 			l=datcp@$p
 			[ "$p" = tuned ] && l=datcp
 			before=$(cut -d" " -f1-3 /proc/loadavg) start=$(date -u +%H:%M:%S)
@@ -23,7 +22,7 @@ for s in $(seq "$first" "$last"); do
 				--kmod-profile "$p" >/dev/null
 			rc=$?
 			echo "seed $s $p start $start load_before $before load_after $(cut -d" " -f1-3 /proc/loadavg) rc $rc" >>"$out/loads.txt"
-		done' bash "$OUT" "$s" "${profiles[@]}"
-done
+		done
+	done' bash "$OUT" "$1" "$2" "${@:3}"
 bench/run stats --out "$OUT"
 bench/run diagnose --out "$OUT"
