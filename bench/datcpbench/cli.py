@@ -202,9 +202,7 @@ def main(argv=None):
         raise SystemExit("bench/run needs root (network namespaces)")
 
     if a.kmod_profile or a.kmod_param:
-        # --param alone applies on datcpctl's default profile
-        kernel.LOAD_ARGS[:] = ((["--profile", a.kmod_profile] if a.kmod_profile else []) +
-                               [x for p in a.kmod_param for x in ("--param", p)])
+        kernel.LOAD_ARGS[:] = kernel.load_args(a.kmod_profile, a.kmod_param)
     from . import runner
     from .netns import install_signal_handlers
     install_signal_handlers()
