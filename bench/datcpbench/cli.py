@@ -166,9 +166,9 @@ def main(argv=None):
     ap.add_argument("--boost-softirq", action="store_true",
                     help="raise ksoftirqd priority and this session's autogroup nice during "
                          "runs (CPU shared with builds)")
-    ap.add_argument("--kmod-profile", choices=["tuned", "paper", "yield"],
+    ap.add_argument("--kmod-profile", choices=["yield", "tuned", "paper"],
                     help="datcp algorithm parameters to load (default: whatever is loaded, "
-                         "else tuned); replaces an unused datcp with other parameters")
+                         "else yield); replaces an unused datcp with other parameters")
     ap.add_argument("--kmod-param", action="append", default=[], metavar="NAME=VALUE",
                     help="one datcp parameter on top of the profile (datcpctl load --param)")
     rp = ap.add_argument_group("repeated runs (see bench/README.md)")
@@ -211,8 +211,7 @@ def main(argv=None):
         raise SystemExit("bench/run needs root (network namespaces)")
 
     if a.kmod_profile or a.kmod_param:
-        kernel.LOAD_ARGS[:] = (["--profile", a.kmod_profile or "tuned"] +
-                               [x for p in a.kmod_param for x in ("--param", p)])
+        kernel.LOAD_ARGS[:] = kernel.load_args(a.kmod_profile, a.kmod_param)
     from . import runner
     from .netns import install_signal_handlers
     install_signal_handlers()

@@ -17,6 +17,13 @@ PIN_DIR = "/sys/fs/bpf/datcp"
 # (--profile / --param, from bench/run --kmod-profile / --kmod-param)
 LOAD_ARGS: list = []
 
+
+def load_args(profile, params):
+    """`datcpctl load` arguments for bench/run --kmod-profile PROFILE (None: not given) and
+    --kmod-param NAME=VALUE...: without a profile the parameters apply on datcpctl's
+    default profile."""
+    return (["--profile", profile] if profile else []) + [x for p in params for x in ("--param", p)]
+
 # bench --cc value -> (kernel CC name, datcp mode or None, quench)
 CCS = {
     "datcp": ("datcp", "datcp", "suspend"),

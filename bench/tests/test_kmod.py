@@ -109,3 +109,11 @@ def test_pfdct_port_takes_its_ideal_threshold_from_rate_and_rtt(tmp_path):
 def test_pfdct_without_k_or_rtt_is_refused_naming_both_fields():
     with pytest.raises(ValueError, match="switch.k .* or switch.rtt_us"):
         kernel.switch_configure("no-such-ns", "eth0", 100, {"mark": "pfdct"})
+
+
+def test_kmod_param_without_profile_leaves_the_profile_to_datcpctl():
+    # datcpctl load applies --param on its default profile (yield); bench/run passed tuned
+    assert kernel.load_args(None, ["theta=5"]) == ["--param", "theta=5"]
+    assert kernel.load_args("tuned", ["theta=5", "g=0.05"]) == [
+        "--profile", "tuned", "--param", "theta=5", "--param", "g=0.05"]
+    assert kernel.load_args("paper", []) == ["--profile", "paper"]

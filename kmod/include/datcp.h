@@ -46,7 +46,7 @@ struct datcp_load_opts {
 	size_t n_ports;
 	/* appended (ABI 2): */
 	const struct datcp_params *params; /* algorithm parameters; NULL = reuse what is
-	                         * loaded, or profile "tuned" when loading. Not NULL and
+	                         * loaded, or profile "yield" when loading. Not NULL and
 	                         * different from the loaded ones: replace them when no
 	                         * flow or switch port is in use, else -EBUSY */
 	/* appended (holders): */
@@ -160,8 +160,8 @@ DATCP_API int datcp_line_rate_set(const char *netns, __u64 rate_bps);
 DATCP_API int datcp_link_speed(const char *netns, const char *ifname, __u64 *rate_bps);
 
 /* Algorithm parameters (struct datcp_params; datcp_core.h explains each).
- * datcp_params_profile fills a profile: "tuned" (default), "paper" or
- * "yield" (tuned with agnostic_u_min).
+ * datcp_params_profile fills a profile: "yield" (tuned with agnostic_u_min;
+ * the default, also for name NULL), "tuned" or "paper".
  * datcp_param_set sets one by name ("g", "alpha", "u_max", "theta",
  * "quench_p_max", "quench_draws", "resume_quiet_ms", "quench_timeout_ms",
  * "ewma" (new|paper), "guard_shift", "slow_start_raise_only",

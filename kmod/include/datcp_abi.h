@@ -151,7 +151,7 @@ struct datcp_event {
 
 /* Load-time parameters of the algorithm: read-only data of the datcp
  * programs, set by the loader (datcp_load_opts.params, datcpctl load
- * --profile/--param). Profile "tuned" is the default; profile "paper" takes
+ * --profile/--param). Profile "yield" is the default; profile "paper" takes
  * DATCP's published value wherever the paper gives one. Reasons and values
  * of each: datcp_core.h, "Parameters". */
 struct datcp_params {

@@ -42,8 +42,9 @@
 #define DATCP_U_INIT_Q DATCP_Q /* standard TCP: precedence 1 */
 #define DATCP_P_MIN_Q (DATCP_Q / 2)
 
-/* ---- Parameters (struct datcp_params, set at load; profile "tuned" is the
- * default, "paper" takes DATCP's value wherever the paper states one) ----
+/* ---- Parameters (struct datcp_params, set at load; profile "yield" is the
+ * default (DATCP_PROFILE_DEFAULT), "paper" takes DATCP's value wherever the
+ * paper states one) ----
  *
  * G (g_max_q): paper 0.05 per window (section 4.2) with RTTs of ~300 us; a
  *   queue-bound 100 Mbit/s path here has RTTs of ~10 ms, 30x fewer windows
@@ -88,7 +89,7 @@
  *   destination saw an ECN echo for that long.
  * quench_timeout_ms (both 10 s): a quench that nobody resumed (an event lost
  *   to a full ring buffer) is lifted after this long.
- * agnostic_u_min (profile "yield" only): deadline-agnostic flows (no deadline)
+ * agnostic_u_min (profile "yield", the default): deadline-agnostic flows (no deadline)
  *   run at U_min, P 0.5, b 0.8 instead of standard TCP's P 1, b 0.5, as
  *   PD2TCP gives background flows its lowest priority (pd2tcp.txt 2.3.2,
  *   p = 0.5). Eq. 5 assumes every flow backs off once per congestion epoch;
@@ -105,6 +106,11 @@
 #define DATCP_PARAMS_TUNED { DATCP_PARAMS_TUNED_FIELDS, .agnostic_u_min = 0 }
 /* tuned, and deadline-agnostic flows yield (agnostic_u_min) */
 #define DATCP_PARAMS_YIELD { DATCP_PARAMS_TUNED_FIELDS, .agnostic_u_min = 1 }
+/* The default (datcpctl load without --profile, datcp_load without params, the BPF
+ * program's initializer): yield, ahead of tuned on the paper's mixed traffic over 10
+ * interleaved seeds (bench/results/2026-11-27-mixed-fix, "Choosing the default"). */
+#define DATCP_PROFILE_DEFAULT "yield"
+#define DATCP_PARAMS_DEFAULT DATCP_PARAMS_YIELD
 #define DATCP_PARAMS_PAPER                                                             \
 	{ .g_max_q = 51, .alpha_q = 102, .u_max_q = 10 * DATCP_Q, .theta_max = 3,       \
 	  .quench_p_max_q = 10 * DATCP_Q, .quench_draws = 1, .resume_quiet_ms = 200,    \

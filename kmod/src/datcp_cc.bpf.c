@@ -52,7 +52,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define TCP_CONG_NEEDS_ECN 0x2
 
 /* Algorithm parameters (datcp_core.h, "Parameters"), set by the loader. */
-const volatile struct datcp_params datcp_params = DATCP_PARAMS_TUNED;
+const volatile struct datcp_params datcp_params = DATCP_PARAMS_DEFAULT;
 /* Layout version of maps and rodata: a loader refuses or replaces pins of
  * another version (datcp_load). */
 const volatile __u32 datcp_abi_version = DATCP_ABI_VERSION;

@@ -23,7 +23,7 @@ static const char usage[] =
 	"usage: datcpctl COMMAND [OPTIONS]\n"
 	"\n"
 	"  load [--port P]... [--line-rate-mbit N] [--cgroup DIR] [--no-sockops]\n"
-	"       [--profile tuned|paper|yield] [--param NAME=VALUE]...\n"
+	"       [--profile yield|tuned|paper] [--param NAME=VALUE]...\n"
 	"        register the datcp congestion control, attach sockops, pin under " DATCP_PIN_DIR "\n"
 	"        (idempotent: reuses what is pinned; with --profile/--param, replaces a datcp\n"
 	"        with other parameters unless flows or switch ports use it). Parameters:\n"
@@ -179,7 +179,7 @@ static int cmd_load(int argc, char **argv)
 		}
 	}
 	if (profile || n_params) {
-		if (datcp_params_profile(profile ? profile : "tuned", &prm))
+		if (datcp_params_profile(profile, &prm))
 			return usage_error("--profile: %s", datcp_last_error());
 		for (i = 0; i < n_params; i++) {
 			char name[64], *eq = strchr(params[i], '=');

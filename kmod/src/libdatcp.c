@@ -723,7 +723,7 @@ static __u64 default_route_speed(void)
 
 static int load_fresh(const struct datcp_load_opts *opts)
 {
-	struct datcp_params prm = DATCP_PARAMS_TUNED;
+	struct datcp_params prm = DATCP_PARAMS_DEFAULT;
 	struct datcp_cc *skel;
 	struct bpf_link *link;
 	int err;
@@ -1580,14 +1580,16 @@ int datcp_params_profile(const char *name, struct datcp_params *out)
 	static const struct datcp_params tuned = DATCP_PARAMS_TUNED, paper = DATCP_PARAMS_PAPER,
 					 yield = DATCP_PARAMS_YIELD;
 
-	if (name && !strcmp(name, "tuned"))
+	if (!name)
+		name = DATCP_PROFILE_DEFAULT;
+	if (!strcmp(name, "tuned"))
 		*out = tuned;
-	else if (name && !strcmp(name, "paper"))
+	else if (!strcmp(name, "paper"))
 		*out = paper;
-	else if (name && !strcmp(name, "yield"))
+	else if (!strcmp(name, "yield"))
 		*out = yield;
 	else
-		return fail(-EINVAL, "profile '%s' unknown (tuned, paper, yield)", name ? name : "");
+		return fail(-EINVAL, "profile '%s' unknown (tuned, paper, yield)", name);
 	return 0;
 }
 

@@ -55,7 +55,7 @@ out=$($CTL load --param g=2 2>&1); rc=$?
 check "a parameter out of range is a usage error naming it" test $rc -eq 2 -a -n "$(grep -o "parameter g: '2' is not a number in \[0, 1\]" <<<"$out")"
 out=$($CTL load --profile fast 2>&1); rc=$?
 check "an unknown profile lists the known ones" test $rc -eq 2 -a -n "$(grep -o "tuned, paper" <<<"$out")"
-check "status shows the loaded parameters (tuned)" grep -q '"params":"g=0.1 alpha=0.1 u_max=10 .*ewma=new guard_shift=4' <<<"$($CTL status --json)"
+check "status shows the loaded parameters (the default profile, yield)" grep -q '"params":"g=0.1 alpha=0.1 u_max=10 .*ewma=new guard_shift=4 .*agnostic_u_min=1"' <<<"$($CTL status --json)"
 out=$($CTL switch configure --netns no-such-ns-$$ --dev eth0 --rate-mbit 100 --buffer-bytes 200000 2>&1); rc=$?
 check "an unknown network namespace is named in the error" test $rc -eq 1 -a -n "$(grep -o "no-such-ns-$$" <<<"$out")"
 out=$($CTL switch configure --dev lo --rate-mbit 100 --buffer-bytes 200000 --mark red --red-min 9 --red-max 5 2>&1); rc=$?
@@ -419,7 +419,7 @@ check "a flow lagging a deadline it can still make gets the high-precedence DSCP
 read -r before after <<<"$(dscp_after 5305 1000000000 1)"
 check "a flow whose deadline passed gives up: low-precedence DSCP CS1 (DSCP $before -> $after)" test "$before" = 0 -a "$after" = 8
 read -r before after <<<"$(dscp_after 5311 1000000000 0)"
-check "under tuned a deadline-agnostic datcp flow stays standard TCP, P 1: DSCP 0 (DSCP $before -> $after)" test "$before" = 0 -a "$after" = 0
+check "under the default profile (yield) a deadline-agnostic datcp flow runs at U_min, P 0.5: DSCP CS1 (DSCP $before -> $after)" test "$before" = 0 -a "$after" = 8
 # dctcp mode (issue 16's prio baseline): importance alone sets the class, P = phi I + (1 - phi)
 read -r before after <<<"$(dscp_after 5307 1000000000 0 --mode dctcp --importance 10 --phi 1)"
 check "a dctcp flow of importance 10, phi 1 gets the high-precedence DSCP AF41 (DSCP $before -> $after)" test "$before" = 0 -a "$after" = 34
@@ -703,10 +703,12 @@ $CTL load --profile paper --param theta=5 --port 5201 >/dev/null
 check "load --profile paper --param theta=5 replaces the unused datcp" grep -q '"params":"g=0.05 alpha=0.1 u_max=10 theta=5 quench_p_max=10 quench_draws=1 .*ewma=paper guard_shift=0 slow_start_raise_only=0 hopeful_below_u_max=0' <<<"$($CTL status --json)"
 out=$($CTL load 2>&1)
 check "a load without parameters reuses whatever is loaded" grep -q "reused" <<<"$out"
-$CTL load --profile yield --port 5201 >/dev/null
-check "load --profile yield: tuned with agnostic_u_min=1" grep -q '"params":"g=0.1 alpha=0.1 u_max=10 .*guard_shift=4 .*agnostic_u_min=1"' <<<"$($CTL status --json)"
+$CTL load --param theta=5 --port 5201 >/dev/null
+check "load --param without --profile sets it on the default profile, yield" grep -q '"params":"g=0.1 alpha=0.1 u_max=10 theta=5 .*guard_shift=4 .*agnostic_u_min=1"' <<<"$($CTL status --json)"
+$CTL load --profile tuned --port 5201 >/dev/null
+check "load --profile tuned: yield without agnostic_u_min" grep -q '"params":"g=0.1 alpha=0.1 u_max=10 theta=3 .*guard_shift=4 .*agnostic_u_min=0"' <<<"$($CTL status --json)"
 read -r before after <<<"$(dscp_after 5313 1000000000 0)"
-check "under yield a deadline-agnostic datcp flow runs at U_min, P 0.5: DSCP CS1 (DSCP $before -> $after)" test "$before" = 0 -a "$after" = 8
+check "under tuned a deadline-agnostic datcp flow stays standard TCP, P 1: DSCP 0 (DSCP $before -> $after)" test "$before" = 0 -a "$after" = 0
 
 # --- holders: every load is recorded with what it asked for; a loader that
 # leaves (released or killed) takes away the ports and sockops only it held ---

@@ -120,6 +120,9 @@ static void param_checks(void)
 	expect("paper G is 0.05", p.g_max_q == 51 && p.quench_draws == 1 && !p.ewma_new_weight ? 0 : -1,
 	       0, NULL);
 	expect("unknown profile", datcp_params_profile("fast", &p), -EINVAL, "tuned, paper, yield");
+	expect("no name is the default profile", datcp_params_profile(NULL, &p), 0, NULL);
+	expect("the default is yield: deadline-agnostic flows at U_min",
+	       p.agnostic_u_min == 1 && p.g_max_q == 102 ? 0 : -1, 0, NULL);
 	expect("profile yield", datcp_params_profile("yield", &p), 0, NULL);
 	expect("yield is tuned with agnostic_u_min 1",
 	       p.agnostic_u_min == 1 && p.g_max_q == 102 && p.quench_draws == 4 ? 0 : -1, 0, NULL);
