@@ -24,7 +24,7 @@ cleanup() {
 	ip netns del $NS_B 2>/dev/null
 	ip netns del $NS_Q 2>/dev/null
 	for n in "${nss[@]}"; do ip netns del "$n" 2>/dev/null; done
-	rm -f /tmp/datcp-kt-ev-*.$$ /tmp/datcp-kt-hold.$$.in /tmp/datcp-kt-hold.$$.out
+	rm -f /tmp/datcp-kt-ev-*.$$ /tmp/datcp-kt-hold.$$.in /tmp/datcp-kt-hold.$$.out /tmp/datcp-kt-q.$$
 	$CTL unload --force >/dev/null 2>&1
 }
 trap cleanup EXIT
@@ -703,9 +703,50 @@ check "load --profile paper --param theta=5 replaces the unused datcp" grep -q '
 out=$($CTL load 2>&1)
 check "a load without parameters reuses whatever is loaded" grep -q "reused" <<<"$out"
 $CTL load --profile yield --port 5201 >/dev/null
-check "load --profile yield: tuned with agnostic_u_min=1" grep -q '"params":"g=0.1 alpha=0.1 u_max=10 .*guard_shift=4 .*agnostic_u_min=1"' <<<"$($CTL status --json)"
+check "load --profile yield: tuned with agnostic_u_min=1" grep -q '"params":"g=0.1 alpha=0.1 u_max=10 .*guard_shift=4 .*agnostic_u_min=1 dctcp_g=0.063"' <<<"$($CTL status --json)"
 read -r before after <<<"$(dscp_after 5313 1000000000 0)"
 check "under yield a deadline-agnostic datcp flow runs at U_min, P 0.5: DSCP CS1 (DSCP $before -> $after)" test "$before" = 0 -a "$after" = 8
+
+# --- DCTCP's g is a load parameter the kernel reads (DCUDP V-A runs g = 0.3): a dctcp
+# flow on loopback sees no CE, so after w windows alpha = 1024 (1 - g)^w in Q10, step by
+# step as dctcp_alpha_update rounds; the kernel's alpha must be g = 0.3's, not 1/16's ---
+out=$($CTL load --param dctcp_g=0 2>&1); rc=$?
+check "dctcp_g=0 is a usage error naming the parameter and the accepted range" test $rc -eq 2 -a -n "$(grep -o "parameter dctcp_g: '0' rounds to 0; accepted: (0, 1]" <<<"$out")"
+$CTL load --param dctcp_g=0.3 --port 5201 >/dev/null
+check "load --param dctcp_g=0.3: status shows it" grep -q '"params":"g=0.1 .* dctcp_g=0.3"' <<<"$($CTL status --json)"
+out=$(python3 - "$CTL" 5315 <<'PY'
+import json, socket, subprocess, sys, threading, time
+ctl, port = sys.argv[1], int(sys.argv[2])
+srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind(("127.0.0.1", port)); srv.listen(1); srv.settimeout(20)
+def drain():
+    c, _ = srv.accept()
+    while c.recv(1 << 20):
+        pass
+t = threading.Thread(target=drain, daemon=True); t.start()
+cli = socket.socket(); cli.settimeout(20)
+cli.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+cli.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"datcp")
+cli.bind(("127.0.0.1", port + 38000)); cli.connect(("127.0.0.1", port))
+key = ["--src", f"127.0.0.1:{port + 38000}", "--dst", f"127.0.0.1:{port}"]
+subprocess.run([ctl, "flow", "set", *key, "--size", "1000000000", "--mode", "dctcp"], check=True)
+for _ in range(3):   # a few windows: alpha of g 0.3 and of g 1/16 still apart
+    cli.sendall(b"x" * 65536)
+    time.sleep(0.05)
+st = json.loads(subprocess.run([ctl, "flow", "get", *key, "--json"], check=True,
+                               capture_output=True, text=True).stdout)["stats"]
+def alpha(g_q, w):   # dctcp_alpha_update with F = 0
+    a = 1024
+    for _ in range(w):
+        a -= max(a * g_q // 1024, 1 if a else 0)
+    return f"{a / 1024:.3f}"   # as datcpctl prints it
+w = st["windows"]
+print(w, st["ece_count"], f"{st['alpha']:.3f}", alpha(307, w), alpha(64, w))
+cli.close(); t.join(20)
+PY
+)
+read -r w ece alpha a03 a16 <<<"$out"
+check "a dctcp flow's alpha follows the loaded g = 0.3 (windows $w, CE echoes $ece, alpha $alpha; g 0.3: $a03, g 1/16: $a16)" test "${w:-0}" -ge 1 -a "$ece" = 0 -a "$alpha" = "$a03" -a "$a03" != "$a16"
 
 # --- holders: every load is recorded with what it asked for; a loader that
 # leaves (released or killed) takes away the ports and sockops only it held ---
@@ -778,6 +819,34 @@ out=$($CTL switch configure --netns $nsp --dev v0 --rate-mbit 100 --buffer-bytes
 check "--rtt-us without --mark pfdct is refused" test $rc -eq 2 -a -n "$(grep -o "needs --mark pfdct" <<<"$out")"
 $CTL switch reset --netns $nsp --dev v0 >/dev/null 2>&1
 ip netns del $nsp
+
+# --- the port's queue over time (switch queue): a burst of 50 datagrams of 1400 B
+# into a 10 Mbit/s port builds ~70 KB that drains in ~60 ms; the samples must see it
+# rise and fall back to 0 ---
+nsp=datcp-kt-qs-$$ nsr=datcp-kt-qr-$$
+ip netns add $nsp && nss+=($nsp) && ip netns add $nsr && nss+=($nsr)
+ip -n $nsp link add v0 type veth peer name v1 netns $nsr
+ip -n $nsp addr add 10.77.0.1/24 dev v0 && ip -n $nsp link set v0 up
+ip -n $nsr addr add 10.77.0.2/24 dev v1 && ip -n $nsr link set v1 up
+$CTL switch configure --netns $nsp --dev v0 --rate-mbit 10 --buffer-bytes 100000 --mark none >/dev/null
+burst() { ip netns exec $nsp python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for _ in range(int(sys.argv[1])):
+    s.sendto(bytes(1400), ("10.77.0.2", 9))' "$1"; }
+burst 1; sleep 0.05   # ARP resolved before the burst
+out=$($CTL switch queue --netns $nsp --dev v0 --duration-ms 200 --interval-us 1000 --badopt 2>&1); rc=$?
+check "switch queue refuses an unknown option" test $rc -eq 2
+out=$($CTL switch queue --netns $nsp --dev v0 2>&1); rc=$?
+check "switch queue needs --duration-ms" test $rc -eq 2 -a -n "$(grep -o "needs --duration-ms" <<<"$out")"
+$CTL switch queue --netns $nsp --dev v0 --duration-ms 200 --interval-us 1000 >/tmp/datcp-kt-q.$$ &
+qpid=$!; pids+=($qpid)
+sleep 0.03; burst 50; wait $qpid
+read -r n peak last <<<"$(awk -F, 'NR > 1 { n++; if ($2 > p) p = $2; l = $2 } END { print n, p + 0, l }' /tmp/datcp-kt-q.$$)"
+check "switch queue: 201 samples of 1 ms, the burst's queue seen and drained (peak $peak B, last $last B)" test "$(head -1 /tmp/datcp-kt-q.$$)" = "t_ns,queue_bytes" -a "$n" = 201 -a "$peak" -ge 20000 -a "$peak" -le 100000 -a "$last" = 0
+rm -f /tmp/datcp-kt-q.$$
+$CTL switch reset --netns $nsp --dev v0 >/dev/null 2>&1
+ip netns del $nsp; ip netns del $nsr
 
 # --- unload ---
 $CTL flow set --src 10.9.9.1:1000 --dst 10.9.9.2:2000 --size 1000
