@@ -609,6 +609,7 @@ static int switch_queue(const char *netns, const char *dev, unsigned long long d
 	__u64 now = datcp_now_ns(), next = now, end = now + duration_ms * 1000000ULL;
 	int err;
 
+	setvbuf(stdout, NULL, _IOLBF, 0); /* a reader that stops us early keeps every line */
 	printf("t_ns,queue_bytes\n");
 	while (next <= end) {
 		struct timespec ts = { next / 1000000000ULL, next % 1000000000ULL };
