@@ -4,7 +4,7 @@ bench/run all --out DIR
 bench/run trace --trace SPEC.json [--select START:COUNT] [--hosts H] [--modes off,dctcp,prio,on]
                 [--rounds N] [--out DIR]
 bench/run dcudp-incast [--short] [--senders 1,2,..] [--durations 1,0.01] [--rounds N] [--dctcp-g G]
-                       [--out DIR] [--json]
+                       [--protocols dcudp,dctcp,reno] [--out DIR] [--json]
 bench/run dcudp-reclaim [--protocols dcudp,dctcp-k10,dctcp-k50,reno] [--rounds N] [--dctcp-g G]
                         [--out DIR] [--json]
 bench/run fqcn-fairness [--short] [--rounds N] [--link-mbps M] [--out DIR] [--json]
@@ -191,8 +191,9 @@ def main(argv=None):
     dc.add_argument("--dctcp-g", type=float, default=0.3,
                     help="dcudp-incast, dcudp-reclaim: DCTCP's g (datcpctl load --param dctcp_g; "
                          "default 0.3, the paper's)")
-    dc.add_argument("--protocols", help="dcudp-reclaim: comma-separated subset of "
-                                        "dcudp,dctcp-k10,dctcp-k50,reno (default all)")
+    dc.add_argument("--protocols", help="comma-separated subset: dcudp-incast dcudp,dctcp,reno; "
+                                        "dcudp-reclaim dcudp,dctcp-k10,dctcp-k50,reno "
+                                        "(default all)")
     tr = ap.add_argument_group("trace replay (bench/run trace, see bench/README.md)")
     tr.add_argument("--trace", help="workload spec (JSON) with placement (hosts, map_hosts, "
                                     "reduce_hosts), or a coflow trace to convert")
@@ -266,8 +267,13 @@ def main(argv=None):
             ap.error("--senders must be >= 1 and --durations > 0")
         if not 0 < a.dctcp_g <= 1:
             ap.error(f"--dctcp-g {a.dctcp_g}: must be in (0, 1]")
-        res = dcudp_incast.run(a.link_mbps, a.short, rounds=a.rounds, counts=counts,
-                               durations=durs, boost=a.boost_softirq or
+        protos = a.protocols.split(",") if a.protocols else list(dcudp_incast.PROTOCOLS)
+        bad = [p for p in protos if p not in dcudp_incast.PROTOCOLS]
+        if bad:
+            ap.error(f"--protocols: {', '.join(bad)} unknown; accepted: "
+                     f"{', '.join(dcudp_incast.PROTOCOLS)}")
+        res = dcudp_incast.run(a.link_mbps, a.short, protocols=protos, rounds=a.rounds,
+                               counts=counts, durations=durs, boost=a.boost_softirq or
                                os.environ.get("DATCPBENCH_BOOST_SOFTIRQ") == "1",
                                dctcp_g=a.dctcp_g)
         return emit(a, res, dcudp_incast)

@@ -126,6 +126,7 @@ def _dcudp_group(n, dur, link_mbps):
         # connect now, first byte together: the senders' processes start tens of ms apart
         start = time.monotonic_ns() + START_AHEAD_NS
         queue = kernel.QueueSampler(*tb.switch_ports[0], start / 1e9 + dur + QUEUE_TAIL_S)
+        procs.append(queue.proc)
         sends = [subprocess.Popen(["ip", "netns", "exec", ns, f"{DCUDP_BUILD}/dcudp-send",
                                    "--host", tb.receiver_ip(0), "--port", str(BASE_PORT + i),
                                    "--link-mbit", str(link_mbps),
@@ -137,7 +138,7 @@ def _dcudp_group(n, dur, link_mbps):
         limit = 60 + 4 * n * size * 8 / (link_mbps * 1e6)
         s_out = [p.communicate(timeout=limit) for p in sends]
         r_out = [p.communicate(timeout=30) for p in recvs]
-        q = [x for x in queue.series(start / 1e9) if x[0] >= 0]
+        q = queue.series(start / 1e9)
         sw = tb.counters()
     finally:
         cleanup.run()
@@ -167,6 +168,7 @@ def run(link_mbps=100, short=False, protocols=PROTOCOLS, rounds=1, counts=None, 
     durations = durations or DURATIONS
     res = {"scenario": "dcudp-incast", "link_mbps": link_mbps, "buffer_bytes": BUFFER,
            "offer_per_sender_mbps": OFFER * link_mbps, "counts": counts,
+           "protocols": list(protocols),
            "durations_s": list(durations), "rounds": rounds, "dctcp_g": dctcp_g, "runs": []}
     kernel.LOAD_ARGS[:] = load_args(dctcp_g)
     boost_cleanup = Cleanup()

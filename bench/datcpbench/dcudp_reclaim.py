@@ -108,6 +108,7 @@ def _dcudp_run(link_mbps):
         procs += recvs
         time.sleep(0.3)
         queue = kernel.QueueSampler(*tb.switch_ports[0], start / 1e9 + RUN_S)
+        procs.append(queue.proc)
         flows = [("cbr", link_mbps, CBR_STOP_S), ("ftp", int(OFFER * link_mbps), FTP_STOP_S)]
         sends = [subprocess.Popen(["ip", "netns", "exec", tb.senders[i], f"{DCUDP_BUILD}/dcudp-send",
                                    "--host", tb.receiver_ip(0), "--port", str(PORT + i),
@@ -121,7 +122,7 @@ def _dcudp_run(link_mbps):
         procs += sends
         s_out = [p.communicate(timeout=60) for p in sends]
         r_out = [p.communicate(timeout=30) for p in recvs]
-        q = [x for x in queue.series(start / 1e9) if x[0] >= 0]
+        q = queue.series(start / 1e9)
         sw = tb.counters()
     finally:
         cleanup.run()
@@ -188,8 +189,8 @@ def table(res):
         never = sum(r["reclaim_s"] is None for r in rs)
         rec = _median(r["reclaim_s"] for r in rs) if never <= len(rs) // 2 else None
         each = ", ".join("never" if r["reclaim_s"] is None else f"{r['reclaim_s']:.2f}" for r in rs)
-        lines.append(f"{p:<10} {b if b is not None else '-':>12} {a if a is not None else '-':>12} "
-                     f"{'never' if rec is None else f'{rec:.3f}':>10}  [{each}]")
+        fb, fa = (f"{x:.1f}" if x is not None else "-" for x in (b, a))
+        lines.append(f"{p:<10} {fb:>12} {fa:>12} {'never' if rec is None else f'{rec:.2f}':>10}  [{each}]")
     return "\n".join(lines)
 
 

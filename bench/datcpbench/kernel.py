@@ -219,7 +219,7 @@ class QueueSampler:
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def series(self, t0):
-        """[[t - t0 in s, queue bytes], ...] once the sampling ended."""
+        """[[t - t0 in s, queue bytes], ...] from t0 on, once the sampling ended."""
         try:
             out, err = self.proc.communicate(timeout=max(0.0, self.until - time.monotonic()) + 10)
         except subprocess.TimeoutExpired:
@@ -230,7 +230,7 @@ class QueueSampler:
         pts = []
         for line in out.splitlines()[1:]:
             t, _, q = line.partition(",")
-            if q:
+            if q and int(t) / 1e9 >= t0:
                 pts.append([round(int(t) / 1e9 - t0, 4), int(q)])
         return pts
 
