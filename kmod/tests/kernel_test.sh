@@ -829,19 +829,27 @@ ip -n $nsp link add v0 type veth peer name v1 netns $nsr
 ip -n $nsp addr add 10.77.0.1/24 dev v0 && ip -n $nsp link set v0 up
 ip -n $nsr addr add 10.77.0.2/24 dev v1 && ip -n $nsr link set v1 up
 $CTL switch configure --netns $nsp --dev v0 --rate-mbit 10 --buffer-bytes 100000 --mark none >/dev/null
-burst() { ip netns exec $nsp python3 -c '
-import socket, sys
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-for _ in range(int(sys.argv[1])):
-    s.sendto(bytes(1400), ("10.77.0.2", 9))' "$1"; }
-burst 1; sleep 0.05   # ARP resolved before the burst
 out=$($CTL switch queue --netns $nsp --dev v0 --duration-ms 200 --interval-us 1000 --badopt 2>&1); rc=$?
 check "switch queue refuses an unknown option" test $rc -eq 2
 out=$($CTL switch queue --netns $nsp --dev v0 2>&1); rc=$?
 check "switch queue needs --duration-ms" test $rc -eq 2 -a -n "$(grep -o "needs --duration-ms" <<<"$out")"
-$CTL switch queue --netns $nsp --dev v0 --duration-ms 200 --interval-us 1000 >/tmp/datcp-kt-q.$$ &
-qpid=$!; pids+=($qpid)
-sleep 0.03; burst 50; wait $qpid
+# one process starts the sampler and sends the burst 30 ms later (a second python
+# started from here could take longer than the samples last on a loaded machine;
+# nsenter, not ip netns exec, which hides bpffs from datcpctl)
+nsenter --net=/var/run/netns/$nsp python3 - "$CTL" $nsp /tmp/datcp-kt-q.$$ <<'PY'
+import socket, subprocess, sys, time
+ctl, ns, out = sys.argv[1:]
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.sendto(bytes(1400), ("10.77.0.2", 9))   # ARP resolved before the burst
+time.sleep(0.05)
+with open(out, "w") as fh:
+    q = subprocess.Popen([ctl, "switch", "queue", "--netns", ns, "--dev", "v0", "--duration-ms", "200",
+                          "--interval-us", "1000"], stdout=fh)
+    time.sleep(0.03)
+    for _ in range(50):
+        s.sendto(bytes(1400), ("10.77.0.2", 9))
+    q.wait(timeout=20)
+PY
 read -r n peak last <<<"$(awk -F, 'NR > 1 { n++; if ($2 > p) p = $2; l = $2 } END { print n, p + 0, l }' /tmp/datcp-kt-q.$$)"
 check "switch queue: 201 samples of 1 ms, the burst's queue seen and drained (peak $peak B, last $last B)" test "$(head -1 /tmp/datcp-kt-q.$$)" = "t_ns,queue_bytes" -a "$n" = 201 -a "$peak" -ge 20000 -a "$peak" -le 100000 -a "$last" = 0
 rm -f /tmp/datcp-kt-q.$$
