@@ -146,6 +146,17 @@ def emit(a, res, module):
     return 0
 
 
+def dcudp_args(ap, a, known):
+    """--dctcp-g and --protocols of the DCUDP scenarios: the protocols to run."""
+    if not 0 < a.dctcp_g <= 1:
+        ap.error(f"--dctcp-g {a.dctcp_g}: must be in (0, 1]")
+    protos = a.protocols.split(",") if a.protocols else list(known)
+    bad = [p for p in protos if p not in known]
+    if bad:
+        ap.error(f"--protocols: {', '.join(bad)} unknown; accepted: {', '.join(known)}")
+    return protos
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="bench/run", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -265,13 +276,7 @@ def main(argv=None):
             ap.error("--senders: comma-separated integers; --durations: comma-separated seconds")
         if (counts and min(counts) < 1) or (durs and min(durs) <= 0):
             ap.error("--senders must be >= 1 and --durations > 0")
-        if not 0 < a.dctcp_g <= 1:
-            ap.error(f"--dctcp-g {a.dctcp_g}: must be in (0, 1]")
-        protos = a.protocols.split(",") if a.protocols else list(dcudp_incast.PROTOCOLS)
-        bad = [p for p in protos if p not in dcudp_incast.PROTOCOLS]
-        if bad:
-            ap.error(f"--protocols: {', '.join(bad)} unknown; accepted: "
-                     f"{', '.join(dcudp_incast.PROTOCOLS)}")
+        protos = dcudp_args(ap, a, dcudp_incast.PROTOCOLS)
         res = dcudp_incast.run(a.link_mbps, a.short, protocols=protos, rounds=a.rounds,
                                counts=counts, durations=durs, boost=a.boost_softirq or
                                os.environ.get("DATCPBENCH_BOOST_SOFTIRQ") == "1",
@@ -281,13 +286,7 @@ def main(argv=None):
         from . import dcudp_reclaim
         if a.rounds < 1:
             ap.error(f"--rounds {a.rounds}: must be an integer >= 1")
-        if not 0 < a.dctcp_g <= 1:
-            ap.error(f"--dctcp-g {a.dctcp_g}: must be in (0, 1]")
-        protos = a.protocols.split(",") if a.protocols else list(dcudp_reclaim.PROTOCOLS)
-        bad = [p for p in protos if p not in dcudp_reclaim.PROTOCOLS]
-        if bad:
-            ap.error(f"--protocols: {', '.join(bad)} unknown; accepted: "
-                     f"{', '.join(dcudp_reclaim.PROTOCOLS)}")
+        protos = dcudp_args(ap, a, dcudp_reclaim.PROTOCOLS)
         res = dcudp_reclaim.run(a.link_mbps, protos, rounds=a.rounds, dctcp_g=a.dctcp_g,
                                 boost=a.boost_softirq or
                                 os.environ.get("DATCPBENCH_BOOST_SOFTIRQ") == "1")

@@ -156,25 +156,32 @@ def _dcudp_group(n, dur, link_mbps):
             "retransmitted": sum(s.get("data_retransmitted", 0) for s in ss), "queue": q}
 
 
+def prepare(scenario, dctcp_g, boost):
+    """What the DCUDP scenarios need first: kmod and dcudp's tools, DCTCP's g in every
+    datcp load, and the optional softirq boost; the returned Cleanup undoes the boost."""
+    if not kernel.available():
+        raise SystemExit(f"{scenario} needs {kernel.DATCPCTL} (make -C kmod)")
+    for b in ("dcudp-send", "dcudp-recv"):
+        if not os.access(os.path.join(DCUDP_BUILD, b), os.X_OK):
+            raise SystemExit(f"{scenario} needs {DCUDP_BUILD}/{b} (make -C dcudp)")
+    kernel.LOAD_ARGS[:] = load_args(dctcp_g)
+    cleanup = Cleanup()
+    if boost:
+        runner.boost_softirq(cleanup)
+        runner.boost_autogroup(cleanup)
+    return cleanup
+
+
 def run(link_mbps=100, short=False, protocols=PROTOCOLS, rounds=1, counts=None, durations=None,
         boost=False, dctcp_g=DCTCP_G):
     """counts / durations override the scenario's sender counts and D values."""
-    if not kernel.available():
-        raise SystemExit(f"dcudp-incast needs {kernel.DATCPCTL} (make -C kmod)")
-    for b in ("dcudp-send", "dcudp-recv"):
-        if not os.access(os.path.join(DCUDP_BUILD, b), os.X_OK):
-            raise SystemExit(f"dcudp-incast needs {DCUDP_BUILD}/{b} (make -C dcudp)")
+    boost_cleanup = prepare("dcudp-incast", dctcp_g, boost)
     counts = counts or (COUNTS_SHORT if short else COUNTS)
     durations = durations or DURATIONS
     res = {"scenario": "dcudp-incast", "link_mbps": link_mbps, "buffer_bytes": BUFFER,
            "offer_per_sender_mbps": OFFER * link_mbps, "counts": counts,
            "protocols": list(protocols),
            "durations_s": list(durations), "rounds": rounds, "dctcp_g": dctcp_g, "runs": []}
-    kernel.LOAD_ARGS[:] = load_args(dctcp_g)
-    boost_cleanup = Cleanup()
-    if boost:
-        runner.boost_softirq(boost_cleanup)
-        runner.boost_autogroup(boost_cleanup)
     try:
         _run_all(res, link_mbps, protocols, boost)
     finally:

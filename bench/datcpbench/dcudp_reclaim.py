@@ -23,12 +23,11 @@ question "can [it] quickly take advantage").
 """
 from __future__ import annotations
 
-import os
 import subprocess
 import time
 
 from . import kernel, runner
-from .dcudp_incast import (BUFFER, DCTCP_G, DCUDP_BUILD, OFFER, PKT, _stats, load_args,
+from .dcudp_incast import (BUFFER, DCTCP_G, DCUDP_BUILD, OFFER, PKT, _stats, prepare,
                            switch_for)
 from .netns import Cleanup, install_signal_handlers, kill_procs, log, reap_stale
 from .topo import Testbed
@@ -145,19 +144,10 @@ def _dcudp_run(link_mbps):
 
 
 def run(link_mbps=100, protocols=PROTOCOLS, rounds=1, dctcp_g=DCTCP_G, boost=False):
-    if not kernel.available():
-        raise SystemExit(f"dcudp-reclaim needs {kernel.DATCPCTL} (make -C kmod)")
-    for b in ("dcudp-send", "dcudp-recv"):
-        if not os.access(os.path.join(DCUDP_BUILD, b), os.X_OK):
-            raise SystemExit(f"dcudp-reclaim needs {DCUDP_BUILD}/{b} (make -C dcudp)")
+    boost_cleanup = prepare("dcudp-reclaim", dctcp_g, boost)
     res = {"scenario": "dcudp-reclaim", "link_mbps": link_mbps, "buffer_bytes": BUFFER,
            "bin_s": BIN_S, "ftp_stop_s": FTP_STOP_S, "cbr_stop_s": CBR_STOP_S,
            "dctcp_g": dctcp_g, "rounds": rounds, "protocols": list(protocols), "runs": []}
-    kernel.LOAD_ARGS[:] = load_args(dctcp_g)
-    boost_cleanup = Cleanup()
-    if boost:
-        runner.boost_softirq(boost_cleanup)
-        runner.boost_autogroup(boost_cleanup)
     try:
         for rnd in range(rounds):
             for proto in protocols:

@@ -385,11 +385,14 @@ ip netns del $nsx; ip netns del $nsy
 # urgency grows); an overdue flow gives up (U_min, PD2TCP's early inversion)
 # and drops to the low class instead of taking share from others ---
 $CTL line-rate set --rate-mbit 10000000 >/dev/null  # 10 Tbit/s: loopback flows stay feasible
-dscp_after() {  # PORT SIZE DEADLINE_MS (0: none) [FLOW SET OPTION...] -> "before after"
+flow_probe() {  # PORT SIZE DEADLINE_MS (0: none) CHUNKS CHUNK_BYTES PAUSE_S [FLOW SET OPTION...]
+# a datcp loopback flow, registered, sends CHUNKS chunks PAUSE_S apart; prints
+# "DSCP_BEFORE DSCP_AFTER WINDOWS CE_ECHOES ALPHA" (the flow's kernel statistics at the end)
 python3 - "$CTL" "$@" <<'PY'
-import socket, subprocess, sys, threading
+import json, socket, subprocess, sys, threading, time
 ctl, port, size, deadline_ms = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
-extra = (["--deadline-ms", deadline_ms] if deadline_ms != "0" else []) + sys.argv[5:]
+chunks, chunk, pause = int(sys.argv[5]), int(sys.argv[6]), float(sys.argv[7])
+extra = (["--deadline-ms", deadline_ms] if deadline_ms != "0" else []) + sys.argv[8:]
 srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 srv.bind(("127.0.0.1", port)); srv.listen(1)
 srv.settimeout(20)
@@ -403,14 +406,20 @@ cli.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 cli.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"datcp")
 cli.bind(("127.0.0.1", port + 38000)); cli.connect(("127.0.0.1", port))
 before = cli.getsockopt(socket.IPPROTO_IP, socket.IP_TOS) >> 2
-subprocess.run([ctl, "flow", "set", "--src", f"127.0.0.1:{port + 38000}", "--dst",
-                f"127.0.0.1:{port}", "--size", size, *extra], check=True)
-for _ in range(50):
-    cli.sendall(b"x" * (1 << 20))
+key = ["--src", f"127.0.0.1:{port + 38000}", "--dst", f"127.0.0.1:{port}"]
+subprocess.run([ctl, "flow", "set", *key, "--size", size, *extra], check=True)
+for _ in range(chunks):
+    cli.sendall(b"x" * chunk)
+    time.sleep(pause)
 after = cli.getsockopt(socket.IPPROTO_IP, socket.IP_TOS) >> 2
+st = json.loads(subprocess.run([ctl, "flow", "get", *key, "--json"], check=True,
+                               capture_output=True, text=True).stdout).get("stats", {})
 cli.close(); t.join(20)
-print(before, after)
+print(before, after, st.get("windows", 0), st.get("ece_count", 0), f"{st.get('alpha', -1):.3f}")
 PY
+}
+dscp_after() {  # PORT SIZE DEADLINE_MS (0: none) [FLOW SET OPTION...] -> "before after"
+	flow_probe "$1" "$2" "$3" 50 1048576 0 "${@:4}" | cut -d" " -f1,2
 }
 # 10 TB in 100 s needs 100 GB/s: more than loopback gives, less than the line rate
 read -r before after <<<"$(dscp_after 5303 10000000000000 100000)"
@@ -714,38 +723,17 @@ out=$($CTL load --param dctcp_g=0 2>&1); rc=$?
 check "dctcp_g=0 is a usage error naming the parameter and the accepted range" test $rc -eq 2 -a -n "$(grep -o "parameter dctcp_g: '0' rounds to 0; accepted: (0, 1]" <<<"$out")"
 $CTL load --param dctcp_g=0.3 --port 5201 >/dev/null
 check "load --param dctcp_g=0.3: status shows it" grep -q '"params":"g=0.1 .* dctcp_g=0.3"' <<<"$($CTL status --json)"
-out=$(python3 - "$CTL" 5315 <<'PY'
-import json, socket, subprocess, sys, threading, time
-ctl, port = sys.argv[1], int(sys.argv[2])
-srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-srv.bind(("127.0.0.1", port)); srv.listen(1); srv.settimeout(20)
-def drain():
-    c, _ = srv.accept()
-    while c.recv(1 << 20):
-        pass
-t = threading.Thread(target=drain, daemon=True); t.start()
-cli = socket.socket(); cli.settimeout(20)
-cli.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-cli.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"datcp")
-cli.bind(("127.0.0.1", port + 38000)); cli.connect(("127.0.0.1", port))
-key = ["--src", f"127.0.0.1:{port + 38000}", "--dst", f"127.0.0.1:{port}"]
-subprocess.run([ctl, "flow", "set", *key, "--size", "1000000000", "--mode", "dctcp"], check=True)
-for _ in range(3):   # a few windows: alpha of g 0.3 and of g 1/16 still apart
-    cli.sendall(b"x" * 65536)
-    time.sleep(0.05)
-st = json.loads(subprocess.run([ctl, "flow", "get", *key, "--json"], check=True,
-                               capture_output=True, text=True).stdout)["stats"]
-def alpha(g_q, w):   # dctcp_alpha_update with F = 0
+# a few windows: alpha of g 0.3 and of g 1/16 still apart
+read -r _ _ w ece alpha <<<"$(flow_probe 5315 1000000000 0 3 65536 0.05 --mode dctcp)"
+# dctcp_alpha_update with F = 0, w times, as datcpctl prints alpha
+read -r a03 a16 <<<"$(python3 -c '
+import sys
+def alpha(g_q, w):
     a = 1024
     for _ in range(w):
         a -= max(a * g_q // 1024, 1 if a else 0)
-    return f"{a / 1024:.3f}"   # as datcpctl prints it
-w = st["windows"]
-print(w, st["ece_count"], f"{st['alpha']:.3f}", alpha(307, w), alpha(64, w))
-cli.close(); t.join(20)
-PY
-)
-read -r w ece alpha a03 a16 <<<"$out"
+    return f"{a / 1024:.3f}"
+print(alpha(307, int(sys.argv[1])), alpha(64, int(sys.argv[1])))' "${w:-0}")"
 check "a dctcp flow's alpha follows the loaded g = 0.3 (windows $w, CE echoes $ece, alpha $alpha; g 0.3: $a03, g 1/16: $a16)" test "${w:-0}" -ge 1 -a "$ece" = 0 -a "$alpha" = "$a03" -a "$a03" != "$a16"
 
 # --- holders: every load is recorded with what it asked for; a loader that
