@@ -79,7 +79,8 @@ def _tcp_run(proto, link_mbps):
                        "importance": 1.0, "phi": 0.0, "start_s": 0.0, "preconnect": True,
                        "stop_s": FTP_STOP_S}]}
     r = runner.run_spec(spec, cc, boost=False)
-    by = {f["id"]: runner.series(f, RUN_S) for f in r["flows"]}
+    n = int(round(RUN_S / BIN_S))
+    by = {f["id"]: runner.series(f, RUN_S)[:n] for f in r["flows"]}
     return {"series_mbps": {k: [round(x, 2) for x in v] for k, v in by.items()},
             "queue": r.get("queue", []), "drops": r["switch"].get("drops"),
             "marks": r["switch"].get("marks"), "kmod_params": r.get("kmod_params"),
