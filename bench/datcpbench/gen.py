@@ -35,7 +35,8 @@ class ConnStats:
 
 class Receiver(threading.Thread):
     """One thread, one selector over every receiver host's listening socket and all
-    accepted connections. Counts bytes per peer (sender ip, port) in 100 ms bins."""
+    accepted connections. Counts bytes per peer (sender ip, port) in bins of bin_s (100 ms
+    unless the spec sets bin_s)."""
 
     def __init__(self, testbed, cc_name, t0_ref, bin_s=BIN_S):
         super().__init__(daemon=True, name="receiver")
