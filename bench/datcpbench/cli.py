@@ -3,7 +3,10 @@ bench/run custom --spec FILE.json [--cc CC] [--json]
 bench/run all --out DIR
 bench/run trace --trace SPEC.json [--select START:COUNT] [--hosts H] [--modes off,dctcp,prio,on]
                 [--rounds N] [--out DIR]
-bench/run dcudp-incast [--short] [--senders 1,2,..] [--durations 1,0.01] [--rounds N] [--out DIR] [--json]
+bench/run dcudp-incast [--short] [--senders 1,2,..] [--durations 1,0.01] [--rounds N] [--dctcp-g G]
+                       [--protocols dcudp,dctcp,reno] [--out DIR] [--json]
+bench/run dcudp-reclaim [--protocols dcudp,dctcp-k10,dctcp-k50,reno] [--rounds N] [--dctcp-g G]
+                        [--out DIR] [--json]
 bench/run fqcn-fairness [--short] [--staggered] [--rounds N] [--link-mbps M] [--out DIR] [--json]
 bench/run pfdct-incast [--short] [--senders 10,20,..] [--rounds N] [--out DIR] [--json]
 bench/run pfdct-threshold [--short] [--rounds N] [--seed S] [--out DIR] [--json]
@@ -145,12 +148,24 @@ def emit(a, res, module):
     return 0
 
 
+def dcudp_args(ap, a, known):
+    """--dctcp-g and --protocols of the DCUDP scenarios: the protocols to run."""
+    if not 0 < a.dctcp_g <= 1:
+        ap.error(f"--dctcp-g {a.dctcp_g}: must be in (0, 1]")
+    protos = a.protocols.split(",") if a.protocols else list(known)
+    bad = [p for p in protos if p not in known]
+    if bad:
+        ap.error(f"--protocols: {', '.join(bad)} unknown; accepted: {', '.join(known)}")
+    return protos
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="bench/run", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("scenario", help="|".join(scenarios.NAMES + ["custom", "all", "report",
                                                              "ablation", "cleanup", "trace",
-                                                             "dcudp-incast", "fqcn-fairness",
+                                                             "dcudp-incast", "dcudp-reclaim",
+                                                             "fqcn-fairness",
                                                              "pfdct-incast", "pfdct-threshold",
                                                              "stats",
                                                              "diagnose"]))
@@ -182,11 +197,18 @@ def main(argv=None):
                          "quench) every SEC seconds into the result's kernel_trace")
     ap.add_argument("--ccs", help="for 'all': comma-separated subset of CCs")
     ap.add_argument("--scenarios", help="for 'all': comma-separated subset of scenarios")
-    dc = ap.add_argument_group("dcudp-incast (DCUDP section V-A, see bench/README.md)")
+    dc = ap.add_argument_group("dcudp-incast, dcudp-reclaim (DCUDP sections V-A, V-B, see "
+                               "bench/README.md)")
     dc.add_argument("--senders", help="comma-separated sender counts (default 1,2,4,8,16,20; "
                                       "--short 1,2,4,8; pfdct-incast: 10,20,40,60,80,100, "
                                       "--short 10,20)")
     dc.add_argument("--durations", help="comma-separated CBR durations D in s (default 1,0.01)")
+    dc.add_argument("--dctcp-g", type=float, default=0.3,
+                    help="dcudp-incast, dcudp-reclaim: DCTCP's g (datcpctl load --param dctcp_g; "
+                         "default 0.3, the paper's)")
+    dc.add_argument("--protocols", help="comma-separated subset: dcudp-incast dcudp,dctcp,reno; "
+                                        "dcudp-reclaim dcudp,dctcp-k10,dctcp-k50,reno "
+                                        "(default all)")
     fq = ap.add_argument_group("fqcn-fairness (FQCN section IV-A, see bench/README.md)")
     fq.add_argument("--staggered", action="store_true",
                     help="Fig. 4's eight staggered sources instead of Fig. 2-3's four "
@@ -262,10 +284,21 @@ def main(argv=None):
             ap.error("--senders: comma-separated integers; --durations: comma-separated seconds")
         if (counts and min(counts) < 1) or (durs and min(durs) <= 0):
             ap.error("--senders must be >= 1 and --durations > 0")
-        res = dcudp_incast.run(a.link_mbps, a.short, rounds=a.rounds, counts=counts,
-                               durations=durs, boost=a.boost_softirq or
-                               os.environ.get("DATCPBENCH_BOOST_SOFTIRQ") == "1")
+        protos = dcudp_args(ap, a, dcudp_incast.PROTOCOLS)
+        res = dcudp_incast.run(a.link_mbps, a.short, protocols=protos, rounds=a.rounds,
+                               counts=counts, durations=durs, boost=a.boost_softirq or
+                               os.environ.get("DATCPBENCH_BOOST_SOFTIRQ") == "1",
+                               dctcp_g=a.dctcp_g)
         return emit(a, res, dcudp_incast)
+    if a.scenario == "dcudp-reclaim":   # DCUDP section V-B (datcpbench/dcudp_reclaim.py)
+        from . import dcudp_reclaim
+        if a.rounds < 1:
+            ap.error(f"--rounds {a.rounds}: must be an integer >= 1")
+        protos = dcudp_args(ap, a, dcudp_reclaim.PROTOCOLS)
+        res = dcudp_reclaim.run(a.link_mbps, protos, rounds=a.rounds, dctcp_g=a.dctcp_g,
+                                boost=a.boost_softirq or
+                                os.environ.get("DATCPBENCH_BOOST_SOFTIRQ") == "1")
+        return emit(a, res, dcudp_reclaim)
     if a.staggered and a.scenario != "fqcn-fairness":
         ap.error("--staggered: only for fqcn-fairness")
     if a.scenario == "fqcn-fairness":   # FQCN section IV-A (datcpbench/fqcn_fairness.py)

@@ -4,7 +4,7 @@ one receiver, DCUDP against DCTCP and TCP Reno on drop-tail, scaled to 100 Mbit/
 The paper: senders on 10 Gbit/s links, a receiver behind 1 Gbit/s, a 4 MB switch buffer,
 RTT_idle 100 us; each sender sends CBR at 1.6 Gbit/s for 1 s ("normal") or 10 ms
 ("short"); DCUDP on RED from 1 packet to th_max = 15 packets (marking, not dropping,
-above), DCTCP on RED with one threshold K = 10 packets, Reno on drop-tail. Scaled here
+above), DCTCP (g = 0.3) on RED with one threshold K = 10 packets, Reno on drop-tail. Scaled here
 by 1/10 in rate with times kept: receiver port 100 Mbit/s, buffer 400 KB (4 MB at 10x
 the rate holds the same time), each sender offers 160 Mbit/s for D, i.e. 20 MB (D = 1 s)
 or 200 KB (D = 10 ms). Senders are bounded by the host's veth, not by a 1 Gbit/s link.
@@ -18,7 +18,9 @@ bench's generator (runner.run_spec, sized flows with preconnected sockets, as th
 ``incast`` scenario); DCUDP through dcudp-send / dcudp-recv (dcudp/), C = 100 Mbit/s
 (the bottleneck: Rate_data on entering Congestion Mode and the rates' ceiling), UDP Mode
 at the CBR offer, 160 Mbit/s; pacing by sleeping only (--spin-us 0: N spinning
-senders on 2 CPUs would starve each other).
+senders on 2 CPUs would starve each other). DCTCP is kmod's dctcp mode loaded with
+dctcp_g = 0.3 (307/1024 = 0.2998 in the core's Q10). The receiver port's queue is sampled
+every 1 ms (datcpctl switch queue) from the start to D + 0.5 s: Fig. 7.
 """
 from __future__ import annotations
 
@@ -39,6 +41,8 @@ BUFFER = 400_000
 OFFER = 1.6            # each sender's CBR as a multiple of the receiver's link
 TH_MAX_PKTS = 15       # DCUDP's th_max in V-A
 DCTCP_K_PKTS = 10      # DCTCP's K in V-A
+DCTCP_G = 0.3          # DCTCP's g in V-A (kmod's default is 1/16)
+QUEUE_TAIL_S = 0.5     # the queue is sampled from the start to D + this
 PROTOCOLS = ("dcudp", "dctcp", "reno")
 COUNTS = [1, 2, 4, 8, 16, 20]
 COUNTS_SHORT = [1, 2, 4, 8]
@@ -60,10 +64,16 @@ def sender_bytes(link_mbps, dur):
     return int(OFFER * link_mbps * 1e6 * dur / 8)
 
 
+def load_args(dctcp_g):
+    """datcpctl load arguments that set DCTCP's g on top of the bench's own."""
+    return (kernel.LOAD_ARGS or ["--profile", "tuned"]) + ["--param", f"dctcp_g={dctcp_g:g}"]
+
+
 def _tcp_group(proto, n, dur, link_mbps, boost=False):
     """One group of n sized TCP flows through the generator; goodput in Mbit/s."""
     size = sender_bytes(link_mbps, dur)
     spec = {"scenario": "incast:dcudp", "link_mbps": link_mbps, "switch": switch_for(proto),
+            "queue_series_s": dur + QUEUE_TAIL_S,
             "flows": [{"id": f"n={n}/s{i}", "src": i, "size_bytes": size, "deadline_s": None,
                        "importance": 1.0, "phi": 0.0, "start_s": 0.0, "preconnect": True,
                        "group": f"n={n}", "senders": n} for i in range(n)],
@@ -72,7 +82,8 @@ def _tcp_group(proto, n, dur, link_mbps, boost=False):
     r = runner.run_spec(spec, "dctcp" if proto == "dctcp" else "reno-ecn", boost=False)
     return {"goodput_mbps": r["summary"]["goodput_mbps"].get(str(n), 0.0),
             "peak_queue_bytes": r["switch"].get("peak_queue_bytes"),
-            "marks": r["switch"].get("marks"), "drops": r["switch"].get("drops")}
+            "marks": r["switch"].get("marks"), "drops": r["switch"].get("drops"),
+            "kmod_params": r.get("kmod_params"), "queue": r.get("queue", [])}
 
 
 def _stats(text):
@@ -114,6 +125,8 @@ def _dcudp_group(n, dur, link_mbps):
         time.sleep(0.3)
         # connect now, first byte together: the senders' processes start tens of ms apart
         start = time.monotonic_ns() + START_AHEAD_NS
+        queue = kernel.QueueSampler(*tb.switch_ports[0], start / 1e9 + dur + QUEUE_TAIL_S)
+        procs.append(queue.proc)
         sends = [subprocess.Popen(["ip", "netns", "exec", ns, f"{DCUDP_BUILD}/dcudp-send",
                                    "--host", tb.receiver_ip(0), "--port", str(BASE_PORT + i),
                                    "--link-mbit", str(link_mbps),
@@ -125,6 +138,7 @@ def _dcudp_group(n, dur, link_mbps):
         limit = 60 + 4 * n * size * 8 / (link_mbps * 1e6)
         s_out = [p.communicate(timeout=limit) for p in sends]
         r_out = [p.communicate(timeout=30) for p in recvs]
+        q = queue.series(start / 1e9)
         sw = tb.counters()
     finally:
         cleanup.run()
@@ -139,26 +153,35 @@ def _dcudp_group(n, dur, link_mbps):
             "peak_queue_bytes": sw.get("peak_queue_bytes"), "marks": sw.get("marks"),
             "drops": sw.get("drops"),
             "congestion_entries": sum(s.get("congestion_entries", 0) for s in ss),
-            "retransmitted": sum(s.get("data_retransmitted", 0) for s in ss)}
+            "retransmitted": sum(s.get("data_retransmitted", 0) for s in ss), "queue": q}
+
+
+def prepare(scenario, dctcp_g, boost):
+    """What the DCUDP scenarios need first: kmod and dcudp's tools, DCTCP's g in every
+    datcp load, and the optional softirq boost; the returned Cleanup undoes the boost."""
+    if not kernel.available():
+        raise SystemExit(f"{scenario} needs {kernel.DATCPCTL} (make -C kmod)")
+    for b in ("dcudp-send", "dcudp-recv"):
+        if not os.access(os.path.join(DCUDP_BUILD, b), os.X_OK):
+            raise SystemExit(f"{scenario} needs {DCUDP_BUILD}/{b} (make -C dcudp)")
+    kernel.LOAD_ARGS[:] = load_args(dctcp_g)
+    cleanup = Cleanup()
+    if boost:
+        runner.boost_softirq(cleanup)
+        runner.boost_autogroup(cleanup)
+    return cleanup
 
 
 def run(link_mbps=100, short=False, protocols=PROTOCOLS, rounds=1, counts=None, durations=None,
-        boost=False):
+        boost=False, dctcp_g=DCTCP_G):
     """counts / durations override the scenario's sender counts and D values."""
-    if not kernel.available():
-        raise SystemExit(f"dcudp-incast needs {kernel.DATCPCTL} (make -C kmod)")
-    for b in ("dcudp-send", "dcudp-recv"):
-        if not os.access(os.path.join(DCUDP_BUILD, b), os.X_OK):
-            raise SystemExit(f"dcudp-incast needs {DCUDP_BUILD}/{b} (make -C dcudp)")
+    boost_cleanup = prepare("dcudp-incast", dctcp_g, boost)
     counts = counts or (COUNTS_SHORT if short else COUNTS)
     durations = durations or DURATIONS
     res = {"scenario": "dcudp-incast", "link_mbps": link_mbps, "buffer_bytes": BUFFER,
            "offer_per_sender_mbps": OFFER * link_mbps, "counts": counts,
-           "durations_s": list(durations), "rounds": rounds, "runs": []}
-    boost_cleanup = Cleanup()
-    if boost:
-        runner.boost_softirq(boost_cleanup)
-        runner.boost_autogroup(boost_cleanup)
+           "protocols": list(protocols),
+           "durations_s": list(durations), "rounds": rounds, "dctcp_g": dctcp_g, "runs": []}
     try:
         _run_all(res, link_mbps, protocols, boost)
     finally:
@@ -176,6 +199,17 @@ def _run_all(res, link_mbps, protocols, boost):
                     r = _dcudp_group(n, dur, link_mbps) if proto == "dcudp" else \
                         _tcp_group(proto, n, dur, link_mbps, boost)
                     res["runs"].append(dict(r, protocol=proto, duration_s=dur, n=n, round=rnd))
+
+
+def queue_window(run, dur):
+    """Queue samples (bytes) after the onset, 0.2 s to D: the "stable" part of Fig. 7;
+    empty for D under 0.5 s."""
+    return [q for t, q in run.get("queue", []) if 0.2 <= t <= dur] if dur >= 0.5 else []
+
+
+def _pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(p * len(xs)))] if xs else None
 
 
 def table(res):
@@ -197,6 +231,19 @@ def table(res):
                 g = statistics.median(r["goodput_mbps"] for r in rs)
                 q = max((r.get("peak_queue_bytes") or 0) for r in rs) / 1000
                 cells.append(f"{g:>11.1f} [{q:>5.0f} KB]")
+            lines.append(f"{n:>4} " + " ".join(cells))
+    long = [d for d in res["durations_s"] if d >= 0.5]
+    for dur in long:
+        lines.append(f"queue KB from 0.2 s to D = {dur:g} s (Fig. 7): median / 95th percentile "
+                     f"of 1 ms samples, pooled over rounds")
+        lines.append(f"{'N':>4} " + " ".join(f"{p:>20}" for p in protos))
+        for n in res["counts"]:
+            cells = []
+            for p in protos:
+                qs = [q for r in res["runs"] if r["protocol"] == p and r["n"] == n
+                      and r["duration_s"] == dur for q in queue_window(r, dur)]
+                cells.append(f"{_pct(qs, 0.5) / 1000:>9.1f} / {_pct(qs, 0.95) / 1000:>6.1f}"
+                             if qs else f"{'-':>20}")
             lines.append(f"{n:>4} " + " ".join(cells))
     return "\n".join(lines)
 
@@ -224,6 +271,45 @@ def plot(res, path):
         ax.set_ylim(0, res["link_mbps"] * 1.05)
         ax.grid(alpha=0.3)
         ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    plot_queue(res, path.replace(".png", "-queue.png"))
+
+
+def plot_queue(res, path):
+    """Fig. 7: the port's queue over time for the largest N with the longest D (round 0),
+    (a) the three protocols, (b) DCUDP alone on its own scale."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    dur = max(res["durations_s"])
+    n = max(res["counts"])
+    runs = {r["protocol"]: r for r in res["runs"] if r["n"] == n and r["duration_s"] == dur
+            and r["round"] == 0 and r.get("queue")}
+    if not runs:
+        return
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 3.6))
+    for p in PROTOCOLS:
+        if p in runs:
+            q = runs[p]["queue"]
+            a.plot([t for t, _ in q], [x / 1000 for _, x in q], lw=0.7, label=p)
+    a.axhline(res["buffer_bytes"] / 1000, color="grey", ls=":", lw=0.8, label="buffer")
+    a.set_title(f"(a) queue, N = {n}, D = {dur:g} s (1 ms samples)")
+    a.set_xlabel("time s")
+    a.set_ylabel("queue KB")
+    a.legend()
+    a.grid(alpha=0.3)
+    if "dcudp" in runs:
+        q = runs["dcudp"]["queue"]
+        b.plot([t for t, _ in q], [x / 1000 for _, x in q], lw=0.7, color="C0")
+        late = [x for t, x in q if 0.2 <= t <= dur]
+        if late:
+            b.set_ylim(0, max(1.0, 1.5 * _pct(late, 0.95) / 1000))
+        b.set_title("(b) DCUDP's queue, 0 to 1.5x its 95th percentile after 0.2 s")
+        b.set_xlabel("time s")
+        b.set_ylabel("queue KB")
+        b.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)

@@ -17,7 +17,8 @@ TCP_CONGESTION = getattr(socket, "TCP_CONGESTION", 13)
 TCP_NOTSENT_LOWAT = getattr(socket, "TCP_NOTSENT_LOWAT", 25)
 PORT = 9631   # not a port the sockops program may put on datcp
 PROBE_PORT = 9632
-BIN_S = 0.1
+BIN_S = 0.1      # default throughput bin; a spec's "bin_s" overrides it
+SO_MAX_PACING_RATE = getattr(socket, "SO_MAX_PACING_RATE", 47)
 CHUNK = 64 * 1024
 _ZEROS = memoryview(bytes(CHUNK))
 
@@ -35,10 +36,12 @@ class ConnStats:
 
 class Receiver(threading.Thread):
     """One thread, one selector over every receiver host's listening socket and all
-    accepted connections. Counts bytes per peer (sender ip, port) in 100 ms bins."""
+    accepted connections. Counts bytes per peer (sender ip, port) in bins of bin_s (100 ms
+    unless the spec sets bin_s)."""
 
-    def __init__(self, testbed, cc_name, t0_ref):
+    def __init__(self, testbed, cc_name, t0_ref, bin_s=BIN_S):
         super().__init__(daemon=True, name="receiver")
+        self.bin_s = bin_s
         self.sel = selectors.DefaultSelector()
         self.stats = {}          # (ip, port) -> ConnStats
         self.lock = threading.Lock()
@@ -95,7 +98,7 @@ class Receiver(threading.Thread):
                         break
                 if total:
                     t = now - self.t0_ref[0]
-                    b = max(0, int(t / BIN_S))
+                    b = max(0, int(t / self.bin_s))
                     bins = st.bins
                     if len(bins) <= b:
                         bins.extend([0] * (b + 1 - len(bins)))
@@ -186,6 +189,10 @@ class Flow:
         self.size = spec.get("size_bytes")
         self.deadline = spec.get("deadline_s")
         self.start_s = float(spec.get("start_s", 0.0))
+        # the application stops writing at stop_s (then shuts down: DCUDP V-B's FTP flow)
+        self.stop_s = spec.get("stop_s")
+        # a sender that never exceeds this rate (SO_MAX_PACING_RATE: a CBR source)
+        self.max_pacing_mbps = spec.get("max_pacing_mbps")
         self.importance = float(spec.get("importance", 1.0))
         self.phi = float(spec.get("phi", 0.0))
         self.src_i = int(spec.get("src", 0))
@@ -215,6 +222,9 @@ class Flow:
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         s.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, kcc.encode())
         s.setsockopt(socket.IPPROTO_TCP, TCP_NOTSENT_LOWAT, CHUNK)
+        if self.max_pacing_mbps:
+            s.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE,
+                         int(self.max_pacing_mbps * 1e6 / 8))
         s.bind((self.src_ip, 0))
         s.connect(self.dst)
         self.sock = s
@@ -261,7 +271,10 @@ class Flow:
             self.t_start = time.monotonic()
             s = self.sock
             remaining = self.size
+            stop_at = None if self.stop_s is None else g.t0 + float(self.stop_s)
             while not g.stop_ev.is_set() and not self.killed:
+                if stop_at is not None and time.monotonic() >= stop_at:
+                    break
                 if self.suspended.is_set():
                     time.sleep(0.005)
                     continue
@@ -273,7 +286,7 @@ class Flow:
                 if remaining is not None:
                     remaining -= k
             self.done_writing = True
-            if self.size is not None and not self.killed:
+            if (self.size is not None or stop_at is not None) and not self.killed:
                 s.shutdown(socket.SHUT_WR)
         except OSError as e:
             if not (self.killed or g.stop_ev.is_set()):
@@ -369,8 +382,10 @@ class Generator:
         tail = float(spec.get("tail_s", 0.5))
         steady_from = float(spec.get("steady_from_s", 1.0))
         ev = probe = None
-        self.rx = Receiver(self.tb, self.kcc, self.t0_ref)
+        self.bin_s = float(spec.get("bin_s", BIN_S))
+        self.rx = Receiver(self.tb, self.kcc, self.t0_ref, self.bin_s)
         self.rx.start()
+        queue = None
         try:
             if self.mode is not None:
                 ev = kernel.Events(self.on_event).start()
@@ -381,6 +396,10 @@ class Generator:
             for f in pre:
                 f.register()
             self.t0_ref[0] = self.t0
+            if spec.get("queue_series_s") and self.tb.port_impl == "datcpctl":
+                # the receiver port's queue from now to queue_series_s after t0 (Fig. 7)
+                ns, dev = self.tb.switch_ports[0]
+                queue = kernel.QueueSampler(ns, dev, self.t0 + float(spec["queue_series_s"]))
             for f in self.flows:
                 f.thread.start()
             if spec.get("delay_probe_s"):
@@ -442,6 +461,8 @@ class Generator:
         res = self._result(t_end, final, steady)
         if delays is not None:
             res["delay_probe"] = delays
+        if queue:
+            res["queue"] = queue.series(self.t0)
         return res
 
     # ---------------------------------------------------------------- delay probe
@@ -474,7 +495,8 @@ class Generator:
     def _result(self, t_end, final, steady):
         flows = []
         n_dl = n_met = 0
-        tot = [0.0] * (int((t_end - self.t0) / BIN_S) + 1)
+        bin_s = self.bin_s
+        tot = [0.0] * (int((t_end - self.t0) / bin_s) + 1)
         for f in self.flows:
             st = self.rx.stats.get(f.laddr) if f.laddr else None
             total = st.total if st else 0
@@ -493,12 +515,12 @@ class Generator:
                 end = start + fct if fct is not None else (f.t_kill or t_end)
                 mean = total * 8 / max(1e-6, end - start) / 1e6
             bins = st.bins if st else []
-            nb = int((t_end - self.t0) / BIN_S) + 1
-            series = [(bins[i] if i < len(bins) else 0) * 8 / BIN_S / 1e6 for i in range(nb)]
+            nb = int((t_end - self.t0) / bin_s) + 1
+            series = [(bins[i] if i < len(bins) else 0) * 8 / bin_s / 1e6 for i in range(nb)]
             # series starts at the flow's start bin (tput_from_s) and drops trailing zeros
             for i, x in enumerate(series):
                 tot[i] += x
-            b0 = min(int(f.start_s / BIN_S), len(series))
+            b0 = min(int(f.start_s / bin_s), len(series))
             series = series[b0:]
             while series and series[-1] == 0:
                 series.pop()
@@ -509,7 +531,7 @@ class Generator:
                  "src": f.src_i, "dst": f.dst_i, "killed": f.killed,
                  "addr": f.src_key if f.laddr else None,   # the kernel events' "src"
                  "suspended": f.suspend_count,
-                 "tput_from_s": round(b0 * BIN_S, 1),
+                 "tput_from_s": round(b0 * bin_s, 3), "bin_s": bin_s,
                  "tput_mbps": [round(x, 2) for x in series]}
             for k in ("group", "class"):
                 if k in f.spec:
@@ -524,6 +546,8 @@ class Generator:
         sw["impl"] = self.tb.port_impl
         sw["ports"] = final.get("ports")
         # sanity: the emulated port must have been the bottleneck
+        k = max(1, round(BIN_S / bin_s))   # judged on 100 ms bins: finer ones carry read jitter
+        tot = [sum(tot[i:i + k]) / len(tot[i:i + k]) for i in range(0, len(tot), k)]
         over = [x for x in tot[2:] if x > 1.3 * self.tb.link_mbps]
         if len(over) > 3:
             raise RuntimeError(f"aggregate throughput above the link rate in {len(over)} bins "

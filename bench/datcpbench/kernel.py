@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import threading
+import time
 
 from .netns import NETNS_DIR, log, sh
 
@@ -256,6 +257,34 @@ def switch_counters(ns, dev, impl):
     leaf = next((q for q in qd if q.get("kind") == "bfifo"), {})
     return {"bytes": leaf.get("bytes"), "packets": leaf.get("packets"), "marks": 0,
             "drops": leaf.get("drops"), "peak_queue_bytes": None}
+
+
+class QueueSampler:
+    """``datcpctl switch queue``: the port's queue every interval_us from now until
+    ``until`` (time.monotonic(), CLOCK_MONOTONIC like datcpctl's t_ns)."""
+
+    def __init__(self, ns, dev, until, interval_us=1000):
+        ms = max(1, int((until - time.monotonic()) * 1000))
+        self.until = until
+        self.proc = subprocess.Popen([DATCPCTL, "switch", "queue", "--netns", ns, "--dev", dev,
+                                      "--duration-ms", str(ms), "--interval-us", str(interval_us)],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def series(self, t0):
+        """[[t - t0 in s, queue bytes], ...] from t0 on, once the sampling ended."""
+        try:
+            out, err = self.proc.communicate(timeout=max(0.0, self.until - time.monotonic()) + 10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            out, err = self.proc.communicate()
+        if self.proc.returncode:
+            log(f"switch queue: exit {self.proc.returncode}: {err.strip()}")
+        pts = []
+        for line in out.splitlines()[1:]:
+            t, _, q = line.partition(",")
+            if q and int(t) / 1e9 >= t0:
+                pts.append([round(int(t) / 1e9 - t0, 4), int(q)])
+        return pts
 
 
 # ---------------------------------------------------------------- events

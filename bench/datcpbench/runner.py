@@ -220,17 +220,20 @@ def _run_one(spec, cc, progress=None, boost=None):
 
 
 def series(flow, t_end):
-    """Throughput in 100 ms bins from t = 0 to t_end (scenario time)."""
-    off = int(round(flow.get("tput_from_s", 0) / 0.1))
+    """Throughput in the flow's bins (bin_s, 100 ms unless its spec set one) from t = 0 to
+    t_end (scenario time)."""
+    bin_s = flow.get("bin_s", 0.1)
+    off = int(round(flow.get("tput_from_s", 0) / bin_s))
     s = flow["tput_mbps"]
-    n = int(t_end / 0.1) + 1
+    n = int(t_end / bin_s) + 1
     return [(s[i - off] if 0 <= i - off < len(s) else 0.0) for i in range(n)]
 
 
 def _window_mean(flow, t_from, t_to, t_end):
     s = series(flow, t_end)
-    a = int(t_from / 0.1)
-    b = len(s) if t_to is None else min(len(s), int(t_to / 0.1))
+    bin_s = flow.get("bin_s", 0.1)
+    a = int(t_from / bin_s)
+    b = len(s) if t_to is None else min(len(s), int(t_to / bin_s))
     w = s[a:b]
     return sum(w) / len(w) if w else 0.0
 

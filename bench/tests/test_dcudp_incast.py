@@ -33,3 +33,11 @@ def test_two_senders_of_10ms_cbr_per_protocol():
     assert not by["dcudp"].get("failed")
     assert by["dctcp"]["marks"] > 0
     assert by["reno"]["marks"] == 0
+    # DCTCP ran with the paper's g = 0.3, read back from the loaded kernel
+    assert r["dctcp_g"] == 0.3 and "dctcp_g=0.3" in by["dctcp"]["kmod_params"]
+    # the port's queue sampled every 1 ms from the start to D + 0.5 s (Fig. 7): 2 x 160
+    # Mbit/s into 100 queue up at once, and the queue is empty again by the end
+    for x in r["runs"]:
+        q = x["queue"]
+        assert 400 <= len(q) <= 520, (x["protocol"], len(q))
+        assert max(b for _, b in q) > 0 and q[-1][1] == 0, (x["protocol"], q[-5:])

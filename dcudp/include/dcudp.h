@@ -28,6 +28,10 @@ struct dcudp_cfg {
 	uint32_t timeout_ms;	    /* handshake and peer-silence timeout, 0: 5000 */
 	int32_t spin_us;	    /* pacer: spin this long before a send, -1: 60; 0 sleeps only
 				     * (several senders on few CPUs: spinning starves the others) */
+	uint32_t notsent_max_pkts;  /* dcudp_send waits while this many queued packets were never
+				     * sent, as TCP_NOTSENT_LOWAT: an application that stops
+				     * writing stops the wire soon after (section V-B's FTP flow);
+				     * 0: only the send buffer (16384 packets) bounds it */
 };
 
 struct dcudp_stats {

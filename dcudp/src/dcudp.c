@@ -443,7 +443,8 @@ int dcudp_send(struct dcudp_conn *c, const void *buf, size_t len)
 		return -EINVAL;
 	c->msgno = (c->msgno + 1) & MSGNO_MASK;
 	while (off < len) {
-		if (c->snd_end - c->snd_una < RING) {
+		if (c->snd_end - c->snd_una < RING &&
+		    (!c->cfg.notsent_max_pkts || c->snd_end - c->snd_next < c->cfg.notsent_max_pkts)) {
 			struct slot *s = slot_of(c, c->snd_end);
 			size_t n = len - off < c->payload ? len - off : c->payload;
 

@@ -7,6 +7,9 @@
 #            rate, lateness of sends p50/p99/max); asserts it is not starved
 #            below half of the target (every case asserts the sender never
 #            goes above its UDP Mode rate)
+#   stop     endless data until --stop-at-ns with --notsent-pkts 64 (V-B's
+#            FTP flow): the wire stops within 100 ms, the receiver's 10 ms
+#            bins (--bin-ms) add up to what it delivered
 #   loss     2% of UDP datagrams dropped each way (tests/loss.bpf.c, a tc
 #            program: this kernel has no netem): NAKs, retransmissions,
 #            keep-alives and shutdown under loss
@@ -115,6 +118,33 @@ if [ "$ok_pacing" = 1 ]; then
 		bad "pacing: rate $rate Mbit/s of payload, starved below 48.5"
 	fi
 fi
+
+# ---- stop: endless data until a time, the queue of unsent packets bounded (V-B's FTP) ----
+PORT=$((PORT + 1))
+start=$(python3 -c 'import time; print(time.monotonic_ns() + 300000000)')
+stop=$((start + 400000000))
+ip netns exec "$NS_R" "$BUILD/dcudp-recv" --port "$PORT" --link-mbit 100 --bin-ms 10 --bin-from-ns "$start" \
+	>"$WORK/stop.recv" 2>&1 &
+recv_pid=$!
+sleep 0.1
+timeout 30 nice -n -15 ip netns exec "$NS_S" "$BUILD/dcudp-send" --host "$IP_R" --port "$PORT" --link-mbit 100 \
+	--start-at-ns "$start" --stop-at-ns "$stop" --notsent-pkts 64 --message-bytes 14560 >"$WORK/stop.send" 2>&1
+st=$?
+timeout 10 tail --pid="$recv_pid" -f /dev/null
+wait "$recv_pid" 2>/dev/null || st=1
+recv_pid=
+late=$(( ($(stat "$WORK/stop.send" last_send_ns) - stop) / 1000000 ))
+delivered=$(stat "$WORK/stop.recv" bytes_delivered)
+binsum=$(stat "$WORK/stop.recv" bins_bytes | tr ',' '\n' | awk '{ s += $1 } END { print s + 0 }')
+nbins=$(stat "$WORK/stop.recv" bins_bytes | tr ',' '\n' | grep -c .)
+if [ "$st" = 0 ] && [ "$late" -le 100 ] && [ "${delivered:-0}" -ge 2400000 ]; then
+	ok "stop: endless data stopped at --stop-at-ns, last datagram ${late} ms after it (<= 100), $delivered bytes delivered (>= 2.4 MB: 48 Mbit/s for 0.4 s)"
+else
+	bad "stop: exit $st, last datagram ${late} ms after the stop, $delivered bytes delivered"
+fi
+[ "$binsum" = "$delivered" ] && [ "$nbins" -ge 40 ] && [ "$nbins" -le 55 ] &&
+	ok "stop: 10 ms receive bins ($nbins) add up to the bytes delivered ($binsum)" ||
+	bad "stop: bins ($nbins, sum $binsum) do not match the bytes delivered ($delivered)"
 
 # ---- loss: 2% each way ----
 for pair in "$NS_S vs" "$NS_R vr"; do

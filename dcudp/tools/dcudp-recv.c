@@ -3,10 +3,13 @@
  * dcudp-recv - accept one DCUDP sender and write what it sends.
  *
  *   dcudp-recv --port P --link-mbit C [--out F] [--pkt-bytes B] [--timeout-ms T]
+ *              [--bin-ms M --bin-from-ns T0]
  *
  * Without --out the data is counted and discarded. At the end prints the
  * connection's counters ("name=value"), the goodput from the first to
- * the last byte delivered and the CLOCK_MONOTONIC times of both.
+ * the last byte delivered and the CLOCK_MONOTONIC times of both. With --bin-ms,
+ * also the bytes delivered in each M ms from CLOCK_MONOTONIC time T0 on
+ * (bins_bytes=b0,b1,...; a bench's throughput time series, section V-B).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -21,7 +24,8 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: dcudp-recv --port P --link-mbit C [--out F] [--pkt-bytes B] [--timeout-ms T]\n");
+	fprintf(f, "usage: dcudp-recv --port P --link-mbit C [--out F] [--pkt-bytes B] [--timeout-ms T]\n"
+		   "                  [--bin-ms M --bin-from-ns T0]\n");
 }
 
 int main(int argc, char **argv)
@@ -31,13 +35,16 @@ int main(int argc, char **argv)
 					      { "out", required_argument, 0, 'o' },
 					      { "pkt-bytes", required_argument, 0, 'b' },
 					      { "timeout-ms", required_argument, 0, 't' },
+					      { "bin-ms", required_argument, 0, 'B' },
+					      { "bin-from-ns", required_argument, 0, 'F' },
 					      { "help", no_argument, 0, 'H' },
 					      { 0, 0, 0, 0 } };
 	struct dcudp_cfg cfg = { .spin_us = -1 };
 	struct dcudp_conn *c;
 	struct dcudp_stats st;
 	const char *out = NULL;
-	uint64_t port = 0, mbit = 0, v;
+	uint64_t port = 0, mbit = 0, v, bin_ms = 0, bin_from = 0, *bins = NULL;
+	size_t n_bins = 0, i;
 	static char buf[1 << 20];
 	uint64_t first = 0, last = 0;
 	FILE *f = NULL;
@@ -51,12 +58,19 @@ int main(int argc, char **argv)
 		case 'o': out = optarg; break;
 		case 'b': if (tool_u64("--pkt-bytes", optarg, 64, 9000, &v)) return 2; cfg.pkt_bytes = (uint32_t)v; break;
 		case 't': if (tool_u64("--timeout-ms", optarg, 1, 3600000, &v)) return 2; cfg.timeout_ms = (uint32_t)v; break;
+		case 'B': if (tool_u64("--bin-ms", optarg, 1, 60000, &bin_ms)) return 2; break;
+		case 'F': if (tool_u64("--bin-from-ns", optarg, 1, UINT64_MAX, &bin_from)) return 2; break;
 		case 'H': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
 	if (!port || !mbit) {
 		fprintf(stderr, "dcudp-recv: --port and --link-mbit are required\n");
+		usage(stderr);
+		return 2;
+	}
+	if (!bin_ms != !bin_from) {
+		fprintf(stderr, "dcudp-recv: --bin-ms and --bin-from-ns go together\n");
 		usage(stderr);
 		return 2;
 	}
@@ -74,6 +88,20 @@ int main(int argc, char **argv)
 		last = tool_now_ns();
 		if (!first)
 			first = last;
+		if (bin_ms && last >= bin_from) {
+			size_t b = (size_t)((last - bin_from) / (bin_ms * 1000000ULL));
+
+			if (b >= n_bins) {
+				uint64_t *nb = realloc(bins, (b + 1) * sizeof(*bins));
+
+				if (!nb)
+					return 1;
+				memset(nb + n_bins, 0, (b + 1 - n_bins) * sizeof(*bins));
+				bins = nb;
+				n_bins = b + 1;
+			}
+			bins[b] += (uint64_t)n;
+		}
 		if (f && fwrite(buf, 1, (size_t)n, f) != (size_t)n) {
 			fprintf(stderr, "dcudp-recv: --out %s: %s\n", out, strerror(errno));
 			return 1;
@@ -87,6 +115,13 @@ int main(int argc, char **argv)
 		printf("goodput_mbit=%.2f\n", st.bytes_delivered * 8e3 / (double)(last - first));
 	/* CLOCK_MONOTONIC, one clock for all namespaces: the bench's completion times */
 	printf("first_byte_ns=%llu\nlast_byte_ns=%llu\n", (unsigned long long)first, (unsigned long long)last);
+	if (bin_ms) {
+		printf("bins_bytes=");
+		for (i = 0; i < n_bins; i++)
+			printf("%s%llu", i ? "," : "", (unsigned long long)bins[i]);
+		printf("\n");
+		free(bins);
+	}
 	dcudp_free(c);
 	if (f && fclose(f)) {
 		fprintf(stderr, "dcudp-recv: --out %s: %s\n", out, strerror(errno));

@@ -2,15 +2,17 @@
 /*
  * dcudp-send - send a file (or endless data for --seconds) over DCUDP.
  *
- *   dcudp-send --host IP --port P --link-mbit C (--file F | --seconds S)
+ *   dcudp-send --host IP --port P --link-mbit C (--file F | --seconds S | --stop-at-ns T)
  *              [--pkt-bytes B] [--message-bytes M] [--timeout-ms T] [--spin-us U]
- *              [--start-at-ns T] [--udp-mbit R]
+ *              [--start-at-ns T] [--udp-mbit R] [--notsent-pkts N]
  *
  * --link-mbit is C, the bottleneck; --udp-mbit the UDP Mode rate (default C).
  * Each --message-bytes chunk is one DCUDP message. --start-at-ns: connect at
  * once, send the first byte at CLOCK_MONOTONIC time T (several senders that
  * start together, as a bench's preconnected sockets; T under a second ahead,
- * so that the receiver's 5 s silence timeout does not fire). At the end prints the
+ * so that the receiver's 5 s silence timeout does not fire). --stop-at-ns T: endless
+ * data until CLOCK_MONOTONIC time T, then close (section V-B's FTP flow that stops;
+ * with --notsent-pkts, the wire stops soon after). At the end prints the
  * connection's counters ("name=value") and the achieved sending rate.
  */
 #include <errno.h>
@@ -26,9 +28,9 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: dcudp-send --host IP --port P --link-mbit C (--file F | --seconds S)\n"
+	fprintf(f, "usage: dcudp-send --host IP --port P --link-mbit C (--file F | --seconds S | --stop-at-ns T)\n"
 		   "                  [--pkt-bytes B] [--message-bytes M] [--timeout-ms T] [--spin-us U]\n"
-		   "                  [--start-at-ns T] [--udp-mbit R]\n");
+		   "                  [--start-at-ns T] [--udp-mbit R] [--notsent-pkts N]\n");
 }
 
 int main(int argc, char **argv)
@@ -44,13 +46,15 @@ int main(int argc, char **argv)
 					      { "spin-us", required_argument, 0, 'S' },
 					      { "start-at-ns", required_argument, 0, 'A' },
 					      { "udp-mbit", required_argument, 0, 'U' },
+					      { "stop-at-ns", required_argument, 0, 'Z' },
+					      { "notsent-pkts", required_argument, 0, 'N' },
 					      { "help", no_argument, 0, 'H' },
 					      { 0, 0, 0, 0 } };
 	struct dcudp_cfg cfg = { .spin_us = -1 };
 	struct dcudp_conn *c;
 	struct dcudp_stats st;
 	const char *host = NULL, *file = NULL;
-	uint64_t port = 0, mbit = 0, seconds = 0, msg = 1 << 20, v, start_at = 0;
+	uint64_t port = 0, mbit = 0, seconds = 0, msg = 1 << 20, v, start_at = 0, stop_at = 0;
 	FILE *in = NULL;
 	char *buf;
 	int ch, err = 0;
@@ -68,12 +72,14 @@ int main(int argc, char **argv)
 		case 'S': if (tool_u64("--spin-us", optarg, 0, 1000, &v)) return 2; cfg.spin_us = (int32_t)v; break;
 		case 'U': if (tool_u64("--udp-mbit", optarg, 1, 100000, &v)) return 2; cfg.udp_bps = v * 1000000ULL; break;
 		case 'A': if (tool_u64("--start-at-ns", optarg, 1, UINT64_MAX, &start_at)) return 2; break;
+		case 'Z': if (tool_u64("--stop-at-ns", optarg, 1, UINT64_MAX, &stop_at)) return 2; break;
+		case 'N': if (tool_u64("--notsent-pkts", optarg, 1, 16384, &v)) return 2; cfg.notsent_max_pkts = (uint32_t)v; break;
 		case 'H': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
-	if (!host || !port || !mbit || (!file == !seconds)) {
-		fprintf(stderr, "dcudp-send: --host, --port, --link-mbit and one of --file, --seconds are required\n");
+	if (!host || !port || !mbit || !!file + !!seconds + !!stop_at != 1) {
+		fprintf(stderr, "dcudp-send: --host, --port, --link-mbit and one of --file, --seconds, --stop-at-ns are required\n");
 		usage(stderr);
 		return 2;
 	}
@@ -101,6 +107,9 @@ int main(int argc, char **argv)
 
 		while (!err && (n = fread(buf, 1, msg, in)) > 0)
 			err = dcudp_send(c, buf, n);
+	} else if (stop_at) {
+		while (!err && tool_now_ns() < stop_at)
+			err = dcudp_send(c, buf, msg);
 	} else {
 		struct timespec t0, t;
 

@@ -15,8 +15,8 @@
 /* Layout version of the pinned maps and the programs' read-only data; bumped
  * on any change of them (1: the first release, 2: close/resume/params,
  * 3: per-network-namespace event rings, 4: flow keys carry the network
- * namespace). */
-#define DATCP_ABI_VERSION 4U
+ * namespace, 5: DCTCP's g a parameter). */
+#define DATCP_ABI_VERSION 5U
 /* Bytes of an event ring buffer, the global one and each namespace's: ~13000
  * events, 2.6 s of 5000 flows/s (flow_churn) with a stalled reader. */
 #define DATCP_EVENTS_RING_BYTES (1024U * 1024U)
@@ -166,6 +166,7 @@ struct datcp_params {
 	                           * echo on any datcp flow to its destination; 0 = never */
 	__u32 quench_timeout_ms;  /* a quenched flow resumes after this long without a
 	                           * resume order; 0 = never */
+	__u32 dctcp_g_q;          /* DCTCP's g of alpha = (1 - g) alpha + g F, Q10 in [1, 1024] */
 	__u8 ewma_new_weight;     /* 1: R_avg = (1 - alpha) R_avg + alpha R_last;
 	                           * 0: alpha R_avg + (1 - alpha) R_last as printed */
 	__u8 guard_shift;         /* aim to finish T_remain / 2^k early; 0 = on time */

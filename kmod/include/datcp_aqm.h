@@ -84,6 +84,22 @@ static __always_inline __u64 aqm_queue_total(const __u64 vq[DATCP_BANDS])
 	return aqm_queue_ahead(vq, DATCP_BANDS - 1);
 }
 
+/* The port's queue at now_ns (>= the last enqueue): the virtual queues
+ * drained by what the link served since, without changing the state; what
+ * a packet arriving then would find (datcpctl switch queue samples it). */
+static __always_inline __u64 aqm_queue_now(const struct datcp_port_config *cfg,
+					   const struct datcp_port_state *st, __u64 now_ns)
+{
+	__u64 vq[DATCP_BANDS];
+	int b;
+
+	for (b = 0; b < DATCP_BANDS; b++)
+		vq[b] = st->vq_bytes[b];
+	if (now_ns > st->last_ns)
+		aqm_drain(vq, aqm_service_bytes(now_ns - st->last_ns, cfg->rate_bps));
+	return aqm_queue_total(vq);
+}
+
 /* RED on the instantaneous queue: no mark below min, always at or above
  * max, in between with p = max_p (q - min) / (max - min). rnd is uniform. */
 static __always_inline int aqm_red_mark(__u64 q, __u32 min, __u32 max, __u32 maxp_q, __u32 rnd)

@@ -89,6 +89,9 @@
  *   destination saw an ECN echo for that long.
  * quench_timeout_ms (both 10 s): a quench that nobody resumed (an event lost
  *   to a full ring buffer) is lifted after this long.
+ * dctcp_g_q (all profiles 1/16, 64 in Q10): DCTCP's g, as in the DCTCP paper
+ *   and Linux; a setting because DCUDP's section V-A runs DCTCP with g = 0.3
+ *   (307 in Q10, 0.2998). Used by the DCTCP family (dctcp, d2tcp, pd2tcp).
  * agnostic_u_min (profile "yield", the default): deadline-agnostic flows (no deadline)
  *   run at U_min, P 0.5, b 0.8 instead of standard TCP's P 1, b 0.5, as
  *   PD2TCP gives background flows its lowest priority (pd2tcp.txt 2.3.2,
@@ -97,12 +100,14 @@
  *   share (results/2026-11-26-mixed-stats: tight flows need 6-8x), so the
  *   background must yield more for deadline flows to gain. A deadline flow
  *   ahead of its deadline sinks to U_min too and shares equally with it. */
+/* DCTCP's default g = 1/16, as in the DCTCP paper and Linux (Q10). */
+#define DCTCP_G_Q (DATCP_Q / 16)
 #define DATCP_PARAMS_TUNED_FIELDS                                                      \
 	.g_max_q = 102, .alpha_q = 102, .u_max_q = 10 * DATCP_Q, .theta_max = 3,        \
 	.quench_p_max_q = 20 * DATCP_Q, .quench_draws = 4, .resume_quiet_ms = 200,      \
-	.quench_timeout_ms = 10000, .ewma_new_weight = 1, .guard_shift = 4,             \
-	.slow_start_raise_only = 1, .hopeful_below_u_max = 1, .overdue_give_up = 1,     \
-	.line_rate_Bps = 0
+	.quench_timeout_ms = 10000, .dctcp_g_q = DCTCP_G_Q, .ewma_new_weight = 1,       \
+	.guard_shift = 4, .slow_start_raise_only = 1, .hopeful_below_u_max = 1,          \
+	.overdue_give_up = 1, .line_rate_Bps = 0
 #define DATCP_PARAMS_TUNED { DATCP_PARAMS_TUNED_FIELDS, .agnostic_u_min = 0 }
 /* tuned, and deadline-agnostic flows yield (agnostic_u_min) */
 #define DATCP_PARAMS_YIELD { DATCP_PARAMS_TUNED_FIELDS, .agnostic_u_min = 1 }
@@ -114,12 +119,10 @@
 #define DATCP_PARAMS_PAPER                                                             \
 	{ .g_max_q = 51, .alpha_q = 102, .u_max_q = 10 * DATCP_Q, .theta_max = 3,       \
 	  .quench_p_max_q = 10 * DATCP_Q, .quench_draws = 1, .resume_quiet_ms = 200,    \
-	  .quench_timeout_ms = 10000, .ewma_new_weight = 0, .guard_shift = 0,           \
-	  .slow_start_raise_only = 0, .hopeful_below_u_max = 0, .overdue_give_up = 1,   \
-	  .agnostic_u_min = 0, .line_rate_Bps = 0 }
+	  .quench_timeout_ms = 10000, .dctcp_g_q = DCTCP_G_Q, .ewma_new_weight = 0,     \
+	  .guard_shift = 0, .slow_start_raise_only = 0, .hopeful_below_u_max = 0,       \
+	  .overdue_give_up = 1, .agnostic_u_min = 0, .line_rate_Bps = 0 }
 
-/* DCTCP g = 1/16 (2^-4), as in the DCTCP paper and Linux. */
-#define DCTCP_SHIFT_G 4U
 /* D2TCP / PD2TCP exponent range [0.5, 2]. */
 #define D2TCP_D_MIN_Q (DATCP_Q / 2)
 #define D2TCP_D_MAX_Q (2 * DATCP_Q)
@@ -367,16 +370,21 @@ static __always_inline int datcp_quench_step(struct datcp_quench_state_q *s, __u
 
 /* DCTCP: alpha = (1 - g) alpha + g F, F = marked / total of the last window
  * (bytes acknowledged with ECN echo over bytes acknowledged, as in the
- * DCTCP paper). alpha decays by at least 1/1024 a window, so it reaches 0. */
-static __always_inline __u32 dctcp_alpha_update(__u32 alpha_q, __u64 marked, __u64 total)
+ * DCTCP paper); g_q in [1, 1024] (Q10), both products < 2^21. Each term is
+ * rounded down (g = 1/16 gives the shifts alpha >> 4, F >> 4 exactly); alpha
+ * decays by at least 1/1024 a window, so it reaches 0. */
+static __always_inline __u32 dctcp_alpha_update(__u32 alpha_q, __u64 marked, __u64 total, __u32 g_q)
 {
-	__u32 f_q = 0, decay = alpha_q >> DCTCP_SHIFT_G;
+	__u32 f_q = 0, decay;
 
+	if (g_q > DATCP_Q)
+		g_q = DATCP_Q;
+	decay = alpha_q * g_q / DATCP_Q;
 	if (total)
 		f_q = (__u32)(datcp_min64(marked, total) * DATCP_Q / total);
 	if (decay == 0 && alpha_q)
 		decay = 1;
-	alpha_q = alpha_q - decay + (f_q >> DCTCP_SHIFT_G);
+	alpha_q = alpha_q - decay + f_q * g_q / DATCP_Q;
 	return alpha_q > DATCP_Q ? DATCP_Q : alpha_q;
 }
 
@@ -559,7 +567,7 @@ static __always_inline __u32 datcp_window_step(struct datcp_flow_state *s,
 	/* Algorithm 1: R_last = V_rtt / T_rtt, then R_avg */
 	s->r_avg = datcp_r_avg(s->r_avg, datcp_rate_Bps(w->acked_bytes, w->window_ns),
 			       w->slow_start, p);
-	s->alpha_q = dctcp_alpha_update(s->alpha_q, w->ece_bytes, w->acked_bytes);
+	s->alpha_q = dctcp_alpha_update(s->alpha_q, w->ece_bytes, w->acked_bytes, p->dctcp_g_q);
 
 	switch (m->mode) {
 	case DATCP_MODE_DATCP:

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "datcp.h"
 #include "datcp_aqm.h"
@@ -29,7 +30,7 @@ static const char usage[] =
 	"        with other parameters unless flows or switch ports use it). Parameters:\n"
 	"        g alpha u_max theta quench_p_max quench_draws resume_quiet_ms\n"
 	"        quench_timeout_ms ewma(new|paper) guard_shift slow_start_raise_only\n"
-	"        hopeful_below_u_max overdue_give_up line_rate_mbit agnostic_u_min\n"
+	"        hopeful_below_u_max overdue_give_up line_rate_mbit agnostic_u_min dctcp_g\n"
 	"        (kmod/include/datcp_core.h)\n"
 	"  line-rate set [--netns NS] --rate-mbit R | --dev IF\n"
 	"        NIC rate of a network namespace (PD2TCP inversion, overdue flows); --dev\n"
@@ -63,6 +64,9 @@ static const char usage[] =
 	"        --rtt-us: with --mark pfdct, K_i from the port's rate and this round-trip\n"
 	"        time (PFDCT Eq. 15, 1500-byte packets) instead of --k-bytes\n"
 	"  switch counters [--netns NS] --dev IF [--json]\n"
+	"  switch queue [--netns NS] --dev IF --duration-ms D [--interval-us U]\n"
+	"        sample the port's queue every U us (default 1000) for D ms: CSV lines\n"
+	"        t_ns,queue_bytes (t_ns CLOCK_MONOTONIC, the queue a packet would find)\n"
 	"  switch reset [--netns NS] --dev IF\n"
 	"  pfdct load [--long-bytes B] [--long-cwnd W]\n"
 	"        register the pfdct congestion control (PFDCT 3.2.3-3.2.4), pin under " PFDCT_PIN_DIR "\n"
@@ -605,6 +609,34 @@ static void print_counters_json(const struct datcp_port_config *cfg, const struc
 	printf("]}\n");
 }
 
+/* The port's queue every interval_us for duration_ms (DCUDP's Fig. 7): on an
+ * absolute schedule, a late sample is taken at once and the schedule kept. */
+static int switch_queue(const char *netns, const char *dev, unsigned long long duration_ms,
+			unsigned long long interval_us)
+{
+	struct datcp_port_config cfg;
+	struct datcp_port_state st;
+	__u64 now = datcp_now_ns(), next = now, end = now + duration_ms * 1000000ULL;
+	int err;
+
+	setvbuf(stdout, NULL, _IOLBF, 0); /* a reader that stops us early keeps every line */
+	printf("t_ns,queue_bytes\n");
+	while (next <= end) {
+		struct timespec ts = { next / 1000000000ULL, next % 1000000000ULL };
+
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+			;
+		err = datcp_switch_read(netns, dev, &cfg, &st);
+		if (err)
+			return err;
+		now = datcp_now_ns();
+		printf("%llu,%llu\n", (unsigned long long)now,
+		       (unsigned long long)aqm_queue_now(&cfg, &st, now));
+		next += interval_us * 1000ULL;
+	}
+	return fflush(stdout) ? -errno : 0;
+}
+
 static int cmd_switch(int argc, char **argv)
 {
 	static const struct option opts[] = { { "netns", required_argument, 0, 'n' },
@@ -621,9 +653,11 @@ static int cmd_switch(int argc, char **argv)
 					      { "preset", required_argument, 0, 'P' },
 					      { "dscp-map", required_argument, 0, 'M' },
 					      { "json", no_argument, 0, 'j' },
+					      { "duration-ms", required_argument, 0, 'D' },
+					      { "interval-us", required_argument, 0, 'I' },
 					      { 0 } };
 	const char *sub = argc > 1 ? argv[1] : "", *netns = NULL, *dev = NULL, *dscp_map = NULL;
-	unsigned long long rtt_us = 0;
+	unsigned long long rtt_us = 0, duration_ms = 0, interval_us = 1000;
 	struct datcp_port_config cfg;
 	struct datcp_port_state st;
 	unsigned long long v;
@@ -696,6 +730,14 @@ static int cmd_switch(int argc, char **argv)
 		case 'j':
 			json = 1;
 			break;
+		case 'D':
+			if (parse_u64("--duration-ms", optarg, 3600000, &duration_ms) || !duration_ms)
+				return usage_error("--duration-ms must be 1..3600000");
+			break;
+		case 'I':
+			if (parse_u64("--interval-us", optarg, 1000000, &interval_us) || interval_us < 100)
+				return usage_error("--interval-us must be 100..1000000");
+			break;
 		default:
 			return EXIT_USAGE;
 		}
@@ -735,10 +777,14 @@ static int cmd_switch(int argc, char **argv)
 				       (unsigned long long)st.band[i].drops,
 				       (unsigned long long)st.band[i].peak_queue_bytes);
 		}
+	} else if (!strcmp(sub, "queue")) {
+		if (!duration_ms)
+			return usage_error("switch queue needs --duration-ms");
+		err = switch_queue(netns, dev, duration_ms, interval_us);
 	} else if (!strcmp(sub, "reset")) {
 		err = datcp_switch_reset(netns, dev);
 	} else {
-		return usage_error("switch configure|counters|reset");
+		return usage_error("switch configure|counters|queue|reset");
 	}
 	return err ? runtime_error(err) : 0;
 }

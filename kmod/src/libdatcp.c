@@ -1573,6 +1573,7 @@ static const struct param_desc {
 	{ "overdue_give_up", P_U8, offsetof(struct datcp_params, overdue_give_up), 1 },
 	{ "line_rate_mbit", P_MBIT, offsetof(struct datcp_params, line_rate_Bps), 10000000 },
 	{ "agnostic_u_min", P_U8, offsetof(struct datcp_params, agnostic_u_min), 1 },
+	{ "dctcp_g", P_Q10, offsetof(struct datcp_params, dctcp_g_q), 1 },
 };
 
 int datcp_params_profile(const char *name, struct datcp_params *out)
@@ -1643,6 +1644,9 @@ int datcp_param_set(struct datcp_params *p, const char *name, const char *value)
 	}
 	if (p->u_max_q < DATCP_Q || p->quench_draws < 1 || p->theta_max < 1)
 		return fail(-EINVAL, "parameters: u_max must be >= 1, quench_draws and theta >= 1");
+	if (d->off == offsetof(struct datcp_params, dctcp_g_q) && p->dctcp_g_q < 1)
+		return fail(-EINVAL, "parameter dctcp_g: '%s' rounds to 0; accepted: (0, 1], in steps "
+				     "of 1/1024", value);
 	return 0;
 }
 

@@ -192,7 +192,8 @@ static void run_row(struct row *r)
 		check(r, "r_avg_prev", s.r_avg_prev, col(r, "r_avg"), 0);
 	} else if (!strcmp(f, "dctcp_alpha.csv")) {
 		check(r, "alpha",
-		      dctcp_alpha_update((__u32)col(r, "alpha_q"), col(r, "marked"), col(r, "total")),
+		      dctcp_alpha_update((__u32)col(r, "alpha_q"), col(r, "marked"), col(r, "total"),
+					 (__u32)col(r, "g_q")),
 		      col(r, "expected_q"), 0);
 	} else if (!strcmp(f, "pow.csv")) {
 		check(r, "pow", datcp_pow_q((__u32)col(r, "x_q"), (__u32)col(r, "e_q")), col(r, "expected_q"),
@@ -266,6 +267,13 @@ static void run_row(struct row *r)
 		      (unsigned)aqm_red_mark(col(r, "q"), (__u32)col(r, "min"), (__u32)col(r, "max"),
 					     (__u32)col(r, "maxp_q"), (__u32)col(r, "rnd")),
 		      col(r, "expected_mark"), 0);
+	} else if (!strcmp(f, "aqm_queue_now.csv")) {
+		struct datcp_port_config cfg = { .rate_bps = col(r, "rate_bps") };
+		struct datcp_port_state st = { .last_ns = col(r, "last_ns"),
+					       .vq_bytes = { col(r, "vq0"), col(r, "vq1"), col(r, "vq2") } };
+
+		check(r, "queue now", aqm_queue_now(&cfg, &st, col(r, "now_ns")), col(r, "expected_bytes"), 0);
+		check(r, "state untouched", st.vq_bytes[1], col(r, "vq1"), 0);
 	} else if (!strcmp(f, "aqm_enqueue.csv")) {
 		struct datcp_port_config cfg = { .rate_bps = col(r, "rate_bps"),
 						 .buffer_bytes = (__u32)col(r, "buffer"),

@@ -24,7 +24,7 @@ cleanup() {
 	ip netns del $NS_B 2>/dev/null
 	ip netns del $NS_Q 2>/dev/null
 	for n in "${nss[@]}"; do ip netns del "$n" 2>/dev/null; done
-	rm -f /tmp/datcp-kt-ev-*.$$ /tmp/datcp-kt-hold.$$.in /tmp/datcp-kt-hold.$$.out /tmp/datcp-kt-pfdct.$$
+	rm -f /tmp/datcp-kt-ev-*.$$ /tmp/datcp-kt-hold.$$.in /tmp/datcp-kt-hold.$$.out /tmp/datcp-kt-pfdct.$$ /tmp/datcp-kt-q.$$
 	$CTL pfdct unload >/dev/null 2>&1
 	$CTL unload --force >/dev/null 2>&1
 }
@@ -55,7 +55,7 @@ out=$($CTL load --param g=2 2>&1); rc=$?
 check "a parameter out of range is a usage error naming it" test $rc -eq 2 -a -n "$(grep -o "parameter g: '2' is not a number in \[0, 1\]" <<<"$out")"
 out=$($CTL load --profile fast 2>&1); rc=$?
 check "an unknown profile lists the known ones" test $rc -eq 2 -a -n "$(grep -o "tuned, paper" <<<"$out")"
-check "status shows the loaded parameters (the default profile, yield)" grep -q '"params":"g=0.1 alpha=0.1 u_max=10 .*ewma=new guard_shift=4 .*agnostic_u_min=1"' <<<"$($CTL status --json)"
+check "status shows the loaded parameters (the default profile, yield)" grep -q '"params":"g=0.1 alpha=0.1 u_max=10 .*ewma=new guard_shift=4 .*agnostic_u_min=1 dctcp_g=0.063"' <<<"$($CTL status --json)"
 out=$($CTL switch configure --netns no-such-ns-$$ --dev eth0 --rate-mbit 100 --buffer-bytes 200000 2>&1); rc=$?
 check "an unknown network namespace is named in the error" test $rc -eq 1 -a -n "$(grep -o "no-such-ns-$$" <<<"$out")"
 out=$($CTL switch configure --dev lo --rate-mbit 100 --buffer-bytes 200000 --mark red --red-min 9 --red-max 5 2>&1); rc=$?
@@ -386,11 +386,14 @@ ip netns del $nsx; ip netns del $nsy
 # urgency grows); an overdue flow gives up (U_min, PD2TCP's early inversion)
 # and drops to the low class instead of taking share from others ---
 $CTL line-rate set --rate-mbit 10000000 >/dev/null  # 10 Tbit/s: loopback flows stay feasible
-dscp_after() {  # PORT SIZE DEADLINE_MS (0: none) [FLOW SET OPTION...] -> "before after"
+flow_probe() {  # PORT SIZE DEADLINE_MS (0: none) CHUNKS CHUNK_BYTES PAUSE_S [FLOW SET OPTION...]
+# a datcp loopback flow, registered, sends CHUNKS chunks PAUSE_S apart; prints
+# "DSCP_BEFORE DSCP_AFTER WINDOWS CE_ECHOES ALPHA" (the flow's kernel statistics at the end)
 python3 - "$CTL" "$@" <<'PY'
-import socket, subprocess, sys, threading
+import json, socket, subprocess, sys, threading, time
 ctl, port, size, deadline_ms = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
-extra = (["--deadline-ms", deadline_ms] if deadline_ms != "0" else []) + sys.argv[5:]
+chunks, chunk, pause = int(sys.argv[5]), int(sys.argv[6]), float(sys.argv[7])
+extra = (["--deadline-ms", deadline_ms] if deadline_ms != "0" else []) + sys.argv[8:]
 srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 srv.bind(("127.0.0.1", port)); srv.listen(1)
 srv.settimeout(20)
@@ -404,14 +407,20 @@ cli.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 cli.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"datcp")
 cli.bind(("127.0.0.1", port + 38000)); cli.connect(("127.0.0.1", port))
 before = cli.getsockopt(socket.IPPROTO_IP, socket.IP_TOS) >> 2
-subprocess.run([ctl, "flow", "set", "--src", f"127.0.0.1:{port + 38000}", "--dst",
-                f"127.0.0.1:{port}", "--size", size, *extra], check=True)
-for _ in range(50):
-    cli.sendall(b"x" * (1 << 20))
+key = ["--src", f"127.0.0.1:{port + 38000}", "--dst", f"127.0.0.1:{port}"]
+subprocess.run([ctl, "flow", "set", *key, "--size", size, *extra], check=True)
+for _ in range(chunks):
+    cli.sendall(b"x" * chunk)
+    time.sleep(pause)
 after = cli.getsockopt(socket.IPPROTO_IP, socket.IP_TOS) >> 2
+st = json.loads(subprocess.run([ctl, "flow", "get", *key, "--json"], check=True,
+                               capture_output=True, text=True).stdout).get("stats", {})
 cli.close(); t.join(20)
-print(before, after)
+print(before, after, st.get("windows", 0), st.get("ece_count", 0), f"{st.get('alpha', -1):.3f}")
 PY
+}
+dscp_after() {  # PORT SIZE DEADLINE_MS (0: none) [FLOW SET OPTION...] -> "before after"
+	flow_probe "$1" "$2" "$3" 50 1048576 0 "${@:4}" | cut -d" " -f1,2
 }
 # 10 TB in 100 s needs 100 GB/s: more than loopback gives, less than the line rate
 read -r before after <<<"$(dscp_after 5303 10000000000000 100000)"
@@ -704,11 +713,31 @@ check "load --profile paper --param theta=5 replaces the unused datcp" grep -q '
 out=$($CTL load 2>&1)
 check "a load without parameters reuses whatever is loaded" grep -q "reused" <<<"$out"
 $CTL load --param theta=5 --port 5201 >/dev/null
-check "load --param without --profile sets it on the default profile, yield" grep -q '"params":"g=0.1 alpha=0.1 u_max=10 theta=5 .*guard_shift=4 .*agnostic_u_min=1"' <<<"$($CTL status --json)"
+check "load --param without --profile sets it on the default profile, yield" grep -q '"params":"g=0.1 alpha=0.1 u_max=10 theta=5 .*guard_shift=4 .*agnostic_u_min=1 dctcp_g=0.063"' <<<"$($CTL status --json)"
 $CTL load --profile tuned --port 5201 >/dev/null
-check "load --profile tuned: yield without agnostic_u_min" grep -q '"params":"g=0.1 alpha=0.1 u_max=10 theta=3 .*guard_shift=4 .*agnostic_u_min=0"' <<<"$($CTL status --json)"
+check "load --profile tuned: yield without agnostic_u_min" grep -q '"params":"g=0.1 alpha=0.1 u_max=10 theta=3 .*guard_shift=4 .*agnostic_u_min=0 dctcp_g=0.063"' <<<"$($CTL status --json)"
 read -r before after <<<"$(dscp_after 5313 1000000000 0)"
 check "under tuned a deadline-agnostic datcp flow stays standard TCP, P 1: DSCP 0 (DSCP $before -> $after)" test "$before" = 0 -a "$after" = 0
+
+# --- DCTCP's g is a load parameter the kernel reads (DCUDP V-A runs g = 0.3): a dctcp
+# flow on loopback sees no CE, so after w windows alpha = 1024 (1 - g)^w in Q10, step by
+# step as dctcp_alpha_update rounds; the kernel's alpha must be g = 0.3's, not 1/16's ---
+out=$($CTL load --param dctcp_g=0 2>&1); rc=$?
+check "dctcp_g=0 is a usage error naming the parameter and the accepted range" test $rc -eq 2 -a -n "$(grep -o "parameter dctcp_g: '0' rounds to 0; accepted: (0, 1]" <<<"$out")"
+$CTL load --param dctcp_g=0.3 --port 5201 >/dev/null
+check "load --param dctcp_g=0.3: status shows it" grep -q '"params":"g=0.1 .* dctcp_g=0.3"' <<<"$($CTL status --json)"
+# a few windows: alpha of g 0.3 and of g 1/16 still apart
+read -r _ _ w ece alpha <<<"$(flow_probe 5315 1000000000 0 3 65536 0.05 --mode dctcp)"
+# dctcp_alpha_update with F = 0, w times, as datcpctl prints alpha
+read -r a03 a16 <<<"$(python3 -c '
+import sys
+def alpha(g_q, w):
+    a = 1024
+    for _ in range(w):
+        a -= max(a * g_q // 1024, 1 if a else 0)
+    return f"{a / 1024:.3f}"
+print(alpha(307, int(sys.argv[1])), alpha(64, int(sys.argv[1])))' "${w:-0}")"
+check "a dctcp flow's alpha follows the loaded g = 0.3 (windows $w, CE echoes $ece, alpha $alpha; g 0.3: $a03, g 1/16: $a16)" test "${w:-0}" -ge 1 -a "$ece" = 0 -a "$alpha" = "$a03" -a "$a03" != "$a16"
 
 # --- holders: every load is recorded with what it asked for; a loader that
 # leaves (released or killed) takes away the ports and sockops only it held ---
@@ -869,6 +898,41 @@ $CTL pfdct unload
 check "pfdct unload unregisters it and removes its pins" bash -c '! grep -qw pfdct /proc/sys/net/ipv4/tcp_available_congestion_control && test ! -e /sys/fs/bpf/pfdct'
 ip netns del $NS_PS; ip netns del $NS_PR
 rm -f /tmp/datcp-kt-pfdct.$$
+# --- the port's queue over time (switch queue): a burst of 50 datagrams of 1400 B
+# into a 10 Mbit/s port builds ~70 KB that drains in ~60 ms; the samples must see it
+# rise and fall back to 0 ---
+nsp=datcp-kt-qs-$$ nsr=datcp-kt-qr-$$
+ip netns add $nsp && nss+=($nsp) && ip netns add $nsr && nss+=($nsr)
+ip -n $nsp link add v0 type veth peer name v1 netns $nsr
+ip -n $nsp addr add 10.77.0.1/24 dev v0 && ip -n $nsp link set v0 up
+ip -n $nsr addr add 10.77.0.2/24 dev v1 && ip -n $nsr link set v1 up
+$CTL switch configure --netns $nsp --dev v0 --rate-mbit 10 --buffer-bytes 100000 --mark none >/dev/null
+out=$($CTL switch queue --netns $nsp --dev v0 --duration-ms 200 --interval-us 1000 --badopt 2>&1); rc=$?
+check "switch queue refuses an unknown option" test $rc -eq 2
+out=$($CTL switch queue --netns $nsp --dev v0 2>&1); rc=$?
+check "switch queue needs --duration-ms" test $rc -eq 2 -a -n "$(grep -o "needs --duration-ms" <<<"$out")"
+# one process starts the sampler and sends the burst 30 ms later (a second python
+# started from here could take longer than the samples last on a loaded machine;
+# nsenter, not ip netns exec, which hides bpffs from datcpctl)
+nsenter --net=/var/run/netns/$nsp python3 - "$CTL" $nsp /tmp/datcp-kt-q.$$ <<'PY'
+import socket, subprocess, sys, time
+ctl, ns, out = sys.argv[1:]
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.sendto(bytes(1400), ("10.77.0.2", 9))   # ARP resolved before the burst
+time.sleep(0.05)
+with open(out, "w") as fh:
+    q = subprocess.Popen([ctl, "switch", "queue", "--netns", ns, "--dev", "v0", "--duration-ms", "200",
+                          "--interval-us", "1000"], stdout=fh)
+    time.sleep(0.03)
+    for _ in range(50):
+        s.sendto(bytes(1400), ("10.77.0.2", 9))
+    q.wait(timeout=20)
+PY
+read -r n peak last <<<"$(awk -F, 'NR > 1 { n++; if ($2 > p) p = $2; l = $2 } END { print n, p + 0, l }' /tmp/datcp-kt-q.$$)"
+check "switch queue: 201 samples of 1 ms, the burst's queue seen and drained (peak $peak B, last $last B)" test "$(head -1 /tmp/datcp-kt-q.$$)" = "t_ns,queue_bytes" -a "$n" = 201 -a "$peak" -ge 20000 -a "$peak" -le 100000 -a "$last" = 0
+rm -f /tmp/datcp-kt-q.$$
+$CTL switch reset --netns $nsp --dev v0 >/dev/null 2>&1
+ip netns del $nsp; ip netns del $nsr
 
 # --- unload ---
 $CTL flow set --src 10.9.9.1:1000 --dst 10.9.9.2:2000 --size 1000

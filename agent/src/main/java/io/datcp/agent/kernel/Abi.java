@@ -192,7 +192,7 @@ final class Abi {
   }
 
   /** DATCP_ABI_VERSION these mirrors follow. */
-  static final int ABI_VERSION = 4;
+  static final int ABI_VERSION = 5;
   /** DATCP_BANDS. */
   static final int BANDS = 3;
   /** DATCP_MAX_PORTS. */
