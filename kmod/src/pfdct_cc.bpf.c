@@ -164,9 +164,9 @@ void BPF_PROG(pfdct_in_ack_event, struct sock *sk, __u32 flags)
 		return;
 
 	/* one window (~RTT) acknowledged */
-	/* Eq. 2: alpha = (1 - g) alpha + g F, F the fraction of bytes marked */
+	/* Eq. 2: alpha = (1 - g) alpha + g F, F the fraction of bytes marked; g = 1/16 */
 	s->st.alpha_q = dctcp_alpha_update(s->st.alpha_q, s->win_ece_bytes,
-					   tp->bytes_acked - s->win_start_acked);
+					   tp->bytes_acked - s->win_start_acked, DCTCP_G_Q);
 	s->st.rtt_us = tp->srtt_us >> 3;
 	s->st.rtt_min_us = tp->rtt_min.s[0].v;
 	/* Eq. 1: LQ = (RTT_c - RTT_min) / RTT_c * cwnd */
