@@ -196,7 +196,7 @@ def run(link_mbps=100, rounds=1, duration_s=10.0, modes=MODES, staggered=False):
 
 def table(res):
     how = ("staggered as in §IV-A's Fig. 4 (starts a tenth of the run apart, the first half "
-           "ending at 0.8 of it)" if res.get("staggered") else "all for the whole run")
+           "ending at 0.8 of it)" if res["staggered"] else "all for the whole run")
     lines = [f"fqcn-fairness: {res['sources']} CBR sources at {res['link_mbps']} Mbit/s into one "
              f"{res['link_mbps']} Mbit/s drop-tail port, buffer {res['buffer_bytes']} B, "
              f"Q_eq {res['q_eq_bytes']} B; sources {how}; {res['duration_s']:g} s runs",
@@ -204,8 +204,7 @@ def table(res):
              f"{'shares Mbit/s (per source)':>34} {'Jain':>6} {'Jain/bin':>8} {'total':>6} "
              f"{'queue KB (median)':>18} {'CNMs':>6} {'drops':>6}"]
     for r in res["runs"]:
-        for ph in r.get("phases", [dict(r, phase="all", from_s=res["duration_s"] / 2,
-                                        to_s=res["duration_s"])]):
+        for ph in r["phases"]:
             sh = " ".join(f"{v:6.1f}" for v in ph["shares_mbps"].values())
             q = ph["q_median_late_bytes"]
             active = {s: pts for s, pts in r["series"].items() if s in ph["shares_mbps"]}
@@ -215,8 +214,8 @@ def table(res):
                          f"{sh:>34} {ph['jain']:>6.3f} {jb:>8.3f} {ph['total_mbps']:>6.1f} "
                          f"{(q or 0) / 1000:>18.1f} {r['cnms']:>6} {r['port_drops']:>6}")
     for mode in dict.fromkeys(r["mode"] for r in res["runs"]):
-        for i, ph in enumerate(res["runs"][0].get("phases", [{"phase": "all"}])):
-            js = [r.get("phases", [r])[i]["jain"] for r in res["runs"] if r["mode"] == mode]
+        for i, ph in enumerate(res["runs"][0]["phases"]):
+            js = [r["phases"][i]["jain"] for r in res["runs"] if r["mode"] == mode]
             lines.append(f"{mode}: Jain's index ({ph['phase']}) median "
                          f"{statistics.median(js):.3f} (min {min(js):.3f}, max {max(js):.3f}) "
                          f"over {len(js)} run(s)")
