@@ -376,6 +376,21 @@ public final class SchedulerConf {
           + " rules, the election); empty: open to anyone who reaches ZooKeeper (a warning at"
           + " start)."));
 
+  public static final Key<String> HA_ZOOKEEPER_TLS_KEY_STORE = register(new Key<>(
+      "ha.zookeeper.tls.keyStoreFile", "", Function.identity(),
+      v -> v.isEmpty() || v.startsWith("/"), "empty or an absolute path",
+      "TLS to ZooKeeper's secure client port: one PEM file holding this scheduler's private key"
+          + " (PKCS#8, unencrypted) and its certificate chain, which ZooKeeper's own PEM key"
+          + " store reads (cat key.pem cert.pem); with ha.zookeeper.tls.trustStoreFile. Both"
+          + " empty: plaintext to ZooKeeper, so ha.zookeeper.auth and the policy rules cross the"
+          + " network readable (a warning at start)."));
+
+  public static final Key<String> HA_ZOOKEEPER_TLS_TRUST_STORE = register(new Key<>(
+      "ha.zookeeper.tls.trustStoreFile", "", Function.identity(),
+      v -> v.isEmpty() || v.startsWith("/"), "empty or an absolute path",
+      "PEM certificates of the CAs that sign the ZooKeeper servers' certificates; a server's"
+          + " certificate must also name (subjectAltName) the host ha.zookeeper.connect dials."));
+
   public static final Key<String> HA_ADVERTISED_HOST = register(new Key<>(
       "ha.advertisedHost", "", Function.identity(),
       v -> v.isEmpty() || v.matches("[A-Za-z0-9.\\-]+|\\[[0-9A-Fa-f:.]+\\]"),
