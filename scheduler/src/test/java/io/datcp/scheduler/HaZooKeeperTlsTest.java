@@ -14,9 +14,9 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
+import java.util.ArrayDeque;
+import java.util.Deque;
 import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import org.apache.zookeeper.server.embedded.ExitHandler;
@@ -30,7 +30,8 @@ import org.junit.jupiter.api.io.TempDir;
  * Issue 18 item 4 for the HA mode's ZooKeeper connection: a ZooKeeper that listens on a secure
  * client port only (TLS, client certificates required, as the Docker HA cluster runs it). A
  * scheduler with ha.zookeeper.tls.* and a certificate of ZooKeeper's CA leads; one whose
- * certificate another CA signed, and one that speaks plaintext, are refused.
+ * certificate another CA signed, one that does not trust ZooKeeper's, one that dials a name
+ * ZooKeeper's certificate does not bear, and one that speaks plaintext, are refused.
  */
 class HaZooKeeperTlsTest {
   private static final String TOKEN = "ha-tls-test-admin-token-0123456789";
@@ -40,9 +41,9 @@ class HaZooKeeperTlsTest {
 
   @TempDir Path dir;
   private TestPki pki;
-  private ZooKeeperServerEmbedded zk;
   private String connect;
-  private final List<AutoCloseable> open = new ArrayList<>();
+  /** Closed newest first: the schedulers, then ZooKeeper. */
+  private final Deque<AutoCloseable> open = new ArrayDeque<>();
 
   @BeforeEach
   void startSecureZooKeeper() throws Exception {
@@ -63,25 +64,28 @@ class HaZooKeeperTlsTest {
     p.put("ssl.trustStore.location", pki.ca().toString());
     p.put("ssl.trustStore.type", "PEM");
     p.put("ssl.clientAuth", "need");
-    zk = ZooKeeperServerEmbedded.builder().baseDir(Files.createDirectories(dir.resolve("zk")))
-        .configuration(p)
+    ZooKeeperServerEmbedded zk = ZooKeeperServerEmbedded.builder()
+        .baseDir(Files.createDirectories(dir.resolve("zk"))).configuration(p)
         .exitHandler(ExitHandler.LOG_ONLY).build();
+    open.push(zk);
     zk.start();
     connect = "localhost:" + port;
   }
 
   @AfterEach
   void stopAll() throws Exception {
-    try {
-      for (AutoCloseable c : open) {
-        c.close();
+    Exception failed = null;
+    while (!open.isEmpty()) {
+      try {
+        open.pop().close();
+      } catch (Exception e) {
+        failed = failed == null ? e : failed;
       }
-    } finally {
-      if (zk != null) {
-        zk.close();
-      }
-      System.getProperties().stringPropertyNames().stream()
-          .filter(n -> n.startsWith("zookeeper.ssl.")).forEach(System::clearProperty);
+    }
+    System.getProperties().stringPropertyNames().stream()
+        .filter(n -> n.startsWith("zookeeper.ssl.")).forEach(System::clearProperty);
+    if (failed != null) {
+      throw failed;
     }
   }
 
@@ -104,7 +108,7 @@ class HaZooKeeperTlsTest {
     conf.put("ha.advertisedHost", "127.0.0.1");
     SchedulerServer s = SchedulerServer.builder().dataDir(dir.resolve(name)).grpcPort(0)
         .httpPort(0).conf(SchedulerConf.fromMap(conf)).build().start();
-    open.add(s);
+    open.push(s);
     return s;
   }
 
@@ -134,6 +138,15 @@ class HaZooKeeperTlsTest {
     // nor a scheduler that trusts another CA than the one of ZooKeeper's certificate
     Path trusted = keyStore(pki.client("datcp-scheduler"));
     assertThatThrownBy(() -> start("distrustful", tls(trusted, rogue.ca())))
+        .isInstanceOf(ConfigException.class).hasMessageContaining("ha.zookeeper.connect");
+  }
+
+  @Test
+  void aZooKeeperWhoseCertificateDoesNotNameTheHostDialledIsRefused() throws Exception {
+    Path keys = keyStore(pki.client("datcp-scheduler"));
+    // the same server on another loopback address, which its certificate does not name
+    connect = connect.replace("localhost:", "127.0.0.2:");
+    assertThatThrownBy(() -> start("elsewhere", tls(keys, pki.ca())))
         .isInstanceOf(ConfigException.class).hasMessageContaining("ha.zookeeper.connect");
   }
 

@@ -19,8 +19,8 @@ import org.apache.zookeeper.util.PemReader;
  * malformed one stops start-up naming its key rather than as a connection that never comes up.
  */
 public final class ZooKeeperTls {
-  public static final String KEY_STORE_KEY = "ha.zookeeper.tls.keyStoreFile";
-  public static final String TRUST_STORE_KEY = "ha.zookeeper.tls.trustStoreFile";
+  private static final String KEY_STORE_KEY = "ha.zookeeper.tls.keyStoreFile";
+  private static final String TRUST_STORE_KEY = "ha.zookeeper.tls.trustStoreFile";
   private static final String PEM = "PEM";
 
   private final String keyStore;
