@@ -42,7 +42,7 @@ class LeaderChannelTest {
 
   private LeaderChannel channel(String... targets) {
     channel = new LeaderChannel(List.of(targets),
-        t -> NettyChannelBuilder.forTarget(t).usePlaintext().build());
+        t -> NettyChannelBuilder.forTarget(t).usePlaintext().build(), 10_000);
     return channel;
   }
 

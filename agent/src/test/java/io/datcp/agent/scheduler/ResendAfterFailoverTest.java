@@ -170,6 +170,96 @@ class ResendAfterFailoverTest {
     }
   }
 
+  /**
+   * The leader stops answering and keeps the connection up (frozen, or its network cut): an
+   * agent that makes no call misses its heartbeats on the update stream and sends the map side
+   * to the next scheduler within HEARTBEATS_MISSED heartbeat intervals (plus its retry delays),
+   * where keepalive pings would take 10 s at the least.
+   */
+  @Test
+  void anAgentThatMakesNoCallsFindsASilentLeaderByItsMissingHeartbeats() throws Exception {
+    try (FakeScheduler beating = withHeartbeats(); SilentRelay relay = relayTo(beating);
+        FakeScheduler next = withHeartbeats();
+        SchedulerClient quiet = quietAgent(relay, next)) {
+      quiet.watch(p -> { });
+      quiet.forward(List.of(indexed(0, 7_000_000, 9_000_000)));
+      await().atMost(Duration.ofSeconds(10))
+          .until(() -> events(beating).size() == 1 && beating.watchers() == 1);
+
+      relay.silence();
+      long silenced = System.nanoTime();
+      await().atMost(Duration.ofMillis(failoverBoundMillis()))
+          .until(() -> events(next).contains(indexed(0, 7_000_000, 9_000_000)));
+      System.out.printf("silent leader: map side at the next scheduler %d ms after the"
+          + " silence (bound %d ms)%n", (System.nanoTime() - silenced) / 1_000_000,
+          failoverBoundMillis());
+      // the update stream moved too (after its retry delay)
+      await().atMost(Duration.ofSeconds(10)).until(() -> next.watchers() == 1);
+    }
+  }
+
+  /**
+   * As above, but the other scheduler follows for a while, naming the silent one the leader (its
+   * election outlives it until its ZooKeeper session expires, 4 s on the Docker cluster): the
+   * agent stays with the follower (held, the silent one is not gone back to, where each report
+   * would wait for its 5 s deadline) and reaches it as soon as it leads.
+   */
+  @Test
+  void aFollowerNamingTheSilentLeaderIsNotFollowedBackToIt() throws Exception {
+    long sessionMillis = 4_000;
+    try (FakeScheduler beating = withHeartbeats(); SilentRelay relay = relayTo(beating);
+        FakeScheduler next = withHeartbeats();
+        SchedulerClient quiet = quietAgent(relay, next)) {
+      next.followerOf = relay.target();
+      quiet.watch(p -> { });
+      quiet.forward(List.of(indexed(0, 7_000_000, 9_000_000)));
+      await().atMost(Duration.ofSeconds(10))
+          .until(() -> events(beating).size() == 1 && beating.watchers() == 1);
+
+      relay.silence();
+      long silenced = System.nanoTime();
+      Thread.sleep(sessionMillis);
+      next.followerOf = null; // elected
+      long bound = sessionMillis + RETRY_SLACK_MILLIS;
+      await().atMost(Duration.ofMillis(bound - (System.nanoTime() - silenced) / 1_000_000))
+          .until(() -> events(next).contains(indexed(0, 7_000_000, 9_000_000)));
+      System.out.printf("silent leader named by the follower for %d ms: map side at the new"
+          + " leader %d ms after the silence (bound %d ms)%n", sessionMillis,
+          (System.nanoTime() - silenced) / 1_000_000, bound);
+    }
+  }
+
+  /** Heartbeat interval of the tests' schedulers: the scheduler's default. */
+  private static final int HEARTBEAT_MILLIS = 1_000;
+  /**
+   * Time for the agent's retries once a scheduler answers (its back-off, at most 200 ms here;
+   * the report queue's wake-up, at most 1 s) with ample room for a loaded machine.
+   */
+  private static final long RETRY_SLACK_MILLIS = 2_000;
+
+  /** From the silence: the last heartbeat at most that long before, then the retries. */
+  private static long failoverBoundMillis() {
+    return SchedulerClient.HEARTBEATS_MISSED * HEARTBEAT_MILLIS + RETRY_SLACK_MILLIS;
+  }
+
+  private static FakeScheduler withHeartbeats() throws Exception {
+    FakeScheduler s = new FakeScheduler();
+    s.heartbeatMillis = HEARTBEAT_MILLIS;
+    return s.start();
+  }
+
+  private static SilentRelay relayTo(FakeScheduler s) throws Exception {
+    return new SilentRelay(Integer.parseInt(s.target().substring(s.target().indexOf(':') + 1)));
+  }
+
+  private static SchedulerClient quietAgent(SilentRelay relay, FakeScheduler next) {
+    return new SchedulerClient(AgentConf.fromMap(Map.of(
+        "scheduler.target", relay.target() + "," + next.target(),
+        "scheduler.plaintext", "true",
+        "reports.flushMillis", "20",
+        "scheduler.reconnectMaxMillis", "200")), "nm1", new SimpleMeterRegistry());
+  }
+
   @Test
   void theUpdateStreamFollowsCallsThatMovedPastASilentLeader() throws Exception {
     client.watch(p -> { });
