@@ -178,23 +178,16 @@ class ResendAfterFailoverTest {
    */
   @Test
   void anAgentThatMakesNoCallsFindsASilentLeaderByItsMissingHeartbeats() throws Exception {
-    try (FakeScheduler beating = withHeartbeats(); SilentRelay relay = relayTo(beating);
-        FakeScheduler next = withHeartbeats();
-        SchedulerClient quiet = quietAgent(relay, next)) {
-      quiet.watch(p -> { });
-      quiet.forward(List.of(indexed(0, 7_000_000, 9_000_000)));
-      await().atMost(Duration.ofSeconds(10))
-          .until(() -> events(beating).size() == 1 && beating.watchers() == 1);
-
-      relay.silence();
+    try (QuietMapNode node = new QuietMapNode()) {
+      node.relay.silence();
       long silenced = System.nanoTime();
       await().atMost(Duration.ofMillis(failoverBoundMillis()))
-          .until(() -> events(next).contains(indexed(0, 7_000_000, 9_000_000)));
+          .until(() -> events(node.next).contains(INDEXED));
       System.out.printf("silent leader: map side at the next scheduler %d ms after the"
           + " silence (bound %d ms)%n", (System.nanoTime() - silenced) / 1_000_000,
           failoverBoundMillis());
       // the update stream moved too (after its retry delay)
-      await().atMost(Duration.ofSeconds(10)).until(() -> next.watchers() == 1);
+      await().atMost(Duration.ofSeconds(10)).until(() -> node.next.watchers() == 1);
     }
   }
 
@@ -207,22 +200,15 @@ class ResendAfterFailoverTest {
   @Test
   void aFollowerNamingTheSilentLeaderIsNotFollowedBackToIt() throws Exception {
     long sessionMillis = 4_000;
-    try (FakeScheduler beating = withHeartbeats(); SilentRelay relay = relayTo(beating);
-        FakeScheduler next = withHeartbeats();
-        SchedulerClient quiet = quietAgent(relay, next)) {
-      next.followerOf = relay.target();
-      quiet.watch(p -> { });
-      quiet.forward(List.of(indexed(0, 7_000_000, 9_000_000)));
-      await().atMost(Duration.ofSeconds(10))
-          .until(() -> events(beating).size() == 1 && beating.watchers() == 1);
-
-      relay.silence();
+    try (QuietMapNode node = new QuietMapNode()) {
+      node.next.followerOf = node.relay.target();
+      node.relay.silence();
       long silenced = System.nanoTime();
       Thread.sleep(sessionMillis);
-      next.followerOf = null; // elected
+      node.next.followerOf = null; // elected
       long bound = sessionMillis + RETRY_SLACK_MILLIS;
       await().atMost(Duration.ofMillis(bound - (System.nanoTime() - silenced) / 1_000_000))
-          .until(() -> events(next).contains(indexed(0, 7_000_000, 9_000_000)));
+          .until(() -> events(node.next).contains(INDEXED));
       System.out.printf("silent leader named by the follower for %d ms: map side at the new"
           + " leader %d ms after the silence (bound %d ms)%n", sessionMillis,
           (System.nanoTime() - silenced) / 1_000_000, bound);
@@ -232,32 +218,58 @@ class ResendAfterFailoverTest {
   /** Heartbeat interval of the tests' schedulers: the scheduler's default. */
   private static final int HEARTBEAT_MILLIS = 1_000;
   /**
-   * Time for the agent's retries once a scheduler answers (its back-off, at most 200 ms here;
-   * the report queue's wake-up, at most 1 s) with ample room for a loaded machine.
+   * Time for the agent's retries once a scheduler answers (its back-off, at most 200 ms here)
+   * and the report, with ample room for a loaded machine.
    */
   private static final long RETRY_SLACK_MILLIS = 2_000;
+  private static final ShuffleEvent INDEXED = indexed(0, 7_000_000, 9_000_000);
 
   /** From the silence: the last heartbeat at most that long before, then the retries. */
   private static long failoverBoundMillis() {
     return SchedulerClient.HEARTBEATS_MISSED * HEARTBEAT_MILLIS + RETRY_SLACK_MILLIS;
   }
 
-  private static FakeScheduler withHeartbeats() throws Exception {
-    FakeScheduler s = new FakeScheduler();
-    s.heartbeatMillis = HEARTBEAT_MILLIS;
-    return s.start();
-  }
-
-  private static SilentRelay relayTo(FakeScheduler s) throws Exception {
-    return new SilentRelay(Integer.parseInt(s.target().substring(s.target().indexOf(':') + 1)));
-  }
-
-  private static SchedulerClient quietAgent(SilentRelay relay, FakeScheduler next) {
-    return new SchedulerClient(AgentConf.fromMap(Map.of(
+  /**
+   * A map node's agent that made its map output known to the leader (with heartbeats, behind a
+   * relay that can fall silent) and makes no call from then on; {@code next} is the other
+   * scheduler of its list.
+   */
+  private static final class QuietMapNode implements AutoCloseable {
+    final FakeScheduler leader = withHeartbeats();
+    final SilentRelay relay = new SilentRelay(Integer.parseInt(
+        leader.target().substring(leader.target().indexOf(':') + 1)));
+    final FakeScheduler next = withHeartbeats();
+    final SchedulerClient agent = new SchedulerClient(AgentConf.fromMap(Map.of(
         "scheduler.target", relay.target() + "," + next.target(),
         "scheduler.plaintext", "true",
         "reports.flushMillis", "20",
         "scheduler.reconnectMaxMillis", "200")), "nm1", new SimpleMeterRegistry());
+
+    QuietMapNode() throws Exception {
+      try {
+        agent.watch(p -> { });
+        agent.forward(List.of(INDEXED));
+        await().atMost(Duration.ofSeconds(10))
+            .until(() -> events(leader).size() == 1 && leader.watchers() == 1);
+      } catch (RuntimeException | Error e) {
+        close();
+        throw e;
+      }
+    }
+
+    @Override
+    public void close() throws Exception {
+      agent.close();
+      next.close();
+      relay.close();
+      leader.close();
+    }
+  }
+
+  private static FakeScheduler withHeartbeats() throws Exception {
+    FakeScheduler s = new FakeScheduler();
+    s.heartbeatMillis = HEARTBEAT_MILLIS;
+    return s.start();
   }
 
   @Test
