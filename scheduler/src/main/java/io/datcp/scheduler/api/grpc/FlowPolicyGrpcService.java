@@ -165,9 +165,10 @@ public final class FlowPolicyGrpcService extends FlowPolicyServiceGrpc.FlowPolic
     }
     PolicyUpdate heartbeat = PolicyUpdate.newBuilder().setHeartbeat(true)
         .setHeartbeatMillis(heartbeatMillis).build();
-    // also ends by itself on the first beat after the stream did (closed for overflow)
+    // also ends by itself on the first beat after the stream did (closed for overflow); with a
+    // fixed delay, beats that a stalled timer missed are not sent in a burst afterwards
     AtomicReference<ScheduledFuture<?>> beating = new AtomicReference<>();
-    beating.set(heartbeats.scheduleAtFixedRate(() -> {
+    beating.set(heartbeats.scheduleWithFixedDelay(() -> {
       if (!stream.sendIfIdle(heartbeat)) {
         beating.get().cancel(false);
       }
