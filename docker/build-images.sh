@@ -73,7 +73,7 @@ dropins "$ctx/tor/dropins"
 cp "$root/docker/scheduler/"* "$scheduler_jar" "$root/docker/node/bin/fabric-net.sh" \
 	"$root/scripts/tls-pki.sh" "$ctx/scheduler/"
 cp "$root/docker/zookeeper/Dockerfile" "$root/docker/zookeeper/zookeeper-entrypoint.sh" \
-	"$root/docker/node/bin/fabric-net.sh" "$ctx/zookeeper/"
+	"$root/docker/node/bin/fabric-net.sh" "$root/scripts/tls-pki.sh" "$ctx/zookeeper/"
 cp -r "$root/docker/zookeeper/target/lib" "$ctx/zookeeper/lib"
 
 for img in node:hadoop tor:tor scheduler:scheduler zookeeper:zookeeper; do

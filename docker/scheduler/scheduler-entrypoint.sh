@@ -29,6 +29,11 @@
 #                    (ha.zookeeper.auth, made by the first scheduler) and node tokens on every
 #                    scheduler
 #   DATCP_HA_SESSION_MS  ha.zookeeper.sessionTimeoutMillis in the HA mode, default 4000
+#   DATCP_ZK_TLS_DIR the HA mode's TLS to ZooKeeper (ha.zookeeper.tls.*): the ZooKeeper
+#                    container's CA (ca.pem) and the schedulers' PEM key store (scheduler.pem)
+#                    that zookeeper-entrypoint.sh puts there; waited for (120 s), read from there
+#                    (a new ZooKeeper container's new CA applies at the next connection).
+#                    Default /data/zookeeper-tls
 #   DATCP_SCHEDULER_EXTRA  extra lines for scheduler.properties (keys: scheduler/README.md)
 set -euo pipefail
 [ -n "${DATCP_TOR_IP:-}" ] && /opt/datcp/bin/fabric-net.sh
@@ -94,7 +99,12 @@ elif [ ! -s "$pki/ca.pem" ]; then
 fi
 ha=
 if [ -n "${DATCP_ZOOKEEPER:-}" ]; then
+	zk_tls=${DATCP_ZK_TLS_DIR:-/data/zookeeper-tls}
+	for _ in $(seq 120); do [ -d "$zk_tls" ] && break; sleep 1; done
+	[ -d "$zk_tls" ] || { echo "scheduler: no ZooKeeper TLS files in $zk_tls" >&2; exit 2; }
 	ha="ha.zookeeper.connect=$DATCP_ZOOKEEPER
+ha.zookeeper.tls.keyStoreFile=$zk_tls/scheduler.pem
+ha.zookeeper.tls.trustStoreFile=$zk_tls/ca.pem
 ha.zookeeper.sessionTimeoutMillis=${DATCP_HA_SESSION_MS:-4000}
 ha.advertisedHost=$name
 ha.zookeeper.auth=@$data/zk-auth

@@ -40,6 +40,7 @@ import io.datcp.scheduler.ha.Leadership;
 import io.datcp.scheduler.ha.SoleLeadership;
 import io.datcp.scheduler.ha.ZooKeeperEnsemble;
 import io.datcp.scheduler.ha.ZooKeeperLeadership;
+import io.datcp.scheduler.ha.ZooKeeperTls;
 import io.datcp.scheduler.ingest.HostRateLimiter;
 import io.datcp.scheduler.ingest.YarnApps;
 import io.datcp.scheduler.policy.PolicyBook;
@@ -354,6 +355,12 @@ public final class SchedulerServer implements AutoCloseable {
   private static Coordination coordination(SchedulerConf conf, Path dataDir, ObjectMapper json) {
     String connect = conf.get(SchedulerConf.HA_ZOOKEEPER_CONNECT);
     if (connect.isEmpty()) {
+      if (!conf.get(SchedulerConf.HA_ZOOKEEPER_TLS_KEY_STORE).isEmpty()
+          || !conf.get(SchedulerConf.HA_ZOOKEEPER_TLS_TRUST_STORE).isEmpty()) {
+        throw new ConfigException("configuration key 'ha.zookeeper.connect': required with"
+            + " ha.zookeeper.tls.keyStoreFile and ha.zookeeper.tls.trustStoreFile (TLS to"
+            + " ZooKeeper); without ZooKeeper, leave them empty");
+      }
       return new Coordination(PolicyStore.open(dataDir, json), new SoleLeadership(), () -> { });
     }
     if (conf.get(SchedulerConf.AUTH_TOKEN).isEmpty()) {
@@ -367,8 +374,14 @@ public final class SchedulerServer implements AutoCloseable {
       LOG.warn("ha.zookeeper.auth is empty: anyone who reaches ZooKeeper at {} can change the"
           + " policy rules and the election under {}", connect, path);
     }
+    ZooKeeperTls tls = ZooKeeperTls.load(conf.get(SchedulerConf.HA_ZOOKEEPER_TLS_KEY_STORE),
+        conf.get(SchedulerConf.HA_ZOOKEEPER_TLS_TRUST_STORE));
+    if (tls == null) {
+      LOG.warn("ha.zookeeper.tls.* not set: plaintext to ZooKeeper at {}, so the credential of"
+          + " ha.zookeeper.auth and the policy rules cross the network readable", connect);
+    }
     ZooKeeperEnsemble zk = ZooKeeperEnsemble.connect(connect,
-        conf.get(SchedulerConf.HA_SESSION_TIMEOUT_MILLIS), digest);
+        conf.get(SchedulerConf.HA_SESSION_TIMEOUT_MILLIS), digest, tls);
     try {
       zk.restrict(List.of(path, path + "/policies", path + "/leader"));
       return new Coordination(ZooKeeperPolicyStore.open(zk.client(), path + "/policies", json),

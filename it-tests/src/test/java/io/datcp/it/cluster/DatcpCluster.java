@@ -52,8 +52,8 @@ public final class DatcpCluster implements Startable {
   private static final Path DATCP_PINS = Path.of("/sys/fs/bpf/datcp");
   static final String SCHEDULER_IMAGE = "datcp/scheduler:dev";
   static final String ZOOKEEPER_IMAGE = "datcp/zookeeper:dev";
-  /** The HA variant's ZooKeeper, as the schedulers reach it (ha.zookeeper.connect). */
-  static final String ZOOKEEPER = "zookeeper:2181";
+  /** The HA variant's ZooKeeper, as the schedulers reach it (ha.zookeeper.connect): TLS only. */
+  static final String ZOOKEEPER = "zookeeper:2281";
   /** The throwaway CA the scheduler makes at start (docker/scheduler/scheduler-entrypoint.sh). */
   public static final String SCHEDULER_CA = "/var/lib/datcp-scheduler/pki/ca.pem";
   /** Accepts frames that stay on one of the cluster's bridges (see docker/README.md). */
@@ -363,7 +363,9 @@ public final class DatcpCluster implements Startable {
   }
 
   private GenericContainer<?> zookeeperContainer() {
+    // /data: where it puts its CA and the schedulers' certificate (zookeeper-entrypoint.sh)
     return fabricHost(new GenericContainer<>(image(ZOOKEEPER_IMAGE)), "zookeeper")
+        .withCreateContainerCmdModifier(cmd -> bind(cmd, dataDir.toString(), "/data"))
         .waitingFor(Wait.forLogMessage("zookeeper: ready.*", 1)
             .withStartupTimeout(Duration.ofMinutes(1)));
   }

@@ -319,20 +319,14 @@ public final class SchedulerConf {
           + " loopback only; logged as a warning at start); false: TLS with tls.certFile and"
           + " tls.keyFile, which must then be set."));
 
-  public static final Key<String> TLS_CERT_FILE = register(new Key<>(
-      "tls.certFile", "", Function.identity(), v -> v.isEmpty() || v.startsWith("/"),
-      "empty or an absolute path",
+  public static final Key<String> TLS_CERT_FILE = register(optionalPath("tls.certFile",
       "PEM certificate chain of both ports (the scheduler's first); read again when it"
           + " changes."));
 
-  public static final Key<String> TLS_KEY_FILE = register(new Key<>(
-      "tls.keyFile", "", Function.identity(), v -> v.isEmpty() || v.startsWith("/"),
-      "empty or an absolute path",
+  public static final Key<String> TLS_KEY_FILE = register(optionalPath("tls.keyFile",
       "PEM private key (PKCS#8) of tls.certFile; read again when it changes."));
 
-  public static final Key<String> TLS_CLIENT_CA_FILE = register(new Key<>(
-      "tls.clientCaFile", "", Function.identity(), v -> v.isEmpty() || v.startsWith("/"),
-      "empty or an absolute path",
+  public static final Key<String> TLS_CLIENT_CA_FILE = register(optionalPath("tls.clientCaFile",
       "PEM certificates of the CAs that sign node certificates (mutual TLS on the gRPC port;"
           + " a node is the one DNS subjectAltName of its certificate); empty: nodes use"
           + " tokens only."));
@@ -383,6 +377,19 @@ public final class SchedulerConf {
           + " ha.zookeeper.path get an ACL that only this identity may read or change (policy"
           + " rules, the election); empty: open to anyone who reaches ZooKeeper (a warning at"
           + " start)."));
+
+  public static final Key<String> HA_ZOOKEEPER_TLS_KEY_STORE = register(optionalPath(
+      "ha.zookeeper.tls.keyStoreFile",
+      "TLS to ZooKeeper's secure client port: one PEM file holding this scheduler's private key"
+          + " (PKCS#8, unencrypted) and its certificate chain, which ZooKeeper's own PEM key"
+          + " store reads (cat key.pem cert.pem); with ha.zookeeper.tls.trustStoreFile. Both"
+          + " empty: plaintext to ZooKeeper, so ha.zookeeper.auth and the policy rules cross the"
+          + " network readable (a warning at start)."));
+
+  public static final Key<String> HA_ZOOKEEPER_TLS_TRUST_STORE = register(optionalPath(
+      "ha.zookeeper.tls.trustStoreFile",
+      "PEM certificates of the CAs that sign the ZooKeeper servers' certificates; a server's"
+          + " certificate must also name (subjectAltName) the host ha.zookeeper.connect dials."));
 
   public static final Key<String> HA_ADVERTISED_HOST = register(new Key<>(
       "ha.advertisedHost", "", Function.identity(),
@@ -492,6 +499,12 @@ public final class SchedulerConf {
     return new Key<>(name, defaultValue, Integer::parseInt, v -> v >= min && v <= max,
         String.format(Locale.ROOT, "an integer in [%d, %d] (%s)", min, max, unit),
         description);
+  }
+
+  /** A file named by its absolute path, or empty for none. */
+  private static Key<String> optionalPath(String name, String description) {
+    return new Key<>(name, "", Function.identity(), v -> v.isEmpty() || v.startsWith("/"),
+        "empty or an absolute path", description);
   }
 
   /** A long key with an inclusive range, named in the error. */

@@ -33,15 +33,19 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
    * delete or add children to it.
    *
    * @param digest USER:PASSWORD, or null for none (znodes open to anyone)
+   * @param tls TLS to ZooKeeper's secure client port, or null for plaintext
    * @throws ConfigException naming ha.zookeeper.connect when no server answered in that time
    */
   public static ZooKeeperEnsemble connect(String connect, int sessionTimeoutMillis,
-      String digest) {
+      String digest, ZooKeeperTls tls) {
     CuratorFrameworkFactory.Builder b = CuratorFrameworkFactory.builder()
         .connectString(connect)
         .sessionTimeoutMs(sessionTimeoutMillis)
         .connectionTimeoutMs(sessionTimeoutMillis)
         .retryPolicy(new ExponentialBackoffRetry(FIRST_RETRY_MILLIS, RETRIES));
+    if (tls != null) {
+      b.zkClientConfig(tls.clientConfig());
+    }
     if (digest != null) {
       b.authorization("digest", digest.getBytes(StandardCharsets.UTF_8))
           .aclProvider(new CreatorOnly());
@@ -59,7 +63,8 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
       client.close();
       throw new ConfigException("configuration key 'ha.zookeeper.connect': no ZooKeeper server"
           + " at '" + connect + "' answered within ha.zookeeper.sessionTimeoutMillis ("
-          + sessionTimeoutMillis + " ms)");
+          + sessionTimeoutMillis + " ms)" + (tls == null ? "" : " over TLS (a refused"
+          + " handshake looks the same: see the log for the ZooKeeper client's reason)"));
     }
     return new ZooKeeperEnsemble(client, digest != null);
   }
