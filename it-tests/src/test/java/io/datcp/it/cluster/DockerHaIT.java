@@ -185,6 +185,11 @@ class DockerHaIT {
         + " %d, %d with a deadline%n", survivor, planAfter == null ? "not planned"
         : summary(planAfter), flows.size(), withDeadline);
 
+    for (String nm : c.nodeManagers()) {
+      // how each agent found the dead leader and where its calls went (LeaderChannel, Outage)
+      System.out.printf("HA failover on Docker: %s's agent:%n%s", nm, c.exec(nm, "sh", "-c",
+          "grep -E 'silent|unavailable|is back' /tmp/datcp-agent.log | tail -n 8").getStdout());
+    }
     assertThat(answeredMillis).as("the survivor answers node calls after the kill").isPositive();
     assertThat(ha(c, survivor).get("role").asText()).isEqualTo("leader");
     JsonNode rule = JSON.readTree(c.schedulerApi(survivor, "/api/v1/policies/" + RULE));
