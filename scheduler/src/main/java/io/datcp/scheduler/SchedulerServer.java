@@ -120,6 +120,8 @@ public final class SchedulerServer implements AutoCloseable {
   private final WriteToken token;
   private final NodeCredentials nodes;
   private final ScheduledExecutorService sweeper;
+  /** Sends the update streams' heartbeats (watch.heartbeatMillis), apart from the sweeps. */
+  private final ScheduledExecutorService heartbeats;
   private final EventLoopGroup eventLoops;
   /** The ResourceManager's client, on the servers' event loops. */
   private final ClientFactory clients;
@@ -203,10 +205,16 @@ public final class SchedulerServer implements AutoCloseable {
       }, pollMillis, pollMillis, TimeUnit.MILLISECONDS);
     }
     int maxMessage = conf.get(SchedulerConf.REPORT_MAX_MESSAGE_BYTES);
+    heartbeats = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "scheduler-watch-heartbeats");
+      t.setDaemon(true);
+      return t;
+    });
 
     LeaderGate leaderGate = new LeaderGate(leadership);
     FlowPolicyGrpcService agentCalls = new FlowPolicyGrpcService(service.lookups(),
-        service.reports(), service.switches(), conf.get(SchedulerConf.WATCH_MAX_QUEUED));
+        service.reports(), service.switches(), conf.get(SchedulerConf.WATCH_MAX_QUEUED),
+        heartbeats, conf.get(SchedulerConf.WATCH_HEARTBEAT_MILLIS));
     // A scheduler that stops leading sends its agents' streams to the one that leads.
     leadership.onLoss(() -> agentCalls.endStreams(leaderGate.refusal()));
     ServerBuilder gb = Server.builder();
@@ -514,6 +522,7 @@ public final class SchedulerServer implements AutoCloseable {
     // Leave the election first: another scheduler leads while this one stops.
     leadership.close();
     sweeper.shutdownNow();
+    heartbeats.shutdownNow();
     CompletableFuture.allOf(http.stop(), grpc.stop()).join();
     heavyLane.close();
     clients.close();

@@ -252,6 +252,14 @@ public final class AgentConf {
       "scheduler.reconnectMaxMillis", 10_000, Integer::parseInt, v -> v > 0,
       "a positive integer (milliseconds)", "Longest retry delay (exponential back-off)."));
 
+  public static final Key<Integer> SILENT_HOLD_MS = register(new Key<>(
+      "scheduler.silentHoldMillis", 10_000, Integer::parseInt, v -> v >= 0,
+      "a non-negative integer (milliseconds)",
+      "A scheduler whose update stream fell silent (three heartbeats missed) is not gone back to"
+          + " for this long, though a follower names it the leader: a leader killed with its"
+          + " host keeps its election until its ZooKeeper session expires (the schedulers'"
+          + " ha.zookeeper.sessionTimeoutMillis, 10 s by default)."));
+
   public static final Key<FlowMode> DEFAULT_MODE = register(new Key<>("policy.defaultMode",
       FlowMode.FLOW_MODE_DATCP, s -> parseEnum(FlowMode.class, "FLOW_MODE_", s),
       v -> v != FlowMode.FLOW_MODE_UNSPECIFIED, "datcp|pd2tcp|d2tcp|dctcp|off",

@@ -106,6 +106,16 @@ final class BatchSender<T> implements AutoCloseable {
     thread.start();
   }
 
+  /**
+   * An outage began (the update stream found the scheduler silent): the events due to be sent
+   * again go at once, not at the idle queue's next check (up to a second later).
+   */
+  void wake() {
+    synchronized (queue) {
+      queue.notifyAll();
+    }
+  }
+
   /** Queues events; drops the oldest beyond capacity. */
   void offer(List<T> events) {
     synchronized (queue) {

@@ -14,6 +14,7 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
+import java.util.function.LongSupplier;
 import java.util.logging.Logger;
 
 /**
@@ -26,6 +27,12 @@ import java.util.logging.Logger;
  * end DEADLINE_EXCEEDED for as long as TCP keeps the connection; a leader that is merely slow costs
  * one call refused by the follower, which names it. The failed call itself is not repeated here: the client's own retries (report batches
  * keep their ids, the update stream reconnects, the next lookup) go to the new one.
+ *
+ * <p>An address whose update stream fell silent ({@link #silent}) moves the calls too, and is
+ * held: for scheduler.silentHoldMillis a follower that names it is not followed back (calls stay
+ * on the follower and are tried again until it leads), because a leader killed with its host
+ * keeps its election, and is named, until its ZooKeeper session expires, and calls sent to it
+ * meanwhile would each wait for their deadline.
  */
 final class LeaderChannel extends Channel {
   /** Set by a follower scheduler on its refusals: host:port of the leader's gRPC port. */
@@ -36,13 +43,28 @@ final class LeaderChannel extends Channel {
   private final List<String> targets;
   private final List<ManagedChannel> channels = new ArrayList<>();
   private final AtomicInteger current = new AtomicInteger();
+  /** Per address: until when (nanoTime) it is held after falling silent; 0 = not held. */
+  private final long[] heldUntil;
+  private final long holdNanos;
+  private final LongSupplier nanoTime;
 
-  /** @param open builds the (lazily connecting) channel to one address */
-  LeaderChannel(List<String> targets, Function<String, ManagedChannel> open) {
+  /**
+   * @param open builds the (lazily connecting) channel to one address
+   * @param holdMillis scheduler.silentHoldMillis
+   */
+  LeaderChannel(List<String> targets, Function<String, ManagedChannel> open, long holdMillis) {
+    this(targets, open, holdMillis, System::nanoTime);
+  }
+
+  LeaderChannel(List<String> targets, Function<String, ManagedChannel> open, long holdMillis,
+      LongSupplier nanoTime) {
     this.targets = List.copyOf(targets);
     for (String t : this.targets) {
       channels.add(open.apply(t));
     }
+    heldUntil = new long[this.targets.size()];
+    holdNanos = TimeUnit.MILLISECONDS.toNanos(holdMillis);
+    this.nanoTime = nanoTime;
   }
 
   /** The address calls go to now. */
@@ -73,19 +95,64 @@ final class LeaderChannel extends Channel {
   }
 
   /**
-   * After a refusal by {@code used}: to the leader it named if listed, else to the next address;
-   * only if no other call moved the current one since (calls failing together move it once).
+   * The update stream to {@code target} heard nothing (not even a heartbeat) for three
+   * heartbeat intervals: the calls leave it for the next address that is not held, and it is
+   * held for scheduler.silentHoldMillis.
+   */
+  void silent(String target) {
+    int used = targets.indexOf(target);
+    if (used < 0 || targets.size() < 2) {
+      return;
+    }
+    synchronized (heldUntil) {
+      heldUntil[used] = (nanoTime.getAsLong() + holdNanos) | 1; // never 0, "not held"
+    }
+    int next = nextNotHeld(used);
+    if (next != used && current.compareAndSet(used, next)) {
+      LOG.info("scheduler " + target + " silent (no heartbeat on the update stream): calls go to "
+          + targets.get(next) + ", and not back to it on a follower's word for "
+          + TimeUnit.NANOSECONDS.toMillis(holdNanos) + " ms");
+    }
+  }
+
+  /**
+   * After a refusal by {@code used}: to the leader it named if listed and not held, else to the
+   * next address not held; only if no other call moved the current one since (calls failing
+   * together move it once).
    */
   private void moveFrom(int used, String leader) {
     if (targets.size() < 2) {
       return;
     }
     int named = leader == null ? -1 : targets.indexOf(leader);
-    int next = named >= 0 ? named : (used + 1) % targets.size();
+    boolean namedHeld = named >= 0 && held(named);
+    int next = named >= 0 && !namedHeld ? named : nextNotHeld(used);
     if (next != used && current.compareAndSet(used, next)) {
       LOG.info("scheduler " + targets.get(used) + " unavailable" + (named >= 0
-          ? ", it names the leader " + leader : leader == null ? "" : ", it names " + leader
-              + " (not in scheduler.target)") + ": calls go to " + targets.get(next));
+          ? ", it names the leader " + leader + (namedHeld ? " (held: it fell silent)" : "")
+          : leader == null ? "" : ", it names " + leader + " (not in scheduler.target)")
+          + ": calls go to " + targets.get(next));
+    }
+  }
+
+  /** The first address after {@code used} (in list order, round) not held; else used. */
+  private int nextNotHeld(int used) {
+    for (int i = 1; i < targets.size(); i++) {
+      int next = (used + i) % targets.size();
+      if (!held(next)) {
+        return next;
+      }
+    }
+    return used;
+  }
+
+  private boolean held(int target) {
+    synchronized (heldUntil) {
+      long until = heldUntil[target];
+      if (until != 0 && nanoTime.getAsLong() - until >= 0) {
+        heldUntil[target] = 0;
+      }
+      return heldUntil[target] != 0;
     }
   }
 

@@ -24,13 +24,13 @@ import java.util.logging.Logger;
  * Plaintext only with scheduler.plaintext=true, with a warning. Bad files stop start-up with a
  * message naming the key.
  *
- * <p>HTTP/2 keepalive pings find a scheduler that died without closing its connections (killed
- * with its container or host, a partition): the policy update stream is always open, and an
- * agent that happens to make no other call (a map node whose fetches were all registered before
- * the leader died) would otherwise stay on a dead leader until its next call timed out, and
- * send the map side's state to the new one only then ({@link MapSideState}). A ping unanswered
- * for {@link #KEEPALIVE_TIMEOUT_SECONDS} closes the connection: its calls end UNAVAILABLE, which
- * begins an outage and moves the calls ({@link LeaderChannel}).
+ * <p>An agent that makes no call (a map node whose fetches were all registered before the
+ * leader died) finds a scheduler that died without closing its connections (killed with its
+ * container or host, frozen, a partition) by the heartbeats on its update stream, which it times
+ * ({@link SchedulerClient}: 2-3 heartbeat intervals). HTTP/2 keepalive pings are the backstop
+ * for a scheduler that sends no heartbeats (one built before them): a ping unanswered for {@link
+ * #KEEPALIVE_TIMEOUT_SECONDS} closes the connection, its calls end UNAVAILABLE, which begins an
+ * outage and moves the calls ({@link LeaderChannel}), 10-13 s after the scheduler went silent.
  */
 final class SchedulerChannel {
   private static final Logger LOG = Logger.getLogger(SchedulerChannel.class.getName());
@@ -49,6 +49,7 @@ final class SchedulerChannel {
    */
   static LeaderChannel open(AgentConf conf) {
     List<String> targets = List.of(conf.get(AgentConf.SCHEDULER_TARGET).split(","));
+    long hold = conf.get(AgentConf.SILENT_HOLD_MS);
     String ca = conf.get(AgentConf.SCHEDULER_CA_FILE);
     String cert = conf.get(AgentConf.SCHEDULER_CERT_FILE);
     String key = conf.get(AgentConf.SCHEDULER_KEY_FILE);
@@ -61,7 +62,8 @@ final class SchedulerChannel {
           + " without TLS, the node token readable on the network (development on loopback"
           + " only)");
       return new LeaderChannel(targets,
-          target -> keepAlive(NettyChannelBuilder.forTarget(target).usePlaintext()).build());
+          target -> keepAlive(NettyChannelBuilder.forTarget(target).usePlaintext()).build(),
+          hold);
     }
     if (cert.isEmpty() != key.isEmpty()) {
       throw new IllegalArgumentException("configuration key '" + (cert.isEmpty()
@@ -91,7 +93,8 @@ final class SchedulerChannel {
           + " 'scheduler.certFile', 'scheduler.keyFile': no TLS context from them: " + e);
     }
     return new LeaderChannel(targets,
-        target -> keepAlive(NettyChannelBuilder.forTarget(target).sslContext(context)).build());
+        target -> keepAlive(NettyChannelBuilder.forTarget(target).sslContext(context)).build(),
+        hold);
   }
 
   private static NettyChannelBuilder keepAlive(NettyChannelBuilder b) {

@@ -48,12 +48,28 @@ import java.util.logging.Logger;
  * of flow outcomes and forwarded map-side events. Fails open: while the scheduler is away,
  * lookups are skipped (flows keep the default policy), reports queue up to a bound, and the
  * outage is logged once.
+ *
+ * <p>The update stream is timed: the scheduler sends a heartbeat on it every interval it
+ * announces (PolicyUpdate.heartbeat_millis, watch.heartbeatMillis), and a stream that brings
+ * nothing for {@link #HEARTBEATS_MISSED} intervals is ended here and its scheduler taken for
+ * dead ({@link LeaderChannel#silent}): killed with its host, frozen or cut off, it keeps the
+ * connection up and answers nothing, and an agent that makes no call would otherwise find that
+ * out only by HTTP/2 keepalive, 10-13 s later. The outage that begins sends the running
+ * reduces' and the map side's state again to the scheduler that answers next.
  */
 public final class SchedulerClient implements PolicySource, AutoCloseable {
   private static final Logger LOG = Logger.getLogger(SchedulerClient.class.getName());
   private static final long REPORT_DEADLINE_MS = 5_000;
   /** While the scheduler is away, at most one lookup per this interval goes out (a probe). */
   private static final long PROBE_INTERVAL_NANOS = 1_000_000_000L;
+  /**
+   * Heartbeat intervals without a message after which the update stream's scheduler is taken for
+   * dead: one late heartbeat (a loaded scheduler's pause) is no failover, and a silent one is
+   * noticed 2-3 intervals after its last heartbeat.
+   */
+  static final int HEARTBEATS_MISSED = 3;
+  /** Longest wait between checks of the update stream (moved calls, silence). */
+  private static final long WATCH_CHECK_NANOS = 1_000_000_000L;
   /** Flows whose latest update time is remembered; beyond it the memory starts over. */
   private static final int MAX_TRACKED_FLOWS = 100_000;
 
@@ -91,6 +107,12 @@ public final class SchedulerClient implements PolicySource, AutoCloseable {
     return t;
   });
   private volatile ClientCallStreamObserver<WatchRequest> watchCall;
+  /**
+   * Silence on the update stream after which its scheduler is taken for dead:
+   * HEARTBEATS_MISSED x the interval the last scheduler announced; 0 before any announced one
+   * (a scheduler without heartbeats: keepalive only).
+   */
+  private volatile long silenceNanos;
 
   /**
    * Connects lazily to scheduler.target (the channel reconnects by itself).
@@ -319,6 +341,7 @@ public final class SchedulerClient implements PolicySource, AutoCloseable {
       String target = channel.currentTarget();
       long tokenGeneration = token == null ? 0 : token.generation();
       Status[] ended = {Status.OK};
+      AtomicLong heard = new AtomicLong(System.nanoTime());
       policyStub.watchPolicies(WatchRequest.newBuilder().setAgentHost(hostName).setResync(true)
           .build(), new ClientResponseObserver<WatchRequest, PolicyUpdate>() {
             @Override
@@ -328,8 +351,15 @@ public final class SchedulerClient implements PolicySource, AutoCloseable {
 
             @Override
             public void onNext(PolicyUpdate u) {
+              heard.set(System.nanoTime());
               outage.up();
               backoff.reset();
+              if (u.getHeartbeat() || u.getSnapshotEnd()) {
+                silenceNanos = HEARTBEATS_MISSED * u.getHeartbeatMillis() * 1_000_000L;
+              }
+              if (u.getHeartbeat()) {
+                return;
+              }
               if (u.getSnapshotEnd()) {
                 cache.replaceAll(snapshot, nowUnix(), resync);
                 snapshot.forEach(updateSink);
@@ -352,8 +382,8 @@ public final class SchedulerClient implements PolicySource, AutoCloseable {
             @Override
             public void onError(Throwable t) {
               ended[0] = Status.fromThrowable(t);
-              if (!closed) {
-                outage.down(ended[0].toString());
+              if (!closed && outage.down(ended[0].toString())) {
+                forwarded.wake();
               }
               done.countDown();
             }
@@ -365,12 +395,23 @@ public final class SchedulerClient implements PolicySource, AutoCloseable {
           });
       try {
         // the stream has no deadline: one open to a scheduler that died without a reset would
-        // stay open for good, so it ends when the other calls moved to another scheduler
-        while (!done.await(1, TimeUnit.SECONDS)) {
+        // stay open for good, so it ends when it brings nothing for HEARTBEATS_MISSED heartbeat
+        // intervals, or when the other calls moved to another scheduler
+        while (!done.await(untilCheck(heard.get()), TimeUnit.NANOSECONDS)) {
+          long silence = silenceNanos;
+          long quiet = System.nanoTime() - heard.get();
+          if (silence > 0 && quiet >= silence) {
+            channel.silent(target);
+            watchCall.cancel("nothing on the update stream for " + quiet / 1_000_000 + " ms ("
+                + HEARTBEATS_MISSED + " heartbeat intervals): taken for dead", null);
+            break;
+          }
           if (!channel.currentTarget().equals(target)) {
             watchCall.cancel("calls moved to " + channel.currentTarget(), null);
+            break;
           }
         }
+        done.await();
         if (!closed && !refusedUnder(ended[0], tokenGeneration)) { // a new token: at once
           Thread.sleep(backoff.nextDelayMillis());
         }
@@ -378,6 +419,16 @@ public final class SchedulerClient implements PolicySource, AutoCloseable {
         return;
       }
     }
+  }
+
+  /** Nanoseconds to the update stream's next check: its silence bound, at most a second. */
+  private long untilCheck(long heardNanos) {
+    long silence = silenceNanos;
+    if (silence == 0) {
+      return WATCH_CHECK_NANOS;
+    }
+    long left = heardNanos + silence - System.nanoTime();
+    return Math.max(1_000_000L, Math.min(WATCH_CHECK_NANOS, left));
   }
 
   /** Updates of one flow may arrive out of order: only the latest decision applies. */

@@ -12,6 +12,7 @@ import io.grpc.netty.NettyChannelBuilder;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -42,7 +43,7 @@ class LeaderChannelTest {
 
   private LeaderChannel channel(String... targets) {
     channel = new LeaderChannel(List.of(targets),
-        t -> NettyChannelBuilder.forTarget(t).usePlaintext().build());
+        t -> NettyChannelBuilder.forTarget(t).usePlaintext().build(), 10_000);
     return channel;
   }
 
@@ -109,6 +110,26 @@ class LeaderChannelTest {
     assertThat(c.currentTarget()).isEqualTo(leader.target());
     lookupOn(c);
     assertThat(leader.lookups).hasSize(1);
+  }
+
+  @Test
+  void aSilentSchedulerIsHeldAgainstAFollowerNamingItUntilTheHoldEnds() throws Exception {
+    FakeScheduler silent = scheduler();
+    FakeScheduler follower = scheduler();
+    follower.followerOf = silent.target(); // its election outlives it for a while
+    AtomicLong now = new AtomicLong();
+    channel = new LeaderChannel(List.of(silent.target(), follower.target()),
+        t -> NettyChannelBuilder.forTarget(t).usePlaintext().build(), 4_000, now::get);
+
+    channel.silent(silent.target());
+    assertThat(channel.currentTarget()).isEqualTo(follower.target());
+    refusedUnavailable(() -> lookupOn(channel));
+    assertThat(channel.currentTarget()).as("held: the follower's word is not followed")
+        .isEqualTo(follower.target());
+
+    now.addAndGet(TimeUnit.MILLISECONDS.toNanos(4_001));
+    refusedUnavailable(() -> lookupOn(channel));
+    assertThat(channel.currentTarget()).as("the hold is over").isEqualTo(silent.target());
   }
 
   @Test

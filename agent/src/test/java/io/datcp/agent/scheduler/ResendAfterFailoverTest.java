@@ -170,6 +170,108 @@ class ResendAfterFailoverTest {
     }
   }
 
+  /**
+   * The leader stops answering and keeps the connection up (frozen, or its network cut): an
+   * agent that makes no call misses its heartbeats on the update stream and sends the map side
+   * to the next scheduler within HEARTBEATS_MISSED heartbeat intervals (plus its retry delays),
+   * where keepalive pings would take 10 s at the least.
+   */
+  @Test
+  void anAgentThatMakesNoCallsFindsASilentLeaderByItsMissingHeartbeats() throws Exception {
+    try (QuietMapNode node = new QuietMapNode()) {
+      node.relay.silence();
+      long silenced = System.nanoTime();
+      await().atMost(Duration.ofMillis(failoverBoundMillis()))
+          .until(() -> events(node.next).contains(INDEXED));
+      System.out.printf("silent leader: map side at the next scheduler %d ms after the"
+          + " silence (bound %d ms)%n", (System.nanoTime() - silenced) / 1_000_000,
+          failoverBoundMillis());
+      // the update stream moved too (after its retry delay)
+      await().atMost(Duration.ofSeconds(10)).until(() -> node.next.watchers() == 1);
+    }
+  }
+
+  /**
+   * As above, but the other scheduler follows for a while, naming the silent one the leader (its
+   * election outlives it until its ZooKeeper session expires, 4 s on the Docker cluster): the
+   * agent stays with the follower (held, the silent one is not gone back to, where each report
+   * would wait for its 5 s deadline) and reaches it as soon as it leads.
+   */
+  @Test
+  void aFollowerNamingTheSilentLeaderIsNotFollowedBackToIt() throws Exception {
+    long sessionMillis = 4_000;
+    try (QuietMapNode node = new QuietMapNode()) {
+      node.next.followerOf = node.relay.target();
+      node.relay.silence();
+      long silenced = System.nanoTime();
+      Thread.sleep(sessionMillis);
+      node.next.followerOf = null; // elected
+      long bound = sessionMillis + RETRY_SLACK_MILLIS;
+      await().atMost(Duration.ofMillis(bound - (System.nanoTime() - silenced) / 1_000_000))
+          .until(() -> events(node.next).contains(INDEXED));
+      System.out.printf("silent leader named by the follower for %d ms: map side at the new"
+          + " leader %d ms after the silence (bound %d ms)%n", sessionMillis,
+          (System.nanoTime() - silenced) / 1_000_000, bound);
+    }
+  }
+
+  /** Heartbeat interval of the tests' schedulers: the scheduler's default. */
+  private static final int HEARTBEAT_MILLIS = 1_000;
+  /**
+   * Time for the agent's retries once a scheduler answers (its back-off, at most 200 ms here)
+   * and the report, with ample room for a loaded machine.
+   */
+  private static final long RETRY_SLACK_MILLIS = 2_000;
+  private static final ShuffleEvent INDEXED = indexed(0, 7_000_000, 9_000_000);
+
+  /** From the silence: the last heartbeat at most that long before, then the retries. */
+  private static long failoverBoundMillis() {
+    return SchedulerClient.HEARTBEATS_MISSED * HEARTBEAT_MILLIS + RETRY_SLACK_MILLIS;
+  }
+
+  /**
+   * A map node's agent that made its map output known to the leader (with heartbeats, behind a
+   * relay that can fall silent) and makes no call from then on; {@code next} is the other
+   * scheduler of its list.
+   */
+  private static final class QuietMapNode implements AutoCloseable {
+    final FakeScheduler leader = withHeartbeats();
+    final SilentRelay relay = new SilentRelay(Integer.parseInt(
+        leader.target().substring(leader.target().indexOf(':') + 1)));
+    final FakeScheduler next = withHeartbeats();
+    final SchedulerClient agent = new SchedulerClient(AgentConf.fromMap(Map.of(
+        "scheduler.target", relay.target() + "," + next.target(),
+        "scheduler.plaintext", "true",
+        "reports.flushMillis", "20",
+        "scheduler.reconnectMaxMillis", "200")), "nm1", new SimpleMeterRegistry());
+
+    QuietMapNode() throws Exception {
+      try {
+        agent.watch(p -> { });
+        agent.forward(List.of(INDEXED));
+        await().atMost(Duration.ofSeconds(10))
+            .until(() -> events(leader).size() == 1 && leader.watchers() == 1);
+      } catch (RuntimeException | Error e) {
+        close();
+        throw e;
+      }
+    }
+
+    @Override
+    public void close() throws Exception {
+      agent.close();
+      next.close();
+      relay.close();
+      leader.close();
+    }
+  }
+
+  private static FakeScheduler withHeartbeats() throws Exception {
+    FakeScheduler s = new FakeScheduler();
+    s.heartbeatMillis = HEARTBEAT_MILLIS;
+    return s.start();
+  }
+
   @Test
   void theUpdateStreamFollowsCallsThatMovedPastASilentLeader() throws Exception {
     client.watch(p -> { });

@@ -34,6 +34,8 @@ import java.security.cert.CertificateParsingException;
 import java.security.cert.X509Certificate;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 import javax.net.ssl.SSLPeerUnverifiedException;
@@ -67,6 +69,11 @@ public final class FakeScheduler implements AutoCloseable {
   /** When set, calls without "Bearer " + this are refused with UNAUTHENTICATED, as the
    *  scheduler's node authentication does. */
   public volatile String requiredToken;
+  /**
+   * Above 0: a heartbeat every this many milliseconds on every update stream, the interval
+   * announced on the snapshot's end, as the scheduler's watch.heartbeatMillis. Set before start.
+   */
+  public volatile int heartbeatMillis;
   /** When set, every call is refused as a follower of the HA mode does, naming this leader. */
   public volatile String followerOf;
   /** Calls refused for their credential. */
@@ -76,6 +83,7 @@ public final class FakeScheduler implements AutoCloseable {
   private SslContext tls;
   private int port;
   private Server server;
+  private ScheduledExecutorService heartbeats;
 
   /**
    * Serves TLS with cert and key; with clientCa, client certificates are required and checked
@@ -136,6 +144,16 @@ public final class FakeScheduler implements AutoCloseable {
     }
     server = b.build().start();
     port = server.getPort();
+    if (heartbeatMillis > 0 && heartbeats == null) {
+      heartbeats = Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "fake-scheduler-heartbeats");
+        t.setDaemon(true);
+        return t;
+      });
+      heartbeats.scheduleAtFixedRate(() -> push(PolicyUpdate.newBuilder().setHeartbeat(true)
+          .setHeartbeatMillis(heartbeatMillis).build()), heartbeatMillis, heartbeatMillis,
+          TimeUnit.MILLISECONDS);
+    }
     return this;
   }
 
@@ -207,6 +225,9 @@ public final class FakeScheduler implements AutoCloseable {
   @Override
   public void close() throws InterruptedException {
     stop();
+    if (heartbeats != null) {
+      heartbeats.shutdownNow();
+    }
   }
 
   private final class Policies extends FlowPolicyServiceGrpc.FlowPolicyServiceImplBase {
@@ -225,7 +246,8 @@ public final class FakeScheduler implements AutoCloseable {
         for (PolicyUpdate u : snapshot) {
           o.onNext(u);
         }
-        o.onNext(PolicyUpdate.newBuilder().setSnapshotEnd(true).build());
+        o.onNext(PolicyUpdate.newBuilder().setSnapshotEnd(true)
+            .setHeartbeatMillis(Math.max(0, heartbeatMillis)).build());
       }
       watchers.add(o);
     }

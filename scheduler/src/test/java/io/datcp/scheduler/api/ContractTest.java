@@ -43,6 +43,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.Supplier;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
@@ -283,10 +284,14 @@ class ContractTest {
     agent("m0").lookupPolicy(lookup(key(0, 1)));
     agent("m0").lookupPolicy(lookup(key(0, 2)));
 
-    List<PolicyUpdate> updates = new CopyOnWriteArrayList<>();
+    List<PolicyUpdate> all = new CopyOnWriteArrayList<>();
     as("m0", FlowPolicyServiceGrpc.FlowPolicyServiceStub.class).watchPolicies(
-        WatchRequest.newBuilder().setResync(true).build(), TestServices.collect(updates));
-    await().untilAsserted(() -> assertThat(updates).hasSize(3));
+        WatchRequest.newBuilder().setResync(true).build(), TestServices.collect(all));
+    // the heartbeats (one a second, see the next test) come between them, as they may
+    Supplier<List<PolicyUpdate>> updatesOf = () -> all.stream()
+        .filter(u -> !u.getHeartbeat()).toList();
+    await().untilAsserted(() -> assertThat(updatesOf.get()).hasSize(3));
+    List<PolicyUpdate> updates = updatesOf.get();
     assertThat(updates.subList(0, 2)).extracting(u -> u.getPolicy().getFlow().getEpoch())
         .containsExactlyInAnyOrder(1, 2);
     assertThat(updates.subList(0, 2)).allSatisfy(u -> assertThat(u.getPolicy()
@@ -296,11 +301,27 @@ class ContractTest {
 
     clock.advance(Duration.ofSeconds(1));
     plugin("node1").report(batch(mapDone(clock.nanos(), 1, 10 * MB, 0)));
-    await().untilAsserted(() -> assertThat(updates).hasSize(5));
-    assertThat(updates.subList(3, 5)).allSatisfy(u -> {
+    await().untilAsserted(() -> assertThat(updatesOf.get()).hasSize(5));
+    assertThat(updatesOf.get().subList(3, 5)).allSatisfy(u -> {
       assertThat(u.getSnapshotEnd()).isFalse();
       assertThat(u.getPolicy().getReason()).contains("maps all done");
     });
+  }
+
+  @Test
+  void aWatchCarriesAHeartbeatEveryIntervalItsSnapshotEndAnnounces() throws Exception {
+    start(Map.of("watch.heartbeatMillis", "100"));
+    List<PolicyUpdate> updates = new CopyOnWriteArrayList<>();
+    as("m0", FlowPolicyServiceGrpc.FlowPolicyServiceStub.class).watchPolicies(
+        WatchRequest.newBuilder().setResync(true).build(), TestServices.collect(updates));
+    await().atMost(Duration.ofSeconds(10)).until(() -> updates.size() >= 4);
+
+    // nothing else in flight: the snapshot's end, announcing the interval the agent times the
+    // stream by, then heartbeats that carry nothing but that
+    assertThat(updates.get(0).getSnapshotEnd()).isTrue();
+    assertThat(updates.get(0).getHeartbeatMillis()).isEqualTo(100);
+    assertThat(updates.subList(1, 4)).allSatisfy(u -> assertThat(u).isEqualTo(PolicyUpdate
+        .newBuilder().setHeartbeat(true).setHeartbeatMillis(100).build()));
   }
 
   @Test

@@ -55,6 +55,21 @@ final class BoundedStream<T> {
   }
 
   /**
+   * Sends {@code message} only when nothing is queued: a stream that is behind has messages on
+   * their way already, and a message that only says "alive" must not close it for overflow.
+   * Returns false once the stream ended (closed, ended or cancelled by the client).
+   */
+  synchronized boolean sendIfIdle(T message) {
+    if (closed || out.isCancelled()) {
+      return false;
+    }
+    if (queue.isEmpty()) {
+      send(message);
+    }
+    return true;
+  }
+
+  /**
    * Ends the stream with {@code error} unless it already ended; returns whether it did (queued
    * messages are dropped: the client resyncs where it reconnects).
    */

@@ -28,6 +28,9 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
@@ -35,23 +38,36 @@ import java.util.function.Consumer;
 /**
  * gRPC adapter for the per-host agents: lookups, the update stream, flow outcomes and the
  * switch configuration stream. The node credential (checked first) names the agent's host.
+ *
+ * <p>Each update stream carries a heartbeat every watch.heartbeatMillis, timed per stream from
+ * its opening (so 10,000 streams' heartbeats spread over the interval instead of leaving in one
+ * burst): an agent that makes no call finds this scheduler dead (killed with its host, frozen,
+ * cut off) when three in a row do not come, long before HTTP/2 keepalive would.
  */
 public final class FlowPolicyGrpcService extends FlowPolicyServiceGrpc.FlowPolicyServiceImplBase {
   private final Lookups lookups;
   private final Reports reports;
   private final SwitchBook switches;
   private final int maxQueuedUpdates;
+  private final ScheduledExecutorService heartbeats;
+  private final int heartbeatMillis;
   /** What ends each open update and switch stream (see {@link #endStreams}). */
   private final Set<Consumer<StatusRuntimeException>> openStreams =
       ConcurrentHashMap.newKeySet();
 
-  /** @param maxQueuedUpdates updates one slow stream may queue before it is closed */
+  /**
+   * @param maxQueuedUpdates updates one slow stream may queue before it is closed
+   * @param heartbeats runs the update streams' heartbeats
+   * @param heartbeatMillis watch.heartbeatMillis
+   */
   public FlowPolicyGrpcService(Lookups lookups, Reports reports, SwitchBook switches,
-      int maxQueuedUpdates) {
+      int maxQueuedUpdates, ScheduledExecutorService heartbeats, int heartbeatMillis) {
     this.lookups = lookups;
     this.reports = reports;
     this.switches = switches;
     this.maxQueuedUpdates = maxQueuedUpdates;
+    this.heartbeats = heartbeats;
+    this.heartbeatMillis = heartbeatMillis;
   }
 
   /**
@@ -124,6 +140,9 @@ public final class FlowPolicyGrpcService extends FlowPolicyServiceGrpc.FlowPolic
             .setTimeUnixNanos(u.timeUnixNanos())
             .setJobFinished(u.jobFinished())
             .setSnapshotEnd(u.snapshotEnd());
+        if (u.snapshotEnd()) {
+          b.setHeartbeatMillis(heartbeatMillis); // the agent times the stream from here on
+        }
         if (u.policy() != null) {
           b.setPolicy(ProtoMapping.policy(u.policy()));
         }
@@ -144,7 +163,20 @@ public final class FlowPolicyGrpcService extends FlowPolicyServiceGrpc.FlowPolic
       out.onError(Status.RESOURCE_EXHAUSTED.withDescription(e.getMessage()).asRuntimeException());
       return;
     }
-    opened(call, stream, () -> stop.get().run());
+    PolicyUpdate heartbeat = PolicyUpdate.newBuilder().setHeartbeat(true)
+        .setHeartbeatMillis(heartbeatMillis).build();
+    // also ends by itself on the first beat after the stream did (closed for overflow); with a
+    // fixed delay, beats that a stalled timer missed are not sent in a burst afterwards
+    AtomicReference<ScheduledFuture<?>> beating = new AtomicReference<>();
+    beating.set(heartbeats.scheduleWithFixedDelay(() -> {
+      if (!stream.sendIfIdle(heartbeat)) {
+        beating.get().cancel(false);
+      }
+    }, heartbeatMillis, heartbeatMillis, TimeUnit.MILLISECONDS));
+    opened(call, stream, () -> {
+      beating.get().cancel(false);
+      stop.get().run();
+    });
   }
 
   @Override
