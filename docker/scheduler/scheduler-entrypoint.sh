@@ -108,6 +108,7 @@ ha.zookeeper.tls.trustStoreFile=$zk_tls/ca.pem
 ha.zookeeper.sessionTimeoutMillis=${DATCP_HA_SESSION_MS:-4000}
 ha.advertisedHost=$name
 ha.zookeeper.auth=@$data/zk-auth
+watch.heartbeatMillis=1000
 auth.token=$(cat "$data/token")"
 fi
 cat >"$data/scheduler.properties" <<PROPS

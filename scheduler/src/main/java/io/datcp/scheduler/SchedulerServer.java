@@ -174,6 +174,11 @@ public final class SchedulerServer implements AutoCloseable {
       LOG.warn("auth.nodes.required=false: reports and agents without a node token are trusted"
           + " (development only)");
     }
+    if (!conf.get(SchedulerConf.HA_ZOOKEEPER_CONNECT).isEmpty()
+        && conf.get(SchedulerConf.WATCH_HEARTBEAT_MILLIS) == 0) {
+      LOG.warn("ha.zookeeper.connect without watch.heartbeatMillis: an agent that makes no call"
+          + " finds a dead leader only by its keepalive pings (10-13 s); 1000 finds it in 2-3 s");
+    }
     long sweepSeconds = Math.max(1, Math.min(60,
         conf.get(SchedulerConf.JOB_IDLE_TIMEOUT_SECONDS) / 4));
     sweeper = Executors.newSingleThreadScheduledExecutor(r -> {

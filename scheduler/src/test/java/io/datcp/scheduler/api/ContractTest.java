@@ -325,6 +325,20 @@ class ContractTest {
   }
 
   @Test
+  void aWatchCarriesNoHeartbeatsByDefault() throws Exception {
+    start(Map.of());
+    List<PolicyUpdate> updates = new CopyOnWriteArrayList<>();
+    as("m0", FlowPolicyServiceGrpc.FlowPolicyServiceStub.class).watchPolicies(
+        WatchRequest.newBuilder().setResync(true).build(), TestServices.collect(updates));
+    await().atMost(Duration.ofSeconds(10)).until(() -> !updates.isEmpty());
+    assertThat(updates.get(0).getSnapshotEnd()).isTrue();
+    assertThat(updates.get(0).getHeartbeatMillis()).as("none announced").isZero();
+    // longer than 1000 ms, the HA cluster's interval: nothing else comes on a quiet stream
+    Thread.sleep(1_500);
+    assertThat(updates).hasSize(1);
+  }
+
+  @Test
   void switchAgentsGetTheirPortSettingsAndEveryChange() throws Exception {
     start(Map.of("switch.tor1.port.eth1.rateBitsPerSecond", "1000000000"));
     List<SwitchConfig> configs = new CopyOnWriteArrayList<>();

@@ -39,7 +39,7 @@ import java.util.function.Consumer;
  * gRPC adapter for the per-host agents: lookups, the update stream, flow outcomes and the
  * switch configuration stream. The node credential (checked first) names the agent's host.
  *
- * <p>Each update stream carries a heartbeat every watch.heartbeatMillis, timed per stream from
+ * <p>With watch.heartbeatMillis set, each update stream carries a heartbeat that often, timed per stream from
  * its opening (so 10,000 streams' heartbeats spread over the interval instead of leaving in one
  * burst): an agent that makes no call finds this scheduler dead (killed with its host, frozen,
  * cut off) when three in a row do not come, long before HTTP/2 keepalive would.
@@ -161,6 +161,10 @@ public final class FlowPolicyGrpcService extends FlowPolicyServiceGrpc.FlowPolic
       return;
     } catch (LimitReachedException e) {
       out.onError(Status.RESOURCE_EXHAUSTED.withDescription(e.getMessage()).asRuntimeException());
+      return;
+    }
+    if (heartbeatMillis == 0) {
+      opened(call, stream, () -> stop.get().run());
       return;
     }
     PolicyUpdate heartbeat = PolicyUpdate.newBuilder().setHeartbeat(true)
