@@ -173,7 +173,7 @@ def _one(mode, link_mbps, duration_s, staggered=False):
                          "total_mbps": round(sum(shares.values()), 2),
                          "q_mean_late_bytes": round(statistics.mean(q)) if q else None,
                          "q_median_late_bytes": round(statistics.median(q)) if q else None})
-    return dict(measured[0], mode=mode, phases=measured, schedule_s=times,
+    return dict(mode=mode, phases=measured, schedule_s=times,
                 cnms=int(cps.get("cnms", 0)), port_drops=int(cps.get("port_drops", 0)),
                 cnms_per_source=[int(_kv(o).get("cnms", 0)) for o, _ in s_out],
                 series=series, queue=queue)
@@ -233,7 +233,8 @@ def plot(res, path):
         ax = axes[0][col]
         for src, pts in sorted(r["series"].items()):
             ax.plot([t / 1000 for t, _ in pts], [v for _, v in pts], label=src, lw=1)
-        ax.set_title(f"{r['mode'].upper()}: goodput per source (Jain {r['jain']:.3f})")
+        jains = ", ".join(f"{ph['phase']} {ph['jain']:.3f}" for ph in r["phases"])
+        ax.set_title(f"{r['mode'].upper()}: goodput per source (Jain {jains})")
         ax.set_xlabel("time s")
         ax.set_ylabel("Mbit/s")
         ax.set_xlim(0, res["duration_s"])
