@@ -59,3 +59,14 @@ def test_eight_staggered_sources_under_qcn_and_fqcn():
         assert x["cnms"] > 0 and all(c > 0 for c in x["cnms_per_source"]), x["cnms_per_source"]
         for ph in (all8, last4):
             assert 70 <= ph["total_mbps"] <= 101, (ph["phase"], ph["total_mbps"])
+
+
+def test_a_tools_long_output_does_not_stall_it():
+    import sys
+    from datcpbench import fqcn_fairness as f
+    # 220 KB of sample lines: on a pipe nobody reads until the end the tool would block at
+    # 64 KB (the staggered runs' congestion point did, at its 1540th sample)
+    p = f.spawn([sys.executable, "-c", "import sys; sys.stdout.write('sample q=1\\n' * 20000)"])
+    p.wait(timeout=20)
+    out, err = f.collect(p, 5)
+    assert out.count("sample q=1\n") == 20000 and not err
