@@ -41,9 +41,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "fqcn_cnm.h"
-#include "fqcn_core.h"
-#include "tool_args.h"
+#include "fqcn_rp_tool.h"
 
 #define MAX_SERVERS 256
 /* The reaction point's timer and byte counter are read at least this often. */
@@ -91,15 +89,11 @@ static int server(int argc, char **argv)
 					      { "mss", required_argument, 0, 'm' },
 					      { "rp", no_argument, 0, 'R' },
 					      { "line-rate-mbit", required_argument, 0, 'r' },
-					      { "bc-limit-bytes", required_argument, 0, 1 },
-					      { "t-us", required_argument, 0, 2 },
-					      { "r-ai-kbit", required_argument, 0, 3 },
-					      { "r-hai-kbit", required_argument, 0, 4 },
-					      { "min-rate-kbit", required_argument, 0, 5 },
+					      FQCN_RP_LONG_OPTIONS,
 					      { 0, 0, 0, 0 } };
 	struct fqcn_rp_params p = FQCN_RP_PARAMS_QAU(0);
 	struct sockaddr_in a = { .sin_family = AF_INET }, peer;
-	uint64_t port = 0, mss = 0, mbit = 100, v, to_send = 0, cnms = 0, cnms_foreign = 0, requests = 0;
+	uint64_t port = 0, mss = 0, mbit = 100, to_send = 0, requests = 0;
 	uint64_t sent_seen = 0, cr_min, last_cr = 0;
 	long long rto0, rto1;
 	bool use_rp = false, last_limited = false;
@@ -107,6 +101,7 @@ static int server(int argc, char **argv)
 	unsigned char req[4];
 	size_t req_have = 0;
 	socklen_t pl = sizeof(peer);
+	struct fqcn_rp_flow flow;
 	struct fqcn_rp rp;
 	int ch, lfd, ufd, fd, one = 1;
 
@@ -116,11 +111,7 @@ static int server(int argc, char **argv)
 		case 'm': if (tool_u64("--mss", optarg, 88, 65535, &mss)) return 2; break;
 		case 'R': use_rp = true; break;
 		case 'r': if (tool_u64("--line-rate-mbit", optarg, 1, 100000, &mbit)) return 2; break;
-		case 1: if (tool_u64("--bc-limit-bytes", optarg, 1000, 1U << 30, &p.bc_limit)) return 2; break;
-		case 2: if (tool_u64("--t-us", optarg, 10, 10000000, &v)) return 2; p.t_ns = v * 1000; break;
-		case 3: if (tool_u64("--r-ai-kbit", optarg, 1, 100000000, &v)) return 2; p.r_ai = v * 1000; break;
-		case 4: if (tool_u64("--r-hai-kbit", optarg, 1, 100000000, &v)) return 2; p.r_hai = v * 1000; break;
-		case 5: if (tool_u64("--min-rate-kbit", optarg, 1, 100000000, &v)) return 2; p.min_rate = v * 1000; break;
+		case 1: case 2: case 3: case 4: case 5: if (fqcn_rp_option(ch, optarg, &p)) return 2; break;
 		default: usage(stderr); return 2;
 		}
 	}
@@ -151,6 +142,7 @@ static int server(int argc, char **argv)
 		return 1;
 	}
 	close(lfd);
+	flow = (struct fqcn_rp_flow){ .daddr = peer.sin_addr.s_addr, .sport = a.sin_port, .dport = peer.sin_port };
 	rto0 = tcp_timeouts();
 	fqcn_rp_init(&rp, &p);
 	cr_min = rp.cr;
@@ -158,11 +150,8 @@ static int server(int argc, char **argv)
 	for (;;) {
 		struct pollfd pfd[2] = { { .fd = fd, .events = POLLIN | (to_send ? POLLOUT : 0) },
 					 { .fd = ufd, .events = POLLIN } };
-		struct sockaddr_in from;
-		socklen_t fl = sizeof(from);
 		struct tcp_info ti;
 		socklen_t tl = sizeof(ti);
-		struct fqcn_cnm cnm;
 		uint64_t now;
 		ssize_t n;
 
@@ -171,18 +160,7 @@ static int server(int argc, char **argv)
 			return 1;
 		}
 		now = tool_now_ns();
-		while (recvfrom(ufd, &cnm, sizeof(cnm), 0, (struct sockaddr *)&from, &fl) == sizeof(cnm)) {
-			fl = sizeof(from);
-			if (ntohl(cnm.magic) != FQCN_CNM_MAGIC || cnm.version != FQCN_CNM_VERSION ||
-			    cnm.flow_sport != a.sin_port || cnm.flow_dport != peer.sin_port ||
-			    cnm.flow_daddr != peer.sin_addr.s_addr) {
-				cnms_foreign++;
-				continue;
-			}
-			cnms++;
-			if (use_rp)
-				fqcn_rp_on_cnm(&rp, &p, cnm.fb_q, now); /* Eq. 2 */
-		}
+		fqcn_rp_read_cnms(ufd, &flow, &rp, &p, use_rp, now);
 		if (use_rp) {
 			if (!getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &tl) && ti.tcpi_bytes_sent > sent_seen) {
 				fqcn_rp_on_sent(&rp, &p, ti.tcpi_bytes_sent - sent_seen);
@@ -231,8 +209,8 @@ static int server(int argc, char **argv)
 		printf("requests=%llu\nbytes_sent=%llu\nretrans=%u\nrtos=%lld\ncnms=%llu\ncnms_foreign=%llu\n"
 		       "cr_min_mbit=%.3f\ncr_end_mbit=%.3f\nlimited=%d\n",
 		       (unsigned long long)requests, (unsigned long long)ti.tcpi_bytes_sent, ti.tcpi_total_retrans,
-		       rto0 >= 0 && rto1 >= 0 ? rto1 - rto0 : -1, (unsigned long long)cnms,
-		       (unsigned long long)cnms_foreign, cr_min / 1e6, rp.cr / 1e6, rp.limited);
+		       rto0 >= 0 && rto1 >= 0 ? rto1 - rto0 : -1, (unsigned long long)flow.cnms,
+		       (unsigned long long)flow.cnms_foreign, cr_min / 1e6, rp.cr / 1e6, rp.limited);
 	}
 	close(fd);
 	close(ufd);
