@@ -11,7 +11,7 @@ Here at 100 Mbit/s (scale s = link / 1 Gbit/s): the SRU is 256 KB x s, so a bloc
 long as the paper's and RTO_min stays 200 ms; packets, buffer (64 KB) and Q_eq (22 KB) are
 kept; the reaction point's bytes (BC_LIMIT) and rates (R_AI, R_HAI, minimum, taken as 802.1Qau's
 for the paper's 1 Gbit/s runs) and the congestion point's sampling base scale by s, its times
-(T) stay. TCP is reno (NewReno with SACK) with MSS 1000. The veth path has no propagation delay
+(T) stay. TCP is NewReno as in ns-2: Linux reno without SACK, RACK and tail loss probes, MSS 1000. The veth path has no propagation delay
 (this kernel has no netem): the round trip is tens of microseconds, not the paper's 100 us
 scaled to 1 ms, so a window of one or two packets fills the link. Layer 2 is emulated
 (fqcn/README.md): the congestion point is fqcn-cp beside the port, each server's reaction
@@ -33,6 +33,10 @@ MSS = 1000                 # §IV-B: NewReno's 1000-byte packets
 PAPER_LINK_MBPS = 1000
 PAPER_SRU = 256 * 1024     # §IV-B: SRU 256 KB
 RTO_MIN_MS = 200           # §IV-B: the default RTO_min, kept (a block lasts as in the paper)
+# the paper's ns-2 NewReno on the servers: reno without SACK, and without Linux's RACK loss
+# detection and tail loss probes, which ns-2's NewReno does not have
+NEWRENO = ["net.ipv4.tcp_congestion_control=reno", "net.ipv4.tcp_sack=0",
+           "net.ipv4.tcp_recovery=0", "net.ipv4.tcp_early_retrans=0"]
 PORT = 5001
 MODES = ("tcp", "qcn", "fqcn")
 SERVERS = [1, 4, 8, 16, 32]
@@ -76,8 +80,7 @@ def _one(mode, n, link_mbps, blocks):
                      rto_min_ms=RTO_MIN_MS).up()
         cleanup.push(kill_procs, procs)
         for ns in tb.senders:
-            sh(["ip", "netns", "exec", ns, "sysctl", "-qw",
-                "net.ipv4.tcp_congestion_control=reno"])
+            sh(["ip", "netns", "exec", ns, "sysctl", "-qw", *NEWRENO])
         servers = []
         for ns in tb.senders:
             p = subprocess.Popen(["ip", "netns", "exec", ns, f"{FQCN_BUILD}/fqcn-incast", "server",
@@ -163,7 +166,7 @@ def table(res):
     lines = [f"fqcn-incast (FQCN §IV-B, Fig. 5): N servers x SRU {res['sru_bytes']} B per block, "
              f"{res['blocks']} blocks, into one {res['link_mbps']} Mbit/s port, buffer "
              f"{res['buffer_bytes']} B, Q_eq {res['q_eq_bytes']} B, RTO_min {res['rto_min_ms']} ms, "
-             f"reno MSS {res['mss']}; medians of {res['rounds']} round(s); paper (1 Gbit/s): "
+             f"NewReno MSS {res['mss']}; medians of {res['rounds']} round(s); paper (1 Gbit/s): "
              f"{PAPER_FIG5}",
              f"{'N':>4} " + " ".join(f"{m + ' Mbit/s':>12}" for m in res["modes"]) + " " +
              " ".join(f"{m + ' RTOs':>10}" for m in res["modes"]) + " " +
