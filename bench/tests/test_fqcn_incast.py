@@ -23,6 +23,7 @@ def test_scaling_from_the_papers_gigabit():
     assert f.sample_base(1000) == 153600 and f.sru_bytes(1000) == 256 * 1024
 
 
+@needs_root
 def test_more_servers_than_taps_is_refused():
     r = subprocess.run([RUN, "fqcn-incast", "--senders", "8,65"], capture_output=True,
                        text=True, timeout=60)
