@@ -66,7 +66,7 @@ echo "== fqcn: build, unit tests of QCN's and FQCN's arithmetic"
 c_build "fqcn build" "$LOGS/fqcn-build.log" make -s -C fqcn all
 c_suite "fqcn unit (vectors)" "$LOGS/fqcn-unit.log" make -s -C fqcn unit-test
 
-echo "== fqcn: QCN between namespaces (a CBR source cut on congestion, recovering)"
+echo "== fqcn: QCN between namespaces (a CBR source cut on congestion, recovering; a TCP flow paced at CR)"
 # timing-sensitive: the pacer and the user-space congestion point need the CPUs
 c_suite "fqcn namespaces" "$LOGS/fqcn-ns.log" flock /tmp/datcp-bench.lock make -s -C fqcn ns-test
 

@@ -8,6 +8,7 @@ bench/run dcudp-incast [--short] [--senders 1,2,..] [--durations 1,0.01] [--roun
 bench/run dcudp-reclaim [--protocols dcudp,dctcp-k10,dctcp-k50,reno] [--rounds N] [--dctcp-g G]
                         [--out DIR] [--json]
 bench/run fqcn-fairness [--short] [--staggered] [--rounds N] [--link-mbps M] [--out DIR] [--json]
+bench/run fqcn-incast [--short] [--senders 1,4,8,16,32] [--rounds N] [--link-mbps M] [--out DIR] [--json]
 bench/run pfdct-incast [--short] [--senders 10,20,..] [--rounds N] [--out DIR] [--json]
 bench/run pfdct-threshold [--short] [--rounds N] [--seed S] [--out DIR] [--json]
 bench/run SCENARIO --runs N --out DIR [--seed S] [--label L] [--kernel-trace SEC]
@@ -148,6 +149,17 @@ def emit(a, res, module):
     return 0
 
 
+def sender_counts(ap, a):
+    """--senders as a list of counts >= 1, or None when not given."""
+    try:
+        counts = [int(x) for x in a.senders.split(",")] if a.senders else None
+    except ValueError:
+        ap.error("--senders: comma-separated integers")
+    if counts and min(counts) < 1:
+        ap.error("--senders must be >= 1")
+    return counts
+
+
 def dcudp_args(ap, a, known):
     """--dctcp-g and --protocols of the DCUDP scenarios: the protocols to run."""
     if not 0 < a.dctcp_g <= 1:
@@ -165,7 +177,7 @@ def main(argv=None):
     ap.add_argument("scenario", help="|".join(scenarios.NAMES + ["custom", "all", "report",
                                                              "ablation", "cleanup", "trace",
                                                              "dcudp-incast", "dcudp-reclaim",
-                                                             "fqcn-fairness",
+                                                             "fqcn-fairness", "fqcn-incast",
                                                              "pfdct-incast", "pfdct-threshold",
                                                              "stats",
                                                              "diagnose"]))
@@ -201,7 +213,8 @@ def main(argv=None):
                                "bench/README.md)")
     dc.add_argument("--senders", help="comma-separated sender counts (default 1,2,4,8,16,20; "
                                       "--short 1,2,4,8; pfdct-incast: 10,20,40,60,80,100, "
-                                      "--short 10,20)")
+                                      "--short 10,20; fqcn-incast: servers, 1,4,8,16,32, "
+                                      "--short 16)")
     dc.add_argument("--durations", help="comma-separated CBR durations D in s (default 1,0.01)")
     dc.add_argument("--dctcp-g", type=float, default=0.3,
                     help="dcudp-incast, dcudp-reclaim: DCTCP's g (datcpctl load --param dctcp_g; "
@@ -223,7 +236,8 @@ def main(argv=None):
     tr.add_argument("--rounds", type=int, default=1,
                     help="rounds per mode (default 1); results carry the medians per job; "
                          "dcudp-incast: rounds per protocol and sender count; "
-                         "fqcn-fairness: rounds per mode (qcn, fqcn); pfdct-*: rounds per "
+                         "fqcn-fairness: rounds per mode (qcn, fqcn); fqcn-incast: rounds "
+                         "per mode (tcp, qcn, fqcn) and server count; pfdct-*: rounds per "
                          "mode (and sender count)")
     tr.add_argument("--timeout", type=float, default=900.0,
                     help="seconds after the last submit before unfinished jobs fail the mode")
@@ -312,19 +326,25 @@ def main(argv=None):
         res = fqcn_fairness.run(a.link_mbps, rounds=a.rounds, duration_s=dur,
                                 staggered=a.staggered)
         return emit(a, res, fqcn_fairness)
+    if a.scenario == "fqcn-incast":   # FQCN section IV-B (datcpbench/fqcn_incast.py)
+        from . import fqcn_incast
+        if a.rounds < 1:
+            ap.error(f"--rounds {a.rounds}: must be an integer >= 1")
+        counts = sender_counts(ap, a) or (fqcn_incast.SERVERS_SHORT if a.short
+                                          else fqcn_incast.SERVERS)
+        if max(counts) > 64:
+            ap.error("--senders: fqcn-incast takes at most 64 servers (fqcn-cp's input ports)")
+        res = fqcn_incast.run(a.link_mbps, counts, a.rounds,
+                              fqcn_incast.BLOCKS_SHORT if a.short else fqcn_incast.BLOCKS)
+        return emit(a, res, fqcn_incast)
     if a.scenario in ("pfdct-incast", "pfdct-threshold"):   # PFDCT §5.2, §4 (datcpbench/pfdct.py)
         from . import pfdct
         if a.rounds < 1:
             ap.error(f"--rounds {a.rounds}: must be an integer >= 1")
         if a.scenario == "pfdct-threshold":
             return emit(a, pfdct.run_threshold(a.link_mbps, a.short, a.rounds, a.seed), pfdct)
-        try:
-            counts = [int(x) for x in a.senders.split(",")] if a.senders else None
-        except ValueError:
-            ap.error("--senders: comma-separated integers")
-        if counts and min(counts) < 1:
-            ap.error("--senders must be >= 1")
-        return emit(a, pfdct.run_incast(a.link_mbps, a.short, a.rounds, counts), pfdct)
+        return emit(a, pfdct.run_incast(a.link_mbps, a.short, a.rounds, sender_counts(ap, a)),
+                    pfdct)
     if a.scenario == "custom":
         if not a.spec:
             ap.error("custom needs --spec FILE.json")

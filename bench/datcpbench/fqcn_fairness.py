@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 import statistics
 import subprocess
+import tempfile
 import time
 
 from .netns import Cleanup, install_signal_handlers, kill_procs, log, reap_stale
@@ -81,6 +82,25 @@ def _fields(line):
     return dict(p.split("=", 1) for p in line.split()[1:] if "=" in p)
 
 
+def spawn(cmd):
+    """Start a tool with its stdout in a file, read when it ends (collect): a pipe nobody reads
+    during the run holds 64 KB, which a long run's lines (one per sample) fill, and the tool
+    then stalls in write."""
+    out = tempfile.TemporaryFile("w+")
+    p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, text=True)
+    p.out_file = out
+    return p
+
+
+def collect(p, timeout):
+    """(stdout, stderr) of a tool started by spawn, once it ends."""
+    _, err = p.communicate(timeout=timeout)
+    p.out_file.seek(0)
+    text = p.out_file.read()
+    p.out_file.close()
+    return text, err
+
+
 def schedule(sources, staggered, duration_s):
     """Each source's (start, end) in s from the first start: all over the whole run, or
     §IV-A's staggered starts a tenth of the run apart with the first half ending at 0.8 of it."""
@@ -114,16 +134,14 @@ def _one(mode, link_mbps, duration_s, staggered=False):
         cleanup.push(kill_procs, procs)
         rx = tb.receivers[0]
         t_sink = time.monotonic()
-        sink = subprocess.Popen(["ip", "netns", "exec", rx, f"{FQCN_BUILD}/fqcn-sink",
-                                 "--port", str(PORT), "--duration-ms", str(ms + 1500),
-                                 "--interval-ms", str(BIN_MS)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        sink = spawn(["ip", "netns", "exec", rx, f"{FQCN_BUILD}/fqcn-sink",
+                      "--port", str(PORT), "--duration-ms", str(ms + 1500),
+                      "--interval-ms", str(BIN_MS)])
         t_cp = time.monotonic()
-        cp = subprocess.Popen(["ip", "netns", "exec", tb.sw, f"{FQCN_BUILD}/fqcn-cp",
-                               "--port", "r0", "--in", ",".join(f"s{i}" for i in range(sources)),
-                               "--q-eq-bytes", str(Q_EQ), "--mode", mode,
-                               "--duration-ms", str(ms + 1000), "--log"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cp = spawn(["ip", "netns", "exec", tb.sw, f"{FQCN_BUILD}/fqcn-cp",
+                    "--port", "r0", "--in", ",".join(f"s{i}" for i in range(sources)),
+                    "--q-eq-bytes", str(Q_EQ), "--mode", mode,
+                    "--duration-ms", str(ms + 1000), "--log"])
         procs += [sink, cp]
         time.sleep(0.3)
         t0 = time.monotonic()
@@ -131,17 +149,16 @@ def _one(mode, link_mbps, duration_s, staggered=False):
         for i, ns in enumerate(tb.senders):
             start, end = times[i]
             time.sleep(max(0.0, t0 + start - time.monotonic()))
-            srcs.append(subprocess.Popen(
+            srcs.append(spawn(
                 ["nice", "-n", "-15", "ip", "netns", "exec", ns, f"{FQCN_BUILD}/fqcn-cbr",
                  "--dst", tb.receiver_ip(0), "--dst-port", str(PORT),
                  "--src-port", str(5001 + i), "--rate-mbit", str(link_mbps),
                  "--duration-ms", str(int((end - start) * 1000)), "--log-ms", str(BIN_MS),
-                 *_rp_args(link_mbps)],
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+                 *_rp_args(link_mbps)]))
             procs.append(srcs[-1])
-        s_out = [p.communicate(timeout=duration_s + 30) for p in srcs]
-        c_out = cp.communicate(timeout=30)
-        k_out = sink.communicate(timeout=30)
+        s_out = [collect(p, duration_s + 30) for p in srcs]
+        c_out = collect(cp, 30)
+        k_out = collect(sink, 30)
     finally:
         cleanup.run()
     bad = [p.args[-1] for p in procs if p.returncode != 0]
@@ -173,7 +190,7 @@ def _one(mode, link_mbps, duration_s, staggered=False):
                          "total_mbps": round(sum(shares.values()), 2),
                          "q_mean_late_bytes": round(statistics.mean(q)) if q else None,
                          "q_median_late_bytes": round(statistics.median(q)) if q else None})
-    return dict(measured[0], mode=mode, phases=measured, schedule_s=times,
+    return dict(mode=mode, phases=measured, schedule_s=times,
                 cnms=int(cps.get("cnms", 0)), port_drops=int(cps.get("port_drops", 0)),
                 cnms_per_source=[int(_kv(o).get("cnms", 0)) for o, _ in s_out],
                 series=series, queue=queue)
@@ -233,7 +250,8 @@ def plot(res, path):
         ax = axes[0][col]
         for src, pts in sorted(r["series"].items()):
             ax.plot([t / 1000 for t, _ in pts], [v for _, v in pts], label=src, lw=1)
-        ax.set_title(f"{r['mode'].upper()}: goodput per source (Jain {r['jain']:.3f})")
+        jains = ", ".join(f"{ph['phase']} {ph['jain']:.3f}" for ph in r["phases"])
+        ax.set_title(f"{r['mode'].upper()}: goodput per source (Jain {jains})")
         ax.set_xlabel("time s")
         ax.set_ylabel("Mbit/s")
         ax.set_xlim(0, res["duration_s"])

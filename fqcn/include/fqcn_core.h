@@ -88,18 +88,31 @@ static inline uint32_t fqcn_sample_interval(uint32_t fb_q)
 	return table[(fb_q > FQCN_FB_MAX_Q ? FQCN_FB_MAX_Q : fb_q) >> 3];
 }
 
+/* The table's base, its interval at |Fb| < 8: 150 KB. */
+#define FQCN_SAMPLE_BASE 153600U
+
 /* The congestion point of one switch port. */
 struct fqcn_cp {
-	uint64_t q_eq;	     /* Q_eq, the operating point, bytes */
-	uint64_t q_old;	     /* Q at the previous sample */
-	int64_t sample_left; /* bytes that may still arrive before the next sample */
+	uint64_t q_eq;	      /* Q_eq, the operating point, bytes */
+	uint64_t q_old;	      /* Q at the previous sample */
+	int64_t sample_left;  /* bytes that may still arrive before the next sample */
+	uint32_t sample_base; /* the interval at |Fb| < 8; the table scales with it */
 };
 
-static inline void fqcn_cp_init(struct fqcn_cp *cp, uint64_t q_eq)
+/* The sampling interval at |Fb| = fb_q, the table scaled to the point's base
+ * (FQCN_SAMPLE_BASE: the standard's; a testbed that scales the paper's bytes
+ * down scales its sampling with them, README). */
+static inline uint32_t fqcn_cp_interval(const struct fqcn_cp *cp, uint32_t fb_q)
+{
+	return (uint32_t)((uint64_t)fqcn_sample_interval(fb_q) * cp->sample_base / FQCN_SAMPLE_BASE);
+}
+
+static inline void fqcn_cp_init(struct fqcn_cp *cp, uint64_t q_eq, uint32_t sample_base)
 {
 	cp->q_eq = q_eq;
 	cp->q_old = 0;
-	cp->sample_left = fqcn_sample_interval(0);
+	cp->sample_base = sample_base;
+	cp->sample_left = fqcn_cp_interval(cp, 0);
 }
 
 /* A frame of len bytes arrived: is it the sampled one? */
@@ -119,7 +132,7 @@ static inline uint32_t fqcn_cp_sample(struct fqcn_cp *cp, uint64_t q)
 	uint32_t fb_q = fqcn_fb_quantize(fqcn_fb(q, cp->q_old, cp->q_eq), cp->q_eq);
 
 	cp->q_old = q;
-	cp->sample_left = fqcn_sample_interval(fb_q);
+	cp->sample_left = fqcn_cp_interval(cp, fb_q);
 	return fb_q;
 }
 

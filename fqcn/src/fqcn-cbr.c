@@ -34,9 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fqcn_cnm.h"
-#include "fqcn_core.h"
-#include "tool_args.h"
+#include "fqcn_rp_tool.h"
 
 /* Ethernet, IPv4 and UDP headers around each payload: the rates count frames. */
 #define FRAME_OVERHEAD (14 + 20 + 8)
@@ -60,18 +58,15 @@ int main(int argc, char **argv)
 					      { "rp", no_argument, 0, 'R' },
 					      { "payload-bytes", required_argument, 0, 'b' },
 					      { "log-ms", required_argument, 0, 'l' },
-					      { "bc-limit-bytes", required_argument, 0, 1 },
-					      { "t-us", required_argument, 0, 2 },
-					      { "r-ai-kbit", required_argument, 0, 3 },
-					      { "r-hai-kbit", required_argument, 0, 4 },
-					      { "min-rate-kbit", required_argument, 0, 5 },
+					      FQCN_RP_LONG_OPTIONS,
 					      { "help", no_argument, 0, 'H' },
 					      { 0, 0, 0, 0 } };
 	struct fqcn_rp_params p = FQCN_RP_PARAMS_QAU(0);
 	struct sockaddr_in dst = { .sin_family = AF_INET }, src = { .sin_family = AF_INET };
-	uint64_t dport = 0, sport = 0, mbit = 0, duration_ms = 0, payload = 1472, log_ms = 0, v;
+	uint64_t dport = 0, sport = 0, mbit = 0, duration_ms = 0, payload = 1472, log_ms = 0;
 	uint64_t start, end, now, t_next, log_next = 0, frame, gap;
-	uint64_t sent = 0, sent_log = 0, cnms = 0, cnms_foreign = 0, cr_min;
+	uint64_t sent = 0, sent_log = 0, cr_min;
+	struct fqcn_rp_flow flow = { 0 };
 	static char buf[9000];
 	struct fqcn_rp rp;
 	bool use_rp = false;
@@ -92,11 +87,7 @@ int main(int argc, char **argv)
 		case 'R': use_rp = true; break;
 		case 'b': if (tool_u64("--payload-bytes", optarg, sizeof(struct fqcn_cnm), 8972, &payload)) return 2; break;
 		case 'l': if (tool_u64("--log-ms", optarg, 1, 60000, &log_ms)) return 2; break;
-		case 1: if (tool_u64("--bc-limit-bytes", optarg, 1500, 1U << 30, &p.bc_limit)) return 2; break;
-		case 2: if (tool_u64("--t-us", optarg, 10, 10000000, &v)) return 2; p.t_ns = v * 1000; break;
-		case 3: if (tool_u64("--r-ai-kbit", optarg, 1, 100000000, &v)) return 2; p.r_ai = v * 1000; break;
-		case 4: if (tool_u64("--r-hai-kbit", optarg, 1, 100000000, &v)) return 2; p.r_hai = v * 1000; break;
-		case 5: if (tool_u64("--min-rate-kbit", optarg, 1, 100000000, &v)) return 2; p.min_rate = v * 1000; break;
+		case 1: case 2: case 3: case 4: case 5: if (fqcn_rp_option(ch, optarg, &p)) return 2; break;
 		case 'H': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -115,6 +106,7 @@ int main(int argc, char **argv)
 	}
 	dst.sin_port = htons((uint16_t)dport);
 	src.sin_port = htons((uint16_t)sport);
+	flow = (struct fqcn_rp_flow){ .daddr = dst.sin_addr.s_addr, .sport = src.sin_port, .dport = dst.sin_port };
 	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || bind(fd, (struct sockaddr *)&src, sizeof(src))) {
 		perror("--src-port");
@@ -132,30 +124,16 @@ int main(int argc, char **argv)
 
 	while ((now = tool_now_ns()) < end) {
 		struct pollfd pfd = { .fd = fd, .events = POLLIN };
-		struct sockaddr_in from;
-		socklen_t fl = sizeof(from);
-		struct fqcn_cnm cnm;
 		int64_t wait;
 
-		while (recvfrom(fd, &cnm, sizeof(cnm), MSG_DONTWAIT, (struct sockaddr *)&from, &fl) == sizeof(cnm)) {
-			fl = sizeof(from);
-			if (ntohl(cnm.magic) != FQCN_CNM_MAGIC || cnm.version != FQCN_CNM_VERSION ||
-			    cnm.flow_sport != src.sin_port || cnm.flow_dport != dst.sin_port ||
-			    cnm.flow_daddr != dst.sin_addr.s_addr) {
-				cnms_foreign++;
-				continue;
-			}
-			cnms++;
-			if (use_rp)
-				fqcn_rp_on_cnm(&rp, &p, cnm.fb_q, now);
-		}
+		fqcn_rp_read_cnms(fd, &flow, &rp, &p, use_rp, now);
 		if (use_rp)
 			fqcn_rp_on_time(&rp, &p, now);
 		cr_min = rp.cr < cr_min ? rp.cr : cr_min;
 		if (log_ms && now >= log_next) {
 			printf("rate t_ms=%llu cr_mbit=%.3f tr_mbit=%.3f sent_mbit=%.3f cnms=%llu bc_stage=%u timer_stage=%u\n",
 			       (unsigned long long)((now - start) / 1000000), rp.cr / 1e6, rp.tr / 1e6,
-			       sent_log * 8.0 / (log_ms * 1000.0), (unsigned long long)cnms, rp.bc_stage, rp.timer_stage);
+			       sent_log * 8.0 / (log_ms * 1000.0), (unsigned long long)flow.cnms, rp.bc_stage, rp.timer_stage);
 			sent_log = 0;
 			log_next += log_ms * 1000000ULL;
 		}
@@ -182,8 +160,8 @@ int main(int argc, char **argv)
 		}
 	}
 	printf("sent_bytes=%llu\nsent_mbit=%.3f\ncnms=%llu\ncnms_foreign=%llu\ncr_min_mbit=%.3f\ncr_end_mbit=%.3f\n",
-	       (unsigned long long)sent, sent * 8.0 / (duration_ms * 1000.0), (unsigned long long)cnms,
-	       (unsigned long long)cnms_foreign, cr_min / 1e6, rp.cr / 1e6);
+	       (unsigned long long)sent, sent * 8.0 / (duration_ms * 1000.0), (unsigned long long)flow.cnms,
+	       (unsigned long long)flow.cnms_foreign, cr_min / 1e6, rp.cr / 1e6);
 	close(fd);
 	return 0;
 }

@@ -4,7 +4,7 @@
  * namespace switch, in user space.
  *
  *   fqcn-cp --port DEV --in DEV[,DEV...] --q-eq-bytes N [--mode qcn|fqcn]
- *           [--duration-ms MS] [--log]
+ *           [--sample-base-bytes N] [--duration-ms MS] [--log]
  *
  * --port is the congested egress port: its root qdisc (HTB + bfifo on the
  * bench's switch) is the queue Q, read over rtnetlink (libmnl) at each
@@ -14,7 +14,9 @@
  * the core (fqcn_core.h) gives the quantised |Fb|; when it is non-zero a
  * CNM (fqcn_cnm.h) goes to the sampled frame's source (qcn) or to every
  * flow at or over its share with its part of Fb (fqcn), written as an
- * Ethernet frame onto the port that flow came in on.
+ * Ethernet frame onto the port that flow came in on. --sample-base-bytes
+ * scales the sampling table (default 153600, the standard's 150 KB at
+ * |Fb| < 8) for a testbed that scales the paper's bytes down.
  *
  * With --log one line per sample: "sample t_ms=T q=Q fb_q=F cnms=N". At the
  * end (--duration-ms, SIGINT or SIGTERM) "name=value" counters and one
@@ -48,7 +50,7 @@
 #include "fqcn_core.h"
 #include "tool_args.h"
 
-#define MAX_IN 16
+#define MAX_IN 64
 #define MAX_FLOWS 256
 /* A flow that sent nothing for this long gives its slot up when the table is full. */
 #define FLOW_IDLE_NS 1000000000ULL
@@ -270,7 +272,7 @@ static int flow_of(const unsigned char *fr, size_t caplen, int tap, uint64_t now
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: fqcn-cp --port DEV --in DEV[,DEV...] --q-eq-bytes N [--mode qcn|fqcn] "
-		   "[--duration-ms MS] [--log]\n");
+		   "[--sample-base-bytes N] [--duration-ms MS] [--log]\n");
 }
 
 int main(int argc, char **argv)
@@ -281,12 +283,13 @@ int main(int argc, char **argv)
 					      { "mode", required_argument, 0, 'm' },
 					      { "duration-ms", required_argument, 0, 'd' },
 					      { "log", no_argument, 0, 'l' },
+					      { "sample-base-bytes", required_argument, 0, 'b' },
 					      { "help", no_argument, 0, 'H' },
 					      { 0, 0, 0, 0 } };
 	enum fqcn_mode mode = FQCN_MODE_FQCN;
 	const char *port = NULL;
 	char *in = NULL, *dev, *save;
-	uint64_t q_eq = 0, duration_ms = 0, start, end = 0;
+	uint64_t q_eq = 0, duration_ms = 0, start, end = 0, sample_base = FQCN_SAMPLE_BASE;
 	uint64_t samples = 0, cnms = 0, cnm_errors = 0, q_sum = 0, q_max = 0, drops0 = 0;
 	struct pollfd pfd[MAX_IN];
 	struct timeval nl_timeout = { .tv_sec = 1 };
@@ -313,6 +316,10 @@ int main(int argc, char **argv)
 			break;
 		case 'd': if (tool_u64("--duration-ms", optarg, 1, 86400000, &duration_ms)) return 2; break;
 		case 'l': log = true; break;
+		case 'b':
+			if (tool_u64("--sample-base-bytes", optarg, 1500, FQCN_SAMPLE_BASE * 100ULL, &sample_base))
+				return 2;
+			break;
 		case 'H': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -350,7 +357,7 @@ int main(int argc, char **argv)
 	drops0 = qs.drops;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
-	fqcn_cp_init(&cp, q_eq);
+	fqcn_cp_init(&cp, q_eq, (uint32_t)sample_base);
 	start = tool_now_ns();
 	if (duration_ms)
 		end = start + duration_ms * 1000000ULL;

@@ -96,7 +96,9 @@ static void row_cp(const char *f, int ln, const char *s)
 		expect(f, ln, "parse", 0, 1);
 		return;
 	}
-	if (!strcmp(op, "arrive"))
+	if (!strcmp(op, "init")) /* a fresh point, Q_eq 24000, sampling base arg */
+		fqcn_cp_init(&cp, 24000, (uint32_t)arg);
+	else if (!strcmp(op, "arrive"))
 		expect(f, ln, "sampled", fqcn_cp_arrival(&cp, (uint32_t)arg), out);
 	else if (!strcmp(op, "sample"))
 		expect(f, ln, "fb_q", fqcn_cp_sample(&cp, arg), out);
@@ -169,7 +171,7 @@ static void run_suite(const char *dir, unsigned k)
 		return;
 	}
 	if (!strcmp(suites[k].file, "cp.csv"))
-		fqcn_cp_init(&cp, 24000);
+		fqcn_cp_init(&cp, 24000, FQCN_SAMPLE_BASE);
 	rp_scenario = 0;
 	while (fgets(text, sizeof(text), in)) {
 		ln++;

@@ -18,6 +18,12 @@
 #             always at its share, so FQCN acts as QCN here)
 #   fqcn-two  two sources of 70 and 20 Mbit/s into the 50 Mbit/s port, fqcn
 #             mode: only the source over its share gets CNMs
+#   tcp-rp    a TCP flow's reaction point (fqcn-incast server --rp, rates
+#             scaled by 1/10 as bench/run fqcn-incast does): 20 CNMs at
+#             |Fb| 63 for its flow cut CR to the minimum, 0.5 Mbit/s, and the
+#             socket's pacing then holds the next 20 KB to about that rate
+#             (at least 0.1 s; 1.6 ms at the port's 100 Mbit/s); a CNM for
+#             another flow is counted foreign and changes nothing
 # Prints one line per check and "N passed, N failed". Everything it creates
 # is removed on exit, also on failure.
 set -uo pipefail
@@ -58,7 +64,7 @@ mean_field() {
 if [ "$(id -u)" != 0 ]; then
 	echo "ns_test: needs root (network namespaces)"; echo "0 passed, 1 failed"; exit 1
 fi
-for b in fqcn-cp fqcn-cbr fqcn-sink; do
+for b in fqcn-cp fqcn-cbr fqcn-sink fqcn-incast; do
 	[ -x "$BUILD/$b" ] || { echo "ns_test: $BUILD/$b missing (make -C fqcn)"; echo "0 passed, 1 failed"; exit 1; }
 done
 
@@ -162,6 +168,45 @@ check "fqcn-two: the 20 Mbit/s source, under its share, got none ($(val "$WORK/f
 	"$(val "$WORK/fqcn-two.small" cnms) == 0"
 check "fqcn-two: the 20 Mbit/s source kept its rate ($(val "$WORK/fqcn-two.small" sent_mbit) Mbit/s sent)" \
 	"$(val "$WORK/fqcn-two.small" sent_mbit) >= 19"
+
+echo "== tcp-rp: a TCP server's reaction point, 20 CNMs at |Fb| 63, then 20 KB"
+port 100 || bad "tcp-rp: port set-up"
+ip netns exec "$NS_S" "$BUILD/fqcn-incast" server --port 5001 --mss 1000 --rp --line-rate-mbit 100 \
+	--bc-limit-bytes 15000 --r-ai-kbit 500 --r-hai-kbit 5000 --min-rate-kbit 500 >"$WORK/tcp-rp.srv" 2>&1 &
+pids+=($!)
+sleep 0.2
+# the client: CNMs as fqcn-cp writes them (fqcn_cnm.h), one for another flow, then a 20 KB read
+ip netns exec "$NS_R" timeout 20 python3 - "$IP_S" >"$WORK/tcp-rp.cli" 2>&1 <<'PY'
+import socket, struct, sys, time
+srv = sys.argv[1]
+c = socket.create_connection((srv, 5001))
+me, port = c.getsockname()
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.bind((me, 7999))
+cnm = lambda dport: struct.pack("!IBBBBIHHii", 0x51434E4D, 1, 63, 0, 0,
+                                struct.unpack("!I", socket.inet_aton(me))[0], 5001, dport, 0, 0)
+u.sendto(cnm(port ^ 1), (srv, 5001))
+for _ in range(20):
+    u.sendto(cnm(port), (srv, 5001))
+    time.sleep(0.001)
+time.sleep(0.05)
+t = time.monotonic()
+c.sendall(struct.pack("!I", 20000))
+got = 0
+while got < 20000:
+    got += len(c.recv(65536))
+print(f"seconds={time.monotonic() - t:.4f}")
+c.close()
+PY
+wait
+pids=()
+cat "$WORK/tcp-rp.cli" "$WORK/tcp-rp.srv" | sed 's/^/   /'
+check "tcp-rp: the flow's 20 CNMs counted, the other flow's as foreign ($(val "$WORK/tcp-rp.srv" cnms), $(val "$WORK/tcp-rp.srv" cnms_foreign))" \
+	"$(val "$WORK/tcp-rp.srv" cnms) == 20 && $(val "$WORK/tcp-rp.srv" cnms_foreign) == 1"
+check "tcp-rp: CR cut to the minimum ($(val "$WORK/tcp-rp.srv" cr_min_mbit) Mbit/s, 0.5)" \
+	"$(val "$WORK/tcp-rp.srv" cr_min_mbit) <= 0.5"
+check "tcp-rp: 20 KB paced at about CR: $(val "$WORK/tcp-rp.cli" seconds) s (at least 0.1)" \
+	"$(val "$WORK/tcp-rp.cli" seconds) >= 0.1"
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
