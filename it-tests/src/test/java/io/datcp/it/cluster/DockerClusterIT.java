@@ -47,8 +47,12 @@ import org.testcontainers.DockerClientFactory;
 @TestMethodOrder(OrderAnnotation.class)
 class DockerClusterIT {
   static final long MAP_OUTPUT_BYTES = 10_000_000; // DATCP §4.4's 100 MB scaled by 1/10
-  /** A/B pairs per mode: one pair varies by up to a second with the reduces' 1 s polls. */
-  static final int AB_ROUNDS = 5;
+  /**
+   * A/B pairs per mode. Off, job B's copy varies 2.3-3.4 s from round to round (cubic's shares of
+   * the port among four flows, the reduces' 1 s polls), so a median of five varied 2.5-3.2 s
+   * and in 1 of 17 runs put the on/off ratio over its 0.75 target; nine narrow it by a quarter.
+   */
+  static final int AB_ROUNDS = 9;
   /** DATCP's job A/B as a workload spec, the demo's (docker/demo-ab.sh). */
   static final String AB_SPEC = "ab.json";
   static final long LINK_BITS_PER_SECOND = 100_000_000;
@@ -199,15 +203,15 @@ class DockerClusterIT {
     // wait is chance (0-1 s, the same on and off) and alone exceeds 5 % of A's ~7 s
     long offA = abOff.get("median").get("jobA").get("completionLessPollMillis").asLong();
     long onA = on.get("median").get("jobA").get("completionLessPollMillis").asLong();
-    // The targets, on medians of five rounds: B <= 0.75x, A <= 1.05x. With the ToR's
-    // priority bands B's medians ran 0.57-0.65x and A's 1.00-1.02x; without them, B's ran
-    // 0.60-0.79x (a 0.85x bound was asserted then)
+    // The targets, on medians of the rounds: B <= 0.75x, A <= 1.05x. With the ToR's
+    // priority bands B's medians of five ran 0.56-0.76x (0.76 in 1 of 17 runs) and A's
+    // 1.00-1.02x; without them, B's ran 0.60-0.79x (a 0.85x bound was asserted then)
     System.out.printf("A/B medians: job B copy on/off %d/%d ms = %.2f, job A completion less"
         + " poll wait on/off %d/%d ms = %.2f%n", onB, offB, (double) onB / offB, onA, offA,
         (double) onA / offA);
     assertThat(onB).as("job B copy time on vs off (medians)").isLessThanOrEqualTo(offB * 75 / 100);
     assertThat(onA).as("job A completion on vs off (medians)").isLessThanOrEqualTo(offA * 105 / 100);
-    // the scheduler's records: job B's flows had deadlines and, in at least 4 of the 5 rounds,
+    // the scheduler's records: job B's flows had deadlines and, in at least 4 of every 5 rounds,
     // every one finished by it (DATCP gives no guarantee: in a round where B's second map is
     // learnt a poll late, that map's flow starts a second into a deadline planned for both)
     int met = 0;
@@ -230,7 +234,7 @@ class DockerClusterIT {
     System.out.printf("A/B: job B's flows all met their deadline in %d of %d rounds%n", met,
         AB_ROUNDS);
     assertThat(met).as("rounds where all of job B's flows met their deadline; missed: " + missed)
-        .isGreaterThanOrEqualTo(AB_ROUNDS - 1);
+        .isGreaterThanOrEqualTo(AB_ROUNDS * 4 / 5);
   }
 
   @Test
@@ -429,6 +433,10 @@ class DockerClusterIT {
         }
         round.set("job" + job, history);
       }
+      System.out.printf("A/B %s round %d: job B copy %d ms, shuffle %d ms; job A completion"
+          + " less poll wait %d ms%n", label, i, round.get("jobB").get("copyMillis").asLong(),
+          round.get("jobB").get("shuffleMillis").asLong(),
+          round.get("jobA").get("completionLessPollMillis").asLong());
       all.add(round);
     }
     ObjectNode median = JSON.createObjectNode();
