@@ -118,8 +118,8 @@ if [ -d it-tests ]; then
 		flock /tmp/datcp-kernel.lock mvn -B -ntp -pl it-tests verify 2>&1 | tee "$LOGS/it.log"
 		st=${PIPESTATUS[0]}
 		read -r p f <<<"$(mvn_counts "$LOGS/it.log")"
-		# a failed round is gone with the cluster and the clone: keep its per-round results
-		cp -r it-tests/target/ab it-tests/target/failsafe-reports "$LOGS/" 2>/dev/null || true
+		# a failed round or failover is gone with the cluster and the clone: keep their records
+		cp -r it-tests/target/ab it-tests/target/ha it-tests/target/failsafe-reports "$LOGS/" 2>/dev/null || true
 	else
 		st=1 p=0 f=0
 	fi

@@ -185,6 +185,7 @@ class DockerHaIT {
         + " %d, %d with a deadline%n", survivor, planAfter == null ? "not planned"
         : summary(planAfter), flows.size(), withDeadline);
 
+    keepLogs(c, leader, survivor);
     for (String nm : c.nodeManagers()) {
       // how each agent found the dead leader and where its calls went (LeaderChannel, Outage)
       System.out.printf("HA failover on Docker: %s's agent:%n%s", nm, c.exec(nm, "sh", "-c",
@@ -224,6 +225,28 @@ class DockerHaIT {
   private static long planBoundMillis(long answeredMillis, long longestPollMillis) {
     return Math.max(answeredMillis, HEARTBEATS_MISSED * HEARTBEAT_MILLIS) + RECONNECT_MAX_MILLIS
         + APPLY_MILLIS + longestPollMillis;
+  }
+
+  /**
+   * Every agent's log and both schedulers' into target/ha (scripts/test.sh keeps them beside its
+   * logs): a failover that goes wrong is otherwise gone with the cluster.
+   */
+  private static void keepLogs(DatcpCluster c, String leader, String survivor)
+      throws Exception {
+    Path keep = Path.of("target", "ha");
+    Files.createDirectories(keep);
+    for (String nm : c.nodeManagers()) {
+      Files.writeString(keep.resolve(nm + "-agent.log"),
+          c.exec(nm, "cat", "/tmp/datcp-agent.log").getStdout());
+    }
+    String killedLog;
+    try {
+      killedLog = c.node(leader).getLogs();
+    } catch (RuntimeException e) { // a diagnosis, not the test's subject
+      killedLog = "docker logs of the killed container failed: " + e;
+    }
+    Files.writeString(keep.resolve(leader + "-killed.log"), killedLog);
+    Files.writeString(keep.resolve(survivor + ".log"), c.node(survivor).getLogs());
   }
 
   /** Events {@code node}'s agent sent again after outages (its metrics). */
