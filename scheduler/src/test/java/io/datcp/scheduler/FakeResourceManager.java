@@ -23,7 +23,8 @@ import java.util.stream.IntStream;
  * (as Hadoop 3.5's RMWebServices shapes them): {@code /ws/v1/cluster/apps/{app}} (queue, user,
  * state), {@code .../appattempts} (the application's attempts, the first until the AM is
  * {@link #restartAm restarted}) and {@code .../appattempts/{attempt}/containers} (one container
- * per host placed in that attempt). Applications and attempts it was not told of are 404, as
+ * per host placed in that attempt), and through its web proxy the job's MapReduce AM's map
+ * attempts ({@link #mapRanAndEnded}). Applications and attempts it was not told of are 404, as
  * YARN answers. Served by the JDK's HTTP server. {@link #main} serves one in a process of its own
  * for the load benchmark, told where jobs run over two more paths (see there).
  */
@@ -37,12 +38,15 @@ public final class FakeResourceManager implements AutoCloseable {
     /** Hosts of each attempt's live containers, the first attempt's at index 0. */
     final List<Set<String>> attempts = new CopyOnWriteArrayList<>(
         List.of(ConcurrentHashMap.newKeySet()));
+    /** What the job's MapReduce AM knows: map id -> hosts its attempts ran on. */
+    final Map<Integer, Set<String>> mapAttempts = new ConcurrentHashMap<>();
   }
 
   private final Map<String, App> apps = new ConcurrentHashMap<>();
   private final AtomicInteger appRequests = new AtomicInteger();
   private final AtomicInteger attemptRequests = new AtomicInteger();
   private final AtomicInteger containerRequests = new AtomicInteger();
+  private final AtomicInteger amRequests = new AtomicInteger();
   private volatile CompletableFuture<Void> answer = CompletableFuture.completedFuture(null);
   private final HttpServer server;
 
@@ -65,6 +69,10 @@ public final class FakeResourceManager implements AutoCloseable {
     String prefix = "/ws/v1/cluster/apps/";
     server.createContext(prefix, exchange -> {
       Answer a = cluster(exchange.getRequestURI().getPath().substring(prefix.length()));
+      answer.thenRun(() -> send(exchange, a));
+    });
+    server.createContext("/proxy/", exchange -> {
+      Answer a = proxy(exchange.getRequestURI().getPath().substring("/proxy/".length()));
       answer.thenRun(() -> send(exchange, a));
     });
     server.start();
@@ -115,6 +123,17 @@ public final class FakeResourceManager implements AutoCloseable {
     return this;
   }
 
+  /**
+   * An attempt of map {@code mapId} ran on {@code host} and its container ended: YARN no longer
+   * lists it there, the job's MapReduce AM still names the host among the map's attempts.
+   */
+  public FakeResourceManager mapRanAndEnded(String jobId, int mapId, String host) {
+    App a = app(jobId);
+    a.mapAttempts.computeIfAbsent(mapId, m -> ConcurrentHashMap.newKeySet()).add(host);
+    a.attempts.get(a.attempts.size() - 1).remove(host);
+    return this;
+  }
+
   public FakeResourceManager queue(String jobId, String queue) {
     app(jobId).queue = queue;
     return this;
@@ -147,6 +166,11 @@ public final class FakeResourceManager implements AutoCloseable {
   /** Container lists asked for so far. */
   public int containerRequests() {
     return containerRequests.get();
+  }
+
+  /** Map attempt lists asked of jobs' AMs through the proxy so far. */
+  public int amRequests() {
+    return amRequests.get();
   }
 
   /** Forgets what it was told of {@code jobId}; it no longer sends its answers. */
@@ -217,6 +241,32 @@ public final class FakeResourceManager implements AutoCloseable {
       return json("{\"container\":[" + containers + "]}");
     }
     return NOT_FOUND;
+  }
+
+  /**
+   * {@code mapped}: after /proxy/; the MapReduce AM's {@code
+   * {app}/ws/v1/mapreduce/jobs/{job}/tasks/{task}/attempts}, as Hadoop 3.5's AMWebServices
+   * shapes it. A task the AM does not know is 404.
+   */
+  private Answer proxy(String mapped) {
+    String[] p = mapped.split("/");
+    App a = apps.get(p[0]);
+    if (a == null || p.length != 9 || !p[6].equals("tasks") || !p[8].equals("attempts")
+        || !p[7].matches("task_[0-9]+_[0-9]+_m_[0-9]{6}")) {
+      return NOT_FOUND;
+    }
+    amRequests.incrementAndGet();
+    int map = Integer.parseInt(p[7].substring(p[7].length() - 6));
+    Set<String> hosts = a.mapAttempts.get(map);
+    if (hosts == null) {
+      return NOT_FOUND;
+    }
+    AtomicInteger n = new AtomicInteger();
+    String attempts = hosts.stream().map(h -> "{\"id\":\"attempt_"
+        + p[7].substring("task_".length()) + "_" + n.getAndIncrement() + "\",\"state\":"
+        + "\"SUCCEEDED\",\"type\":\"MAP\",\"nodeHttpAddress\":\"" + h + ":8042\"}")
+        .collect(Collectors.joining(","));
+    return json("{\"taskAttempts\":{\"taskAttempt\":[" + attempts + "]}}");
   }
 
   /** YARN's ApplicationAttemptId form: the application's numbers, the attempt's in 6 digits. */

@@ -169,6 +169,7 @@ class HaFailoverTest {
           assertThat(e.getStatus().getDescription()).contains(leader.address());
           assertThat(e.getTrailers().get(LeaderGate.LEADER_TRAILER))
               .isEqualTo(leader.address());
+          assertThat(e.getTrailers().get(LeaderGate.ROLE_TRAILER)).isEqualTo("follower");
         });
     // The leader answers the same call (a job it does not know: no deadline, fail-open).
     assertThat(TestServices.stub(leader, null,
@@ -323,6 +324,8 @@ class HaFailoverTest {
         .isInstanceOfSatisfying(StatusRuntimeException.class, e -> {
           assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.UNAVAILABLE);
           assertThat(e.getTrailers().get(LeaderGate.LEADER_TRAILER)).isNull();
+          // a live scheduler's answer, not a transport failure: agents do not hold it
+          assertThat(e.getTrailers().get(LeaderGate.ROLE_TRAILER)).isEqualTo("follower");
         });
     // Its agents' update streams are ended, so they reconnect elsewhere.
     assertThat(streamEnded.get(PATIENCE.toSeconds(), TimeUnit.SECONDS).getCode())

@@ -3,6 +3,7 @@ package io.datcp.agent.scheduler;
 import io.grpc.CallOptions;
 import io.grpc.Channel;
 import io.grpc.ClientCall;
+import io.grpc.ConnectivityState;
 import io.grpc.ForwardingClientCall;
 import io.grpc.ForwardingClientCallListener;
 import io.grpc.ManagedChannel;
@@ -25,26 +26,40 @@ import java.util.logging.Logger;
  * list. So does a call past its deadline: a scheduler that died without closing its connections
  * (killed with its container or host, a partition) answers nothing, not even a reset, so its calls
  * end DEADLINE_EXCEEDED for as long as TCP keeps the connection; a leader that is merely slow costs
- * one call refused by the follower, which names it. The failed call itself is not repeated here: the client's own retries (report batches
- * keep their ids, the update stream reconnects, the next lookup) go to the new one.
+ * one call refused by the follower, which names it. The failed call itself is not repeated here:
+ * the client's own retries (report batches keep their ids, the update stream reconnects, the
+ * next lookup) go to the new one.
  *
- * <p>An address whose update stream fell silent ({@link #silent}) moves the calls too, and is
- * held: for scheduler.silentHoldMillis a follower that names it is not followed back (calls stay
- * on the follower and are tried again until it leads), because a leader killed with its host
- * keeps its election, and is named, until its ZooKeeper session expires, and calls sent to it
- * meanwhile would each wait for their deadline.
+ * <p>A dead leader keeps its election, and is named by the follower, until its ZooKeeper session
+ * expires. So an address is held against a follower's word for scheduler.silentHoldMillis (calls
+ * stay on the follower and are tried again until it leads) in two cases:
+ *
+ * <ul>
+ *   <li>its update stream fell silent ({@link #silent}): killed with its host, its calls would
+ *       each wait for their deadline;
+ *   <li>a call to it failed for the transport: UNAVAILABLE without a live scheduler's {@code
+ *       datcp-role} trailer (its process killed, its port closed). Followed back, every other
+ *       call would fail there. Such a hold ends early once the channel to it is connected again
+ *       (a restarted leader; an UNAVAILABLE that the leader itself sent, over a connection that
+ *       never dropped, is not held past the next look).
+ * </ul>
  */
 final class LeaderChannel extends Channel {
   /** Set by a follower scheduler on its refusals: host:port of the leader's gRPC port. */
   static final Metadata.Key<String> LEADER_TRAILER =
       Metadata.Key.of("datcp-leader", Metadata.ASCII_STRING_MARSHALLER);
+  /** Set by a live scheduler on its refusals ("follower"): the refusal is no transport failure. */
+  static final Metadata.Key<String> ROLE_TRAILER =
+      Metadata.Key.of("datcp-role", Metadata.ASCII_STRING_MARSHALLER);
   private static final Logger LOG = Logger.getLogger(LeaderChannel.class.getName());
 
   private final List<String> targets;
   private final List<ManagedChannel> channels = new ArrayList<>();
   private final AtomicInteger current = new AtomicInteger();
-  /** Per address: until when (nanoTime) it is held after falling silent; 0 = not held. */
+  /** Per address: until when (nanoTime) it is held; 0 = not held. Guards the one below. */
   private final long[] heldUntil;
+  /** Per address: its hold ends once its channel is connected (held for the transport). */
+  private final boolean[] untilReconnected;
   private final long holdNanos;
   private final LongSupplier nanoTime;
 
@@ -63,6 +78,7 @@ final class LeaderChannel extends Channel {
       channels.add(open.apply(t));
     }
     heldUntil = new long[this.targets.size()];
+    untilReconnected = new boolean[this.targets.size()];
     holdNanos = TimeUnit.MILLISECONDS.toNanos(holdMillis);
     this.nanoTime = nanoTime;
   }
@@ -84,6 +100,10 @@ final class LeaderChannel extends Channel {
           @Override
           public void onClose(Status status, Metadata trailers) {
             if (status.getCode() == Status.Code.UNAVAILABLE
+                && trailers.get(ROLE_TRAILER) == null) {
+              hold(used, true);
+            }
+            if (status.getCode() == Status.Code.UNAVAILABLE
                 || status.getCode() == Status.Code.DEADLINE_EXCEEDED) {
               moveFrom(used, trailers.get(LEADER_TRAILER));
             }
@@ -104,9 +124,7 @@ final class LeaderChannel extends Channel {
     if (used < 0 || targets.size() < 2) {
       return;
     }
-    synchronized (heldUntil) {
-      heldUntil[used] = (nanoTime.getAsLong() + holdNanos) | 1; // never 0, "not held"
-    }
+    hold(used, false);
     int next = nextNotHeld(used);
     if (next != used && current.compareAndSet(used, next)) {
       LOG.info("scheduler " + target + " silent (no heartbeat on the update stream): calls go to "
@@ -129,9 +147,25 @@ final class LeaderChannel extends Channel {
     int next = named >= 0 && !namedHeld ? named : nextNotHeld(used);
     if (next != used && current.compareAndSet(used, next)) {
       LOG.info("scheduler " + targets.get(used) + " unavailable" + (named >= 0
-          ? ", it names the leader " + leader + (namedHeld ? " (held: it fell silent)" : "")
+          ? ", it names the leader " + leader + (namedHeld ? " (held: it fell silent or failed)" : "")
           : leader == null ? "" : ", it names " + leader + " (not in scheduler.target)")
           + ": calls go to " + targets.get(next));
+    }
+  }
+
+  /**
+   * Holds {@code target} for scheduler.silentHoldMillis; {@code untilReconnected}: or until its
+   * channel is connected again. A silent address's hold never ends early (its connection may
+   * never have dropped).
+   */
+  private void hold(int target, boolean untilReconnected) {
+    if (targets.size() < 2) {
+      return;
+    }
+    synchronized (heldUntil) {
+      boolean silentHold = heldUntil[target] != 0 && !this.untilReconnected[target];
+      heldUntil[target] = (nanoTime.getAsLong() + holdNanos) | 1; // never 0, "not held"
+      this.untilReconnected[target] = untilReconnected && !silentHold;
     }
   }
 
@@ -150,6 +184,12 @@ final class LeaderChannel extends Channel {
     synchronized (heldUntil) {
       long until = heldUntil[target];
       if (until != 0 && nanoTime.getAsLong() - until >= 0) {
+        heldUntil[target] = 0;
+      }
+      // asked after the failed call's close (a refusal elsewhere came since), when its channel
+      // has long left READY if the failure was the connection's; asks an idle one to connect
+      if (heldUntil[target] != 0 && untilReconnected[target]
+          && channels.get(target).getState(true) == ConnectivityState.READY) {
         heldUntil[target] = 0;
       }
       return heldUntil[target] != 0;

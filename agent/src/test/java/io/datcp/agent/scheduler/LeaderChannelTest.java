@@ -9,16 +9,19 @@ import io.datcp.proto.v1.PolicyLookup;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.netty.NettyChannelBuilder;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import org.awaitility.Awaitility;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
  * The agent's side of the scheduler's HA mode: calls move to the leader a follower names in its
- * refusal (trailer datcp-leader), past a scheduler that is down, and stay where they succeed.
+ * refusal (trailer datcp-leader), past a scheduler that is down, and stay where they succeed; a
+ * scheduler that fell silent or failed for the transport is held against a follower's word.
  */
 class LeaderChannelTest {
   private final List<FakeScheduler> schedulers = new ArrayList<>();
@@ -130,6 +133,60 @@ class LeaderChannelTest {
     now.addAndGet(TimeUnit.MILLISECONDS.toNanos(4_001));
     refusedUnavailable(() -> lookupOn(channel));
     assertThat(channel.currentTarget()).as("the hold is over").isEqualTo(silent.target());
+  }
+
+  @Test
+  void aLeaderWhoseProcessDiedIsHeldAgainstAFollowerNamingItUntilItListensAgain()
+      throws Exception {
+    FakeScheduler leader = scheduler();
+    FakeScheduler follower = scheduler();
+    follower.followerOf = leader.target(); // the dead leader's election outlives it for a while
+    AtomicLong now = new AtomicLong(); // never advances: no hold ends by time here
+    channel = new LeaderChannel(List.of(leader.target(), follower.target()),
+        t -> NettyChannelBuilder.forTarget(t).usePlaintext().build(), 10_000, now::get);
+    lookupOn(channel);
+
+    leader.stop(); // its port closed: the call fails for the transport, no scheduler's trailer
+    refusedUnavailable(() -> lookupOn(channel));
+    assertThat(channel.currentTarget()).isEqualTo(follower.target());
+    for (int i = 0; i < 3; i++) {
+      refusedUnavailable(() -> lookupOn(channel));
+      assertThat(channel.currentTarget()).as("held: the follower's word is not followed")
+          .isEqualTo(follower.target());
+    }
+
+    leader.start(); // restarted on its port: once its channel connects, the hold ends
+    Awaitility.await().atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(50))
+        .until(() -> {
+          if (channel.currentTarget().equals(follower.target())) {
+            refusedUnavailable(() -> lookupOn(channel));
+          }
+          return channel.currentTarget().equals(leader.target());
+        });
+    lookupOn(channel);
+    assertThat(leader.lookups).hasSize(2);
+  }
+
+  @Test
+  void aFollowerThatKnowsNoLeaderYetIsNotHeld() throws Exception {
+    // both follow while the election runs; the second's refusal is a live scheduler's answer
+    FakeScheduler first = scheduler();
+    FakeScheduler second = scheduler();
+    first.followerOf = "";
+    second.followerOf = "";
+    AtomicLong now = new AtomicLong();
+    channel = new LeaderChannel(List.of(first.target(), second.target()),
+        t -> NettyChannelBuilder.forTarget(t).usePlaintext().build(), 10_000, now::get);
+    refusedUnavailable(() -> lookupOn(channel));
+    assertThat(channel.currentTarget()).isEqualTo(second.target());
+
+    first.followerOf = null; // elected
+    second.followerOf = first.target();
+    refusedUnavailable(() -> lookupOn(channel));
+    assertThat(channel.currentTarget()).as("the named leader is followed at once")
+        .isEqualTo(first.target());
+    lookupOn(channel);
+    assertThat(first.lookups).hasSize(1);
   }
 
   @Test

@@ -74,7 +74,10 @@ public final class FakeScheduler implements AutoCloseable {
    * announced on the snapshot's end, as the scheduler's watch.heartbeatMillis. Set before start.
    */
   public volatile int heartbeatMillis;
-  /** When set, every call is refused as a follower of the HA mode does, naming this leader. */
+  /**
+   * When set, every call is refused as a follower of the HA mode does, naming this leader (none
+   * when empty: a follower that knows no leader yet).
+   */
   public volatile String followerOf;
   /** Calls refused for their credential. */
   public final List<String> refused = new CopyOnWriteArrayList<>();
@@ -120,9 +123,14 @@ public final class FakeScheduler implements AutoCloseable {
         if (leader != null) {
           // As a follower scheduler's LeaderGate: refused unread, the leader named.
           Metadata trailers = new Metadata();
-          trailers.put(Metadata.Key.of("datcp-leader", Metadata.ASCII_STRING_MARSHALLER), leader);
+          trailers.put(Metadata.Key.of("datcp-role", Metadata.ASCII_STRING_MARSHALLER),
+              "follower");
+          if (!leader.isEmpty()) {
+            trailers.put(Metadata.Key.of("datcp-leader", Metadata.ASCII_STRING_MARSHALLER),
+                leader);
+          }
           call.close(Status.UNAVAILABLE.withDescription("this scheduler is a follower; the"
-              + " leader is " + leader), trailers);
+              + " leader is " + (leader.isEmpty() ? "not known yet" : leader)), trailers);
           return new ServerCall.Listener<>() {};
         }
         String required = requiredToken;

@@ -7,6 +7,7 @@ import io.datcp.scheduler.jobs.JobRegistry;
 import java.util.Collection;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 
@@ -32,12 +33,16 @@ final class Authorization {
   /**
    * Completes once {@code caller}'s claims about {@code jobIds} can be judged (at once when
    * they need no answer from YARN). Call before taking the jobs' locks.
+   *
+   * @param claimedMaps per job, a map whose output the caller says it serves, if any: where
+   *     YARN no longer lists the caller's container of the job, the job's AM is asked
    */
-  CompletableFuture<Void> verify(Caller caller, Collection<String> jobIds) {
+  CompletableFuture<Void> verify(Caller caller, Collection<String> jobIds,
+      Map<String, Integer> claimedMaps) {
     if (placements == null || !caller.authenticated() || jobIds.isEmpty()) {
       return CompletableFuture.completedFuture(null);
     }
-    return placements.await(jobIds, caller.host());
+    return placements.await(jobIds, caller.host(), claimedMaps);
   }
 
   /**

@@ -1,8 +1,11 @@
 package io.datcp.scheduler.ingest;
 
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
+import java.util.HashMap;
 import java.util.Iterator;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -24,7 +27,10 @@ import java.util.function.LongSupplier;
  * before their tasks report, possibly after the last refresh), so an honest host waits at most
  * the interval plus one answer and is never refused for being new. A refresh asks the attempt
  * that answered last (one request); only the hosts it waits for being missing there makes it
- * look for a later attempt. An unanswered refresh
+ * look for a later attempt. A host still missing that claims to serve a map's output (a map
+ * host whose container ended before this scheduler first heard of it: a new leader, a restart)
+ * is looked up in the job's MapReduce AM ({@link YarnApps#mapAttemptHosts}): placed if an
+ * attempt of that map ran there. An unanswered refresh
  * (outage) leaves the application unverifiable until one is answered: claims then fail open to
  * the host checks.
  */
@@ -47,6 +53,8 @@ final class Placements {
     final Set<String> hosts = ConcurrentHashMap.newKeySet();
     /** Hosts whose claims wait for the next refresh to start. */
     final Set<String> wanted = ConcurrentHashMap.newKeySet();
+    /** Of the wanted hosts: a map whose output each claims to serve (its latest claim). */
+    final Map<String, Integer> claimedMaps = new ConcurrentHashMap<>();
     volatile boolean unverifiable;
     /** The attempt YARN listed containers of last; null: none yet. */
     String attempt;
@@ -76,8 +84,11 @@ final class Placements {
    * Completes once every claim of {@code host} on {@code jobIds} can be judged: at once when
    * YARN placed all of them there already, else when a refresh started after this call was
    * answered (or failed). Never completes exceptionally.
+   *
+   * @param claimedMaps per job, a map whose output {@code host} says it serves (none: absent)
    */
-  CompletableFuture<Void> await(Collection<String> jobIds, String host) {
+  CompletableFuture<Void> await(Collection<String> jobIds, String host,
+      Map<String, Integer> claimedMaps) {
     CompletableFuture<?>[] waits = null;
     int n = 0;
     for (String jobId : jobIds) {
@@ -89,6 +100,10 @@ final class Placements {
         waits = new CompletableFuture<?>[jobIds.size()];
       }
       App missed = a != null ? a : app(jobId);
+      Integer map = claimedMaps.get(jobId);
+      if (map != null) {
+        missed.claimedMaps.put(host, map);
+      }
       missed.wanted.add(host);
       waits[n++] = refreshAfterNow(missed);
     }
@@ -173,18 +188,42 @@ final class Placements {
     a.inFlight = done;
     Set<String> lookingFor = Set.copyOf(a.wanted);
     a.wanted.removeAll(lookingFor);
+    Map<String, Integer> claims = new HashMap<>();
+    for (String host : lookingFor) {
+      Integer map = a.claimedMaps.remove(host);
+      if (map != null) {
+        claims.put(host, map);
+      }
+    }
     yarn.placement(a.jobId, a.attempt, lookingFor).whenComplete((p, failure) -> {
+      boolean answered = failure == null && p.isPresent();
       synchronized (a) {
-        if (failure != null || p.isEmpty()) {
+        if (!answered) {
           a.unverifiable = true;
         } else {
           a.hosts.addAll(p.get().hosts());
           a.attempt = p.get().attempt().isEmpty() ? a.attempt : p.get().attempt();
           a.unverifiable = false;
         }
-        a.inFlight = null;
       }
-      done.complete(null);
+      List<CompletableFuture<Void>> asks = new ArrayList<>();
+      if (answered) {
+        claims.forEach((host, map) -> {
+          if (!a.hosts.contains(host)) {
+            asks.add(yarn.mapAttemptHosts(a.jobId, map).thenAccept(ran -> {
+              if (ran.orElse(Set.of()).contains(host)) {
+                a.hosts.add(host);
+              }
+            }));
+          }
+        });
+      }
+      CompletableFuture.allOf(asks.toArray(CompletableFuture[]::new)).whenComplete((v, e) -> {
+        synchronized (a) {
+          a.inFlight = null;
+        }
+        done.complete(null);
+      });
     });
   }
 }

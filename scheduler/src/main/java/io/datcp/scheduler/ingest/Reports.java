@@ -19,6 +19,7 @@ import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -132,18 +133,22 @@ public final class Reports {
     boolean[] refused = new boolean[events.size()];
     List<Refused> why = new ArrayList<>();
     Set<String> claimed = new HashSet<>();
+    Map<String, Integer> claimedMaps = new HashMap<>();
     for (int i = 0; i < events.size(); i++) {
       try {
         String prefix = "events[" + i + "].";
         events.get(i).validate(prefix);
         live.registry().limits().check(events.get(i), prefix);
         claimed.add(events.get(i).jobId());
+        if (events.get(i) instanceof JobEvent.MapOutputIndexed m) {
+          claimedMaps.putIfAbsent(m.jobId(), m.mapId());
+        }
       } catch (InvalidFieldException e) {
         refused[i] = true;
         why.add(new Refused(i, Refused.Reason.INVALID, e.getMessage()));
       }
     }
-    return authorization.verify(caller, claimed)
+    return authorization.verify(caller, claimed, claimedMaps)
         .thenApply(v -> apply(caller, reporterId, batchId, events, refused, why));
   }
 
@@ -160,7 +165,7 @@ public final class Reports {
     }
     require(jobId != null && !jobId.isEmpty() && jobId.length() <= 128, "jobId",
         "must be a job id of 1-128 characters");
-    return authorization.verify(caller, Set.of(jobId))
+    return authorization.verify(caller, Set.of(jobId), Map.of(jobId, mapIds.get(0)))
         .thenRun(() -> authorization.checkMapsServed(caller, jobId, mapIds));
   }
 

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.linecorp.armeria.client.ClientFactory;
 import com.linecorp.armeria.client.WebClient;
 import com.linecorp.armeria.common.AggregatedHttpResponse;
+import com.linecorp.armeria.common.HttpHeaderNames;
 import com.linecorp.armeria.common.HttpStatus;
 import io.datcp.scheduler.policy.JobConf;
 import io.datcp.scheduler.policy.JobPriority;
@@ -173,6 +174,47 @@ public final class YarnApps {
       String attempt) {
     return get("/ws/v1/cluster/apps/" + app + "/appattempts/" + attempt + "/containers",
         root -> Optional.of(hosts(containerList(root))));
+  }
+
+  /**
+   * The hosts that ran attempts of map {@code mapId} of {@code jobId}, from the job's MapReduce
+   * AM through the ResourceManager's web proxy ({@code GET /proxy/{app}/ws/v1/mapreduce/jobs/
+   * {job}/tasks/task_X_Y_m_NNNNNN/attempts}, each attempt's {@code nodeHttpAddress}): YARN lists
+   * live containers only, and the AM still knows where a finished map ran. Empty when the AM
+   * did not answer (gone, or no such task) or answered what cannot be read; never exceptionally.
+   * Not an outage of the ResourceManager (its own calls may still answer).
+   */
+  public CompletableFuture<Optional<Set<String>>> mapAttemptHosts(String jobId, int mapId) {
+    if (!JOB_ID.matcher(jobId).matches() || mapId < 0) {
+      return CompletableFuture.completedFuture(Optional.empty());
+    }
+    String numbers = jobId.substring("job_".length());
+    String path = "/proxy/application_" + numbers + "/ws/v1/mapreduce/jobs/" + jobId
+        + "/tasks/task_" + numbers + String.format("_m_%06d", mapId) + "/attempts";
+    return client.prepare().get(path).header(HttpHeaderNames.ACCEPT, "application/json")
+        .execute().aggregate().handle((response, failure) -> {
+          if (failure != null || !response.status().equals(HttpStatus.OK)) {
+            LOG.debug("MapReduce AM gave no attempts for {}: {}", path,
+                failure != null ? failure.toString() : response.status());
+            return Optional.empty();
+          }
+          try {
+            Set<String> hosts = new HashSet<>();
+            JsonNode list = json.readTree(response.contentUtf8()).path("taskAttempts")
+                .path("taskAttempt");
+            for (JsonNode a : list.isArray() ? list : List.of(list)) {
+              String node = a.path("nodeHttpAddress").asText("");
+              int colon = node.lastIndexOf(':');
+              if (colon > 0) {
+                hosts.add(node.substring(0, colon));
+              }
+            }
+            return Optional.of(hosts);
+          } catch (IOException e) {
+            LOG.debug("unreadable attempts of {}: {}", path, e.getMessage());
+            return Optional.empty();
+          }
+        });
   }
 
   /** Times the ResourceManager stopped answering (each outage once). */

@@ -259,6 +259,29 @@ class ClaimsFromYarnTest {
     // the first attempt's containers list every host that spoke: no attempt list, no AM
     assertThat(rm.containerRequests()).isEqualTo(1);
     assertThat(rm.attemptRequests()).isZero();
+    assertThat(rm.amRequests()).isZero();
+  }
+
+  @Test
+  void aMapHostWhoseContainerEndedBeforeTheSchedulerHeardOfItIsVerifiedByTheJobsAm()
+      throws Exception {
+    // A new leader (or a restarted scheduler) hears the map hosts' agents send their indexes
+    // again: the maps ran and their containers ended, so YARN lists only the reduce's.
+    rm.place(J, "node1").mapRanAndEnded(J, 0, "m1").mapRanAndEnded(J, 1, "m2");
+    start(rm.address());
+    assertThat(plugin("node1").report(batch(reduceStarted(J, 0, "node1", 2, 1))).getAccepted())
+        .isEqualTo(1);
+
+    ReportAck m1 = plugin("m1").report(batch(indexed(J, 0, "m1", 10 * MB)));
+    assertThat(m1.getRefusedList()).as("an index of a map that ran there").isEmpty();
+    agent("m2").lookupPolicy(lookup(J, 1)); // a lookup naming the map it serves: not refused
+    assertThat(server.service().job(J).orElseThrow().mapsDone()).isEqualTo(2);
+
+    // The AM names where each map ran: a host naming a map that ran elsewhere is still refused.
+    assertThat(refusedCodes(plugin("evil").report(batch(indexed(J, 0, "evil", MB)))))
+        .containsExactly(DENIED);
+    assertStatus(() -> agent("evil").lookupPolicy(lookup(J, 1)), Status.Code.PERMISSION_DENIED);
+    assertThat(rm.amRequests()).as("one AM request per unlisted claim").isEqualTo(4);
   }
 
   @Test

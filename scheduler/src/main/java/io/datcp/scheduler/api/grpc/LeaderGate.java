@@ -19,6 +19,12 @@ public final class LeaderGate implements ServerInterceptor {
   /** host:port of the leader's gRPC port, on a follower's refusal. */
   public static final Metadata.Key<String> LEADER_TRAILER =
       Metadata.Key.of("datcp-leader", Metadata.ASCII_STRING_MARSHALLER);
+  /**
+   * "follower", on every refusal: tells a client that this UNAVAILABLE is a live scheduler's
+   * answer, not a transport failure (the agents hold a scheduler that failed for the transport).
+   */
+  public static final Metadata.Key<String> ROLE_TRAILER =
+      Metadata.Key.of("datcp-role", Metadata.ASCII_STRING_MARSHALLER);
 
   private final Leadership leadership;
 
@@ -40,6 +46,7 @@ public final class LeaderGate implements ServerInterceptor {
   /** UNAVAILABLE naming the leader, if one is known; also what ends streams on demotion. */
   public StatusRuntimeException refusal() {
     Metadata trailers = new Metadata();
+    trailers.put(ROLE_TRAILER, "follower");
     Optional<String> leader = leadership.leader();
     leader.ifPresent(address -> trailers.put(LEADER_TRAILER, address));
     return Status.UNAVAILABLE.withDescription(leader
