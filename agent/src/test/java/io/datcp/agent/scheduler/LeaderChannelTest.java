@@ -50,6 +50,13 @@ class LeaderChannelTest {
     return channel;
   }
 
+  /** With a clock the test moves ({@code now}, nanoseconds). */
+  private LeaderChannel channel(AtomicLong now, long holdMillis, String... targets) {
+    channel = new LeaderChannel(List.of(targets),
+        t -> NettyChannelBuilder.forTarget(t).usePlaintext().build(), holdMillis, now::get);
+    return channel;
+  }
+
   private static PolicyLookup lookup() {
     return PolicyLookup.newBuilder().setAgentHost("node1").setJobId("job_1700000000000_0001")
         .setBytes(1).build();
@@ -121,8 +128,7 @@ class LeaderChannelTest {
     FakeScheduler follower = scheduler();
     follower.followerOf = silent.target(); // its election outlives it for a while
     AtomicLong now = new AtomicLong();
-    channel = new LeaderChannel(List.of(silent.target(), follower.target()),
-        t -> NettyChannelBuilder.forTarget(t).usePlaintext().build(), 4_000, now::get);
+    channel(now, 4_000, silent.target(), follower.target());
 
     channel.silent(silent.target());
     assertThat(channel.currentTarget()).isEqualTo(follower.target());
@@ -142,8 +148,7 @@ class LeaderChannelTest {
     FakeScheduler follower = scheduler();
     follower.followerOf = leader.target(); // the dead leader's election outlives it for a while
     AtomicLong now = new AtomicLong(); // never advances: no hold ends by time here
-    channel = new LeaderChannel(List.of(leader.target(), follower.target()),
-        t -> NettyChannelBuilder.forTarget(t).usePlaintext().build(), 10_000, now::get);
+    channel(now, 10_000, leader.target(), follower.target());
     lookupOn(channel);
 
     leader.stop(); // its port closed: the call fails for the transport, no scheduler's trailer
@@ -175,8 +180,7 @@ class LeaderChannelTest {
     first.followerOf = "";
     second.followerOf = "";
     AtomicLong now = new AtomicLong();
-    channel = new LeaderChannel(List.of(first.target(), second.target()),
-        t -> NettyChannelBuilder.forTarget(t).usePlaintext().build(), 10_000, now::get);
+    channel(now, 10_000, first.target(), second.target());
     refusedUnavailable(() -> lookupOn(channel));
     assertThat(channel.currentTarget()).isEqualTo(second.target());
 
