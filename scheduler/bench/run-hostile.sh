@@ -132,6 +132,7 @@ echo "== scheduler ($server_jar), -Xmx1g, pid $pid"
 out="$data/bench.out"
 # in the background, so that a signal to this shell is handled at once (a foreground command
 # would be waited for) and the trap stops the benchmark too
+: > "$data/bench.raw"  # before tail opens it
 # shellcheck disable=SC2086
 ${client_cpu[@]+"${client_cpu[@]}"} java -Xmx2g ${BENCH_JAVA_OPTS:-} -cp "$jar:$classes" io.datcp.scheduler.bench.LoadBenchmark \
   --server-pid "$pid" --server-gc-log "$data/gc.log" "${bench_args[@]}" \

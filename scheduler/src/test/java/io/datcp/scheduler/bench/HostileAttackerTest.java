@@ -26,6 +26,9 @@ class HostileAttackerTest {
   /** HostileClient's summary, as the in-process attacker prints it. */
   private static final String SUMMARY_LINE = "attacker +\\d+ calls/s answered \\(\\d+ MB/s"
       + " sent\\), \\d+ calls refused whole, \\d+ events/outcomes refused one by one";
+  /** What the attack cost the attacker's JVM. */
+  private static final String JVM_COST =
+      "its JVM \\d+\\.\\d% of one core, JIT \\d+ ms compiling, elapsed";
 
   @RegisterExtension final TestServices.Servers servers = new TestServices.Servers();
   @TempDir Path dir;
@@ -53,13 +56,13 @@ class HostileAttackerTest {
       TimeUnit.MILLISECONDS.sleep(20);
     }
     assertThat(printed.toString(StandardCharsets.UTF_8)).matches(SUMMARY_LINE
-        + " \\(warm-up, throwaway scheduler\\)\\R");
+        + " \\(warm-up, throwaway scheduler; " + JVM_COST + "\\)\\R");
     assertThat(attackersJobs(throwaway)).as("the warm-up attacked the throwaway").isPositive();
     assertThat(attackersJobs(measured)).as("and not yet the measured one").isZero();
     signals.startAttack(1);
     String summary = signals.awaitSummary(1, Duration.ofSeconds(60));
     attacker.get(60, TimeUnit.SECONDS);
-    assertThat(summary).matches(SUMMARY_LINE + " \\(own JVM, 1 s warm-up\\)");
+    assertThat(summary).matches(SUMMARY_LINE + " \\(own JVM, 1 s warm-up; " + JVM_COST + "\\)");
     assertThat(attackersJobs(measured)).as("the attack went to the measured one").isPositive();
   }
 

@@ -51,15 +51,32 @@ public final class HostileClient {
       long callsPerLoop, AttackSignals signals, java.io.PrintStream out)
       throws java.io.IOException, InterruptedException {
     if (warmupSeconds > 0) {
-      out.println(attack(warmupUri, warmupToken, warmupSeconds, loops, unreadStreams,
-          callsPerLoop) + " (warm-up, throwaway scheduler)");
+      out.println(attackMeasuringJvm(warmupUri, warmupToken, warmupSeconds, loops,
+          unreadStreams, callsPerLoop, "warm-up, throwaway scheduler"));
     }
     signals.ready();
     for (int round = 1; round <= rounds; round++) {
       signals.awaitAttack(round);
-      signals.attackSummary(round, attack(uri, token, seconds, loops, unreadStreams,
-          callsPerLoop) + String.format(Locale.ROOT, " (own JVM, %d s warm-up)", warmupSeconds));
+      signals.attackSummary(round, attackMeasuringJvm(uri, token, seconds, loops, unreadStreams,
+          callsPerLoop, String.format(Locale.ROOT, "own JVM, %d s warm-up", warmupSeconds)));
     }
+  }
+
+  /**
+   * {@link #attack} with what it cost this JVM: its CPU and its JIT's compile time (what the
+   * warm-up is for: little of it should be left in the measured attack).
+   */
+  private static String attackMeasuringJvm(String uri, String token, int seconds, int loops,
+      int unreadStreams, long callsPerLoop, String what)
+      throws java.io.IOException, InterruptedException {
+    var jit = java.lang.management.ManagementFactory.getCompilationMXBean();
+    long cpuBefore = LoadBenchmark.cpuTicks("self");
+    long jitBefore = jit.getTotalCompilationTime();
+    String summary = attack(uri, token, seconds, loops, unreadStreams, callsPerLoop);
+    // /proc/PID/stat counts CPU in clock ticks of 10 ms (USER_HZ 100)
+    return String.format(Locale.ROOT, "%s (%s; its JVM %.1f%% of one core, JIT %d ms"
+        + " compiling, elapsed)", summary, what, (LoadBenchmark.cpuTicks("self") - cpuBefore) * 10.0
+        / 10 / seconds, jit.getTotalCompilationTime() - jitBefore);
   }
 
   /** One attack of {@code seconds} on connections of its own; returns its summary line. */

@@ -370,6 +370,7 @@ public final class LoadBenchmark implements Callable<Integer> {
     long cpuBefore = serverCpuTicks();
     long clientCpuBefore = cpuTicks("self");
     clientGcBefore = clientGc();
+    clientJitBefore = clientJitMillis();
     if (slots != null) {
       slots.measureFrom(System.nanoTime());
     }
@@ -441,6 +442,7 @@ public final class LoadBenchmark implements Callable<Integer> {
     long cpuBefore = serverCpuTicks();
     long clientCpuBefore = cpuTicks("self");
     clientGcBefore = clientGc();
+    clientJitBefore = clientJitMillis();
     String from = serverUptime(0);
     if (signals != null) {
       signals.startAttack(round);
@@ -638,6 +640,10 @@ public final class LoadBenchmark implements Callable<Integer> {
     System.out.printf(Locale.ROOT, "benchmark GC     %10d collections, %.0f ms (%.1f%% of the"
         + " window)%n", gc[0] - clientGcBefore[0], (double) (gc[1] - clientGcBefore[1]),
         (gc[1] - clientGcBefore[1]) / 10.0 / secs);
+    // its compiler threads share the core with the event loops that time the calls
+    long jit = clientJitMillis() - clientJitBefore;
+    System.out.printf(Locale.ROOT, "benchmark JIT    %10d ms compiling (its compiler threads,"
+        + " elapsed: %.1f%% of the window)%n", jit, jit / 10.0 / secs);
     System.out.printf(Locale.ROOT, "load average     %s%n", java.nio.file.Files.readString(
         java.nio.file.Path.of("/proc/loadavg")).trim());
   }
@@ -651,6 +657,13 @@ public final class LoadBenchmark implements Callable<Integer> {
   }
 
   private volatile long[] clientGcBefore = {0, 0};
+  private volatile long clientJitBefore;
+
+  /** This JVM's JIT compile time so far, milliseconds (all compiler threads). */
+  private static long clientJitMillis() {
+    return java.lang.management.ManagementFactory.getCompilationMXBean()
+        .getTotalCompilationTime();
+  }
 
   /** This JVM's collections so far and their time, milliseconds. */
   private static long[] clientGc() {
@@ -669,7 +682,7 @@ public final class LoadBenchmark implements Callable<Integer> {
   }
 
   /** utime + stime of process {@code pid} ("self": this one), clock ticks. */
-  private static long cpuTicks(String pid) throws java.io.IOException {
+  static long cpuTicks(String pid) throws java.io.IOException {
     String stat = java.nio.file.Files.readString(java.nio.file.Path.of("/proc/" + pid
         + "/stat"));
     String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
