@@ -18,16 +18,18 @@
 # whole benchmark 100x the CPU shares of other work on the machine (bench/pin.sh). The honest hosts send no node tokens, so the
 # scheduler runs with auth.nodes.required=false and jobs.attributesFrom=reports; the attacker's
 # calls carry its token and are checked as in production.
-# ATTACKER_JVM=SECONDS runs the attacker in a JVM of its own instead of the honest clients' (on
-# the same CPU as they, the clients' one under PIN=1): a real attacker's machine is not the honest
-# nodes', and in the benchmark's JVM the attack's start has its compiler and message building
-# take the core whose event loops time the honest calls. Before the measured scheduler starts,
+# The attacker runs in a JVM of its own, not the honest clients' (on the same CPU as they, the
+# clients' one under PIN=1): a real attacker's machine is not the honest nodes', and in the
+# benchmark's JVM the attack's start has its compiler and message building take the core whose
+# event loops time the honest calls. ATTACKER_JVM=SECONDS (25 by default): before the measured
+# scheduler starts,
 # that JVM attacks a throwaway scheduler of its own (another process on the scheduler's CPU,
 # ports WARM_GRPC_PORT and WARM_HTTP_PORT, by default GRPC_PORT+1 and HTTP_PORT+1, its own data
 # directory, the same settings but no start-up drill) for SECONDS, so that its sending path is
 # compiled; the throwaway is then killed, and the attacker waits (idle) until the benchmark
 # starts its attacked window (LoadBenchmark --hostile-signal-dir: files, see AttackSignals).
-# ATTACKER_JVM=0: its own JVM without a warm-up. Unset: the attacker in the benchmark's JVM.
+# ATTACKER_JVM=0: its own JVM without a warm-up. ATTACKER_JVM=in-process: the attacker in the
+# benchmark's JVM, as every run before 2026-11-27's tenth session (bench/results, hostile-load).
 # Every process started here is killed on exit, failure or signal.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
@@ -36,9 +38,12 @@ classes="$here/target/test-classes"
 [[ -f "$jar" && -d "$classes" ]] || { echo "build first: mvn package -pl proto,scheduler -am" >&2; exit 1; }
 grpc_port="${GRPC_PORT:-19090}"
 http_port="${HTTP_PORT:-18080}"
-attacker_warmup="${ATTACKER_JVM:-}"
-[[ -z "$attacker_warmup" || "$attacker_warmup" =~ ^[0-9]+$ ]] || {
-  echo "ATTACKER_JVM must be the attacker's warm-up in seconds (0 or more), or unset (the attacker in the benchmark's JVM); got '$attacker_warmup'" >&2; exit 1; }
+attacker_warmup="${ATTACKER_JVM:-25}"  # empty: in the benchmark's JVM
+if [[ "$attacker_warmup" == in-process ]]; then
+  attacker_warmup=""
+elif [[ ! "$attacker_warmup" =~ ^[0-9]+$ ]]; then
+  echo "ATTACKER_JVM must be the attacker's warm-up in seconds (0 or more; default 25) or in-process; got '$attacker_warmup'" >&2; exit 1
+fi
 pid=""           # the measured scheduler
 warm_pid=""      # the attacker's throwaway scheduler
 attacker_pid=""  # the attacker's own JVM
