@@ -86,6 +86,15 @@ class HostileAttackerTest {
   }
 
   /** Jobs the attacker (job ids job_666_...) has started on {@code server}. */
+  @Test
+  void negativeSettleIsRefusedNamingTheOption() {
+    StringWriter err = new StringWriter();
+    int code = new CommandLine(new LoadBenchmark()).setErr(new PrintWriter(err))
+        .execute("--hostile-settle-seconds", "-1");
+    assertThat(code).isEqualTo(2);
+    assertThat(err.toString()).contains("--hostile-settle-seconds must be 0 or more");
+  }
+
   private static long attackersJobs(SchedulerServer server) {
     return server.service().jobs().stream().filter(j -> j.id().startsWith("job_666_")).count();
   }

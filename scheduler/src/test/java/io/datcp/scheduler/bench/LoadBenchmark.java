@@ -167,6 +167,14 @@ public final class LoadBenchmark implements Callable<Integer> {
           + " ones show an attack against a scheduler that has seen one.")
   int hostileRounds;
 
+  @Option(names = "--hostile-settle-seconds", defaultValue = "5",
+      description = "Seconds of honest load, not measured, between printing a window and the"
+          + " attack after it: this JVM's JIT compiles its reporting code (sorting, formatting)"
+          + " then, not in the attack's first seconds on the core that times the calls (the"
+          + " window alone follows the warm-up, where nothing is printed). Default:"
+          + " ${DEFAULT-VALUE}.")
+  int hostileSettleSeconds;
+
   @Option(names = "--hostile-signal-dir",
       description = "The attacker runs in a JVM of its own (run-hostile.sh ATTACKER_JVM), not in"
           + " this one: the two agree through files in this directory when each attack starts"
@@ -308,6 +316,7 @@ public final class LoadBenchmark implements Callable<Integer> {
           System.out);
       return 0;
     }
+    requireOption(hostileSettleSeconds >= 0, "--hostile-settle-seconds must be 0 or more");
     if (writeNodeTokens != null) {
       StringBuilder file = new StringBuilder();
       for (int h = 0; h < hosts; h++) {
@@ -431,6 +440,7 @@ public final class LoadBenchmark implements Callable<Integer> {
    */
   private void attackedWindow(String uri, long[][] alone, int round, AttackSignals signals)
       throws Exception {
+    TimeUnit.SECONDS.sleep(hostileSettleSeconds);
     String label = round == 1 ? "" : ", round " + round;
     Window attacked = new Window(WINDOW_CAPACITY);
     ClientFactory own = signals != null ? null : ClientFactory.builder().build();
