@@ -68,33 +68,31 @@ class HostileAttackerTest {
 
   @Test
   void attackerWithoutSignalDirectoryIsRefusedNamingTheOption() {
-    StringWriter err = new StringWriter();
-    int code = new CommandLine(new LoadBenchmark()).setErr(new PrintWriter(err))
-        .execute("--hostile-attacker", "--hostile-token", "t");
-    assertThat(code).isEqualTo(2);
-    assertThat(err.toString()).contains("--hostile-signal-dir");
+    assertThat(refusal("--hostile-attacker", "--hostile-token", "t"))
+        .contains("--hostile-signal-dir");
   }
 
   @Test
   void warmUpWithoutItsTargetIsRefusedNamingTheOptions() {
+    assertThat(refusal("--hostile-attacker", "--hostile-token", "t", "--hostile-signal-dir",
+        dir.toString(), "--hostile-warmup-seconds", "5")).contains("--hostile-warmup-target");
+  }
+
+  @Test
+  void negativeSettleIsRefusedNamingTheOption() {
+    assertThat(refusal("--hostile-settle-seconds", "-1"))
+        .contains("--hostile-settle-seconds must be 0 or more");
+  }
+
+  /** What LoadBenchmark prints when it refuses {@code args} as a usage error (exit code 2). */
+  private static String refusal(String... args) {
     StringWriter err = new StringWriter();
-    int code = new CommandLine(new LoadBenchmark()).setErr(new PrintWriter(err))
-        .execute("--hostile-attacker", "--hostile-token", "t", "--hostile-signal-dir",
-            dir.toString(), "--hostile-warmup-seconds", "5");
+    int code = new CommandLine(new LoadBenchmark()).setErr(new PrintWriter(err)).execute(args);
     assertThat(code).isEqualTo(2);
-    assertThat(err.toString()).contains("--hostile-warmup-target");
+    return err.toString();
   }
 
   /** Jobs the attacker (job ids job_666_...) has started on {@code server}. */
-  @Test
-  void negativeSettleIsRefusedNamingTheOption() {
-    StringWriter err = new StringWriter();
-    int code = new CommandLine(new LoadBenchmark()).setErr(new PrintWriter(err))
-        .execute("--hostile-settle-seconds", "-1");
-    assertThat(code).isEqualTo(2);
-    assertThat(err.toString()).contains("--hostile-settle-seconds must be 0 or more");
-  }
-
   private static long attackersJobs(SchedulerServer server) {
     return server.service().jobs().stream().filter(j -> j.id().startsWith("job_666_")).count();
   }
