@@ -36,26 +36,63 @@ public final class HostileClient {
   }
 
   /**
-   * The attacker in a JVM of its own (LoadBenchmark --hostile-jvm): the honest client's
-   * latencies then exclude this JVM's allocation, collections and safepoints. Attacks for
-   * {@code args[3]} seconds, then prints its summary line.
+   * The attacker in a JVM of its own (LoadBenchmark --hostile-attacker, started by
+   * run-hostile.sh ATTACKER_JVM): the honest clients' JVM then neither builds its messages nor
+   * compiles its code, as a real attacker's machine is not the honest nodes'. First, for
+   * {@code warmupSeconds}, it attacks a throwaway scheduler of its own ({@code warmupUri}), so
+   * its sending path is compiled before it meets the measured one; then, each time the
+   * benchmark starts an attacked window, it attacks {@code uri} for {@code seconds} on new
+   * connections and hands its summary back.
    *
-   * @param args target URI, node token, closed loops per kind, seconds, unread streams, calls
-   *     per loop (0: no limit)
+   * @param out where the warm-up's summary is printed
    */
-  public static void main(String[] args) throws InterruptedException {
+  static void attackFromOwnJvm(String warmupUri, String warmupToken, int warmupSeconds,
+      String uri, String token, int seconds, int rounds, int loops, int unreadStreams,
+      long callsPerLoop, AttackSignals signals, java.io.PrintStream out)
+      throws java.io.IOException, InterruptedException {
+    if (warmupSeconds > 0) {
+      out.println(attackMeasuringJvm(warmupUri, warmupToken, warmupSeconds, loops,
+          unreadStreams, callsPerLoop, "warm-up, throwaway scheduler"));
+    }
+    signals.ready();
+    for (int round = 1; round <= rounds; round++) {
+      signals.awaitAttack(round);
+      signals.attackSummary(round, attackMeasuringJvm(uri, token, seconds, loops, unreadStreams,
+          callsPerLoop, String.format(Locale.ROOT, "own JVM, %d s warm-up", warmupSeconds)));
+    }
+  }
+
+  /**
+   * {@link #attack} with what it cost this JVM: its CPU and its JIT's compile time (what the
+   * warm-up is for: little of it should be left in the measured attack).
+   */
+  private static String attackMeasuringJvm(String uri, String token, int seconds, int loops,
+      int unreadStreams, long callsPerLoop, String what)
+      throws java.io.IOException, InterruptedException {
+    var jit = java.lang.management.ManagementFactory.getCompilationMXBean();
+    long cpuBefore = LoadBenchmark.cpuTicks("self");
+    long jitBefore = jit.getTotalCompilationTime();
+    String summary = attack(uri, token, seconds, loops, unreadStreams, callsPerLoop);
+    // /proc/PID/stat counts CPU in clock ticks of 10 ms (USER_HZ 100)
+    return String.format(Locale.ROOT, "%s (%s; its JVM %.1f%% of one core, JIT %d ms"
+        + " compiling, elapsed)", summary, what, (LoadBenchmark.cpuTicks("self") - cpuBefore) * 10.0
+        / 10 / seconds, jit.getTotalCompilationTime() - jitBefore);
+  }
+
+  /** One attack of {@code seconds} on connections of its own; returns its summary line. */
+  private static String attack(String uri, String token, int seconds, int loops,
+      int unreadStreams, long callsPerLoop) throws InterruptedException {
     ClientFactory own = ClientFactory.builder().build();
     ClientFactory ownStreams = ClientFactory.builder().build();
-    HostileClient attacker = new HostileClient(args[0], args[1], own, ownStreams,
-        Integer.parseInt(args[2]), Long.parseLong(args[5]));
+    HostileClient attacker = new HostileClient(uri, token, own, ownStreams, loops, callsPerLoop);
     long start = System.nanoTime();
-    attacker.start(Integer.parseInt(args[4]));
-    TimeUnit.SECONDS.sleep(Long.parseLong(args[3]));
+    attacker.start(unreadStreams);
+    TimeUnit.SECONDS.sleep(seconds);
     attacker.stop();
-    System.out.println(attacker.summary((System.nanoTime() - start) / 1e9));
+    String summary = attacker.summary((System.nanoTime() - start) / 1e9);
     own.close();
     ownStreams.close();
-    System.exit(0);
+    return summary;
   }
 
   void stop() {

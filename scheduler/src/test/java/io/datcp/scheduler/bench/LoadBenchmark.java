@@ -167,11 +167,44 @@ public final class LoadBenchmark implements Callable<Integer> {
           + " ones show an attack against a scheduler that has seen one.")
   int hostileRounds;
 
-  @Option(names = "--hostile-jvm",
-      description = "Run the hostile node in a JVM of its own (same CPUs as this one): tells"
-          + " what of the attacked window's tail is this JVM's own (the attacker's garbage,"
-          + " collections, safepoints) from what is the scheduler's.")
-  boolean hostileJvm;
+  @Option(names = "--hostile-settle-seconds", defaultValue = "5",
+      description = "Seconds of honest load, not measured, between printing a window and the"
+          + " attack after it: this JVM's JIT compiles its reporting code (sorting, formatting)"
+          + " then, not in the attack's first seconds on the core that times the calls (the"
+          + " window alone follows the warm-up, where nothing is printed). Default:"
+          + " ${DEFAULT-VALUE}.")
+  int hostileSettleSeconds;
+
+  @Option(names = "--hostile-signal-dir",
+      description = "The attacker runs in a JVM of its own (run-hostile.sh ATTACKER_JVM), not in"
+          + " this one: the two agree through files in this directory when each attack starts"
+          + " (this JVM writes attack-N as its N-th attacked window starts) and its summary"
+          + " (the attacker writes summary-N).")
+  java.nio.file.Path hostileSignalDir;
+
+  @Option(names = "--hostile-attacker",
+      description = "Be only the attacker of a run with --hostile-signal-dir: warm up against"
+          + " --hostile-warmup-target, write ready, then attack --target for --hostile-seconds"
+          + " each time the benchmark starts an attacked window (--hostile-rounds times).")
+  boolean hostileAttacker;
+
+  @Option(names = "--hostile-warmup-seconds", defaultValue = "0",
+      description = "With --hostile-attacker: seconds to attack the throwaway scheduler at"
+          + " --hostile-warmup-target first, so that this JVM has compiled its sending path;"
+          + " 0: none. Default: ${DEFAULT-VALUE}.")
+  int hostileWarmupSeconds;
+
+  @Option(names = "--hostile-warmup-target", defaultValue = "",
+      description = "host:port of the throwaway scheduler the attacker warms up on.")
+  String hostileWarmupTarget;
+
+  @Option(names = "--hostile-warmup-token", defaultValue = "",
+      description = "Node token of host evil on the throwaway scheduler.")
+  String hostileWarmupToken;
+
+  /** For errors that name the option at fault. */
+  @CommandLine.Spec
+  CommandLine.Model.CommandSpec spec;
 
   /** Latency samples of one operation kind, nanoseconds; a fixed array so recording is cheap. */
   /** A call slower than this is counted as slow (the honest p99 alone is 0.2-1 ms). */
@@ -271,6 +304,19 @@ public final class LoadBenchmark implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
+    if (hostileAttacker) {
+      requireOption(hostileSignalDir != null, "--hostile-attacker needs --hostile-signal-dir");
+      requireOption(!hostileToken.isEmpty(), "--hostile-attacker needs --hostile-token");
+      requireOption(hostileWarmupSeconds == 0
+          || !hostileWarmupTarget.isEmpty() && !hostileWarmupToken.isEmpty(),
+          "--hostile-warmup-seconds > 0 needs --hostile-warmup-target and --hostile-warmup-token");
+      HostileClient.attackFromOwnJvm("http://" + hostileWarmupTarget, hostileWarmupToken,
+          hostileWarmupSeconds, "http://" + target, hostileToken, hostileSeconds, hostileRounds,
+          hostileLoops, hostileStreams, hostileCalls, new AttackSignals(hostileSignalDir),
+          System.out);
+      return 0;
+    }
+    requireOption(hostileSettleSeconds >= 0, "--hostile-settle-seconds must be 0 or more");
     if (writeNodeTokens != null) {
       StringBuilder file = new StringBuilder();
       for (int h = 0; h < hosts; h++) {
@@ -333,6 +379,7 @@ public final class LoadBenchmark implements Callable<Integer> {
     long cpuBefore = serverCpuTicks();
     long clientCpuBefore = cpuTicks("self");
     clientGcBefore = clientGc();
+    clientJitBefore = clientJitMillis();
     if (slots != null) {
       slots.measureFrom(System.nanoTime());
     }
@@ -375,30 +422,40 @@ public final class LoadBenchmark implements Callable<Integer> {
     printWindow(honest, honestSecs, honestEvents, honestUpdates, honestCpu, honestClientCpu);
     long[][] alone = {honest.reports.recorded(), honest.outcomeReports.recorded(),
         honest.lookups.recorded()};
+    AttackSignals signals = hostileSignalDir == null ? null : new AttackSignals(hostileSignalDir);
     for (int round = 1; round <= hostileRounds; round++) {
-      attackedWindow(uri, alone, round == 1 ? "" : ", round " + round);
+      attackedWindow(uri, alone, round, signals);
     }
   }
 
-  /** One attack of --hostile-seconds, measured, and its honest p99 against {@code alone}'s. */
-  private void attackedWindow(String uri, long[][] alone, String label) throws Exception {
+  private void requireOption(boolean ok, String message) {
+    if (!ok) {
+      throw new CommandLine.ParameterException(spec.commandLine(), message);
+    }
+  }
+
+  /**
+   * One attack of --hostile-seconds, measured, and its honest p99 against {@code alone}'s; the
+   * attacker runs in this JVM, or in its own when {@code signals} is not null.
+   */
+  private void attackedWindow(String uri, long[][] alone, int round, AttackSignals signals)
+      throws Exception {
+    TimeUnit.SECONDS.sleep(hostileSettleSeconds);
+    String label = round == 1 ? "" : ", round " + round;
     Window attacked = new Window(WINDOW_CAPACITY);
-    ClientFactory own = ClientFactory.builder().build();
-    ClientFactory ownStreams = ClientFactory.builder().build();
-    HostileClient attacker = hostileJvm ? null
+    ClientFactory own = signals != null ? null : ClientFactory.builder().build();
+    ClientFactory ownStreams = signals != null ? null : ClientFactory.builder().build();
+    HostileClient attacker = signals != null ? null
         : new HostileClient(uri, hostileToken, own, ownStreams, hostileLoops, hostileCalls);
     long eventsBefore = events.get();
     long updatesBefore = updates.get();
     long cpuBefore = serverCpuTicks();
     long clientCpuBefore = cpuTicks("self");
     clientGcBefore = clientGc();
+    clientJitBefore = clientJitMillis();
     String from = serverUptime(0);
-    Process attackerJvm = null;
-    if (hostileJvm) {
-      attackerJvm = new ProcessBuilder(ProcessHandle.current().info().command().orElse("java"),
-          "-cp", System.getProperty("java.class.path"), HostileClient.class.getName(), uri,
-          hostileToken, String.valueOf(hostileLoops), String.valueOf(hostileSeconds),
-          String.valueOf(hostileStreams), String.valueOf(hostileCalls)).redirectError(ProcessBuilder.Redirect.DISCARD).start();
+    if (signals != null) {
+      signals.startAttack(round);
     } else {
       attacker.start(hostileStreams);
     }
@@ -408,22 +465,23 @@ public final class LoadBenchmark implements Callable<Integer> {
     TimeUnit.SECONDS.sleep(hostileSeconds);
     recording = unmeasured;
     double secs = (System.nanoTime() - start) / 1e9;
+    long serverCpu = serverCpuTicks() - cpuBefore;
+    long clientCpu = cpuTicks("self") - clientCpuBefore;
     String summary;
-    if (attackerJvm != null) {
-      summary = new String(attackerJvm.getInputStream().readAllBytes()).lines()
-          .filter(l -> l.startsWith("attacker")).findFirst().orElse("attacker: no summary")
-          + " (own JVM)";
-      attackerJvm.waitFor();
+    if (signals != null) {
+      // the attacker's own clock ends its attack; it closes its connections, then answers
+      summary = signals.awaitSummary(round, java.time.Duration.ofSeconds(hostileSeconds + 60L));
     } else {
       attacker.stop();
       summary = attacker.summary(secs);
+      own.close();
+      ownStreams.close();
     }
     System.out.println("-- honest load with the attacker" + label + " (scheduler uptime " + from
         + " to "
         + serverUptime(0) + " s)");
     System.out.println(summary);
-    printWindow(attacked, secs, eventsBefore, updatesBefore, serverCpuTicks() - cpuBefore,
-        cpuTicks("self") - clientCpuBefore);
+    printWindow(attacked, secs, eventsBefore, updatesBefore, serverCpu, clientCpu);
     long[][] attackedCalls = {attacked.reports.recorded(), attacked.outcomeReports.recorded(),
         attacked.lookups.recorded()};
     System.out.printf(Locale.ROOT, "%n%-18s %14s %14s %8s%n", "honest p99", "alone ms",
@@ -433,8 +491,6 @@ public final class LoadBenchmark implements Callable<Integer> {
       ratioRow(kinds[k], alone[k], attackedCalls[k]);
     }
     ratioRow("all requests", concat(alone), concat(attackedCalls));
-    own.close();
-    ownStreams.close();
   }
 
   private static long[] concat(long[][] parts) {
@@ -594,6 +650,10 @@ public final class LoadBenchmark implements Callable<Integer> {
     System.out.printf(Locale.ROOT, "benchmark GC     %10d collections, %.0f ms (%.1f%% of the"
         + " window)%n", gc[0] - clientGcBefore[0], (double) (gc[1] - clientGcBefore[1]),
         (gc[1] - clientGcBefore[1]) / 10.0 / secs);
+    // its compiler threads share the core with the event loops that time the calls
+    long jit = clientJitMillis() - clientJitBefore;
+    System.out.printf(Locale.ROOT, "benchmark JIT    %10d ms compiling (its compiler threads,"
+        + " elapsed: %.1f%% of the window)%n", jit, jit / 10.0 / secs);
     System.out.printf(Locale.ROOT, "load average     %s%n", java.nio.file.Files.readString(
         java.nio.file.Path.of("/proc/loadavg")).trim());
   }
@@ -607,6 +667,13 @@ public final class LoadBenchmark implements Callable<Integer> {
   }
 
   private volatile long[] clientGcBefore = {0, 0};
+  private volatile long clientJitBefore;
+
+  /** This JVM's JIT compile time so far, milliseconds (all compiler threads). */
+  private static long clientJitMillis() {
+    return java.lang.management.ManagementFactory.getCompilationMXBean()
+        .getTotalCompilationTime();
+  }
 
   /** This JVM's collections so far and their time, milliseconds. */
   private static long[] clientGc() {
@@ -625,7 +692,7 @@ public final class LoadBenchmark implements Callable<Integer> {
   }
 
   /** utime + stime of process {@code pid} ("self": this one), clock ticks. */
-  private static long cpuTicks(String pid) throws java.io.IOException {
+  static long cpuTicks(String pid) throws java.io.IOException {
     String stat = java.nio.file.Files.readString(java.nio.file.Path.of("/proc/" + pid
         + "/stat"));
     String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
