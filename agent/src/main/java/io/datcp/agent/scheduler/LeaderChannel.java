@@ -147,7 +147,8 @@ final class LeaderChannel extends Channel {
     int next = named >= 0 && !namedHeld ? named : nextNotHeld(used);
     if (next != used && current.compareAndSet(used, next)) {
       LOG.info("scheduler " + targets.get(used) + " unavailable" + (named >= 0
-          ? ", it names the leader " + leader + (namedHeld ? " (held: it fell silent or failed)" : "")
+          ? ", it names the leader " + leader
+              + (namedHeld ? " (held: it fell silent or failed)" : "")
           : leader == null ? "" : ", it names " + leader + " (not in scheduler.target)")
           + ": calls go to " + targets.get(next));
     }
