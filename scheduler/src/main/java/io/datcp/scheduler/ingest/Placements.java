@@ -25,7 +25,9 @@ import java.util.function.LongSupplier;
  * in flight and one refresh per {@code minIntervalNanos} (yarn.rm.refreshMinIntervalMillis). A
  * claim that misses waits for a refresh that starts after it (containers appear in YARN just
  * before their tasks report, possibly after the last refresh), so an honest host waits at most
- * the interval plus one answer and is never refused for being new. A refresh asks the attempt
+ * the interval plus one answer and is never refused for being new; it needs none of its own
+ * when the answer of the refresh in flight as it came lists its host (a burst of a job's first
+ * reports, whose containers YARN had all placed, costs one request). A refresh asks the attempt
  * that answered last (one request); only the hosts it waits for being missing there makes it
  * look for a later attempt. A host still missing that claims to serve a map's output (a map
  * host whose container ended before this scheduler first heard of it: a new leader, a restart)
@@ -155,14 +157,19 @@ final class Placements {
         return f;
       }
       // the one in flight was asked before this claim, or one was answered too recently
-      a.queued = new CompletableFuture<>();
+      CompletableFuture<Void> queued = new CompletableFuture<>();
+      a.queued = queued;
       runQueued(a);
-      return a.queued;
+      return queued;
     }
   }
 
-  /** Starts {@code a}'s queued refresh once none is in flight and the interval has passed. */
+  /**
+   * Starts {@code a}'s queued refresh once none is in flight and the interval has passed; ends
+   * it without a request when the answer in between listed every host it waits for.
+   */
   private void runQueued(App a) {
+    CompletableFuture<Void> answered;
     synchronized (a) {
       if (a.queued == null) {
         return;
@@ -171,15 +178,30 @@ final class Placements {
         a.inFlight.whenComplete((v, e) -> runQueued(a));
         return;
       }
-      long wait = a.lastStartNanos + minIntervalNanos - nanoTime.getAsLong();
-      if (wait > 0) {
-        CompletableFuture.delayedExecutor(wait, TimeUnit.NANOSECONDS).execute(() -> runQueued(a));
+      for (Iterator<String> it = a.wanted.iterator(); it.hasNext(); ) {
+        String host = it.next();
+        if (a.hosts.contains(host)) {
+          it.remove();
+          a.claimedMaps.remove(host);
+        }
+      }
+      if (!a.wanted.isEmpty()) {
+        long wait = a.lastStartNanos + minIntervalNanos - nanoTime.getAsLong();
+        if (wait > 0) {
+          CompletableFuture.delayedExecutor(wait, TimeUnit.NANOSECONDS)
+              .execute(() -> runQueued(a));
+          return;
+        }
+        CompletableFuture<Void> f = a.queued;
+        a.queued = null;
+        startLocked(a, f);
         return;
       }
-      CompletableFuture<Void> f = a.queued;
+      answered = a.queued;
       a.queued = null;
-      startLocked(a, f);
     }
+    // outside the lock: the claims it wakes are judged on this thread
+    answered.complete(null);
   }
 
   private void startLocked(App a, CompletableFuture<Void> done) {

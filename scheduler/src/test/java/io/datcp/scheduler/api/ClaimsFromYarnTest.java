@@ -2,6 +2,7 @@ package io.datcp.scheduler.api;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
 
 import io.datcp.proto.v1.FlowPolicyServiceGrpc;
 import io.datcp.proto.v1.JobFinished;
@@ -29,6 +30,7 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.HashMap;
 import java.util.List;
@@ -220,29 +222,55 @@ class ClaimsFromYarnTest {
     assertThat(server.service().job(J).orElseThrow().reduces()).hasSize(2);
   }
 
-  @Test
-  void aBurstOfNewHostsCostsTheResourceManagerOneRequestInFlightAndOneAfterIt()
-      throws Exception {
+  /**
+   * Reduces of job J on node0..node19 report while the ResourceManager is slow to answer the
+   * refresh node0's report started; YARN placed node1..node19 before ({@code placedFirst}) or
+   * after the ResourceManager read that request. Returns once all were accepted.
+   */
+  private void burstOfNewHosts(boolean placedFirst) throws Exception {
     rm.place(J, "node0");
+    if (placedFirst) {
+      for (int r = 1; r < 20; r++) {
+        rm.place(J, "node" + r);
+      }
+    }
     start(rm.address());
     CompletableFuture<Void> gate = new CompletableFuture<>();
     rm.answerWhen(gate);
     List<CompletableFuture<io.datcp.scheduler.ingest.Ack>> acks = new java.util.ArrayList<>();
     for (int r = 0; r < 20; r++) {
       String host = "node" + r;
-      rm.place(J, host);
+      if (!placedFirst) {
+        rm.place(J, host);
+      }
       acks.add(server.service().reports().report(new Caller(host, true), "", 0,
           List.of(new JobEvent.ReduceStarted(clock.nanos(), J, r, host, 1, 20,
               JobRegistry.UNKNOWN, 0))));
+      if (r == 0) {
+        // node0's refresh has reached the ResourceManager, which has read its answer
+        await().atMost(Duration.ofSeconds(10)).until(() -> rm.containerRequests() == 1);
+      }
     }
     gate.complete(null);
 
     for (var ack : acks) {
       assertThat(ack.get(10, TimeUnit.SECONDS).accepted()).isEqualTo(1);
     }
-    // the first host's refresh, then one for every host that asked while it was in flight
-    assertThat(rm.containerRequests()).isEqualTo(2);
     assertThat(server.service().job(J).orElseThrow().reduces()).hasSize(20);
+  }
+
+  @Test
+  void aBurstOfNewHostsThatTheRefreshInFlightListsCostsTheResourceManagerOneRequest()
+      throws Exception {
+    burstOfNewHosts(true);
+    assertThat(rm.containerRequests()).isEqualTo(1);
+  }
+
+  @Test
+  void aBurstOfNewHostsPlacedAfterTheRefreshInFlightCostsOneRequestMore() throws Exception {
+    burstOfNewHosts(false);
+    // the answer in flight lists node0 only: one refresh for every host that asked meanwhile
+    assertThat(rm.containerRequests()).isEqualTo(2);
   }
 
   @Test
