@@ -16,7 +16,9 @@
 # scheduler checks every claim): "old" without a ResourceManager (host checks only), "new" with
 # a fake ResourceManager (port RM_PORT, default 18088; the benchmark starts it in a JVM of its own
 # on the clients' CPU, or on RM_CPUS, a taskset list) that places each job's containers on its
-# hosts, so each report is verified against YARN; compare shows the cost.
+# hosts, so each report is verified against YARN; compare shows the cost. The benchmark starts
+# the fake RM and tells it each job's hosts in both runs, so the clients do the same work and
+# the two differ only in the scheduler (and in the fake RM's answers to it).
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 jar="$here/target/scheduler.jar"
@@ -48,12 +50,13 @@ run() {
     printf 'auth.nodes.required=false\njobs.attributesFrom=reports\n' > "$data/scheduler.properties"
     config=(--config "$data/scheduler.properties")
     shift
-  elif [[ "${1:-}" == "--tokens" || "${1:-}" == "--tokens-rm" ]]; then
+  elif [[ "${1:-}" == "--tokens-rm-idle" || "${1:-}" == "--tokens-rm" ]]; then
     printf 'jobs.attributesFrom=reports\ntls.plaintext=true\n' > "$data/scheduler.properties"
+    # both runs start the fake RM and tell it every job's hosts: only the scheduler differs
+    bench=(--fake-rm-port "${RM_PORT:-18088}" --fake-rm-cpus "${RM_CPUS:-}")
     if [[ "$1" == "--tokens-rm" ]]; then
       printf 'yarn.rm.webappAddress=http://127.0.0.1:%s\n' "${RM_PORT:-18088}" \
         >> "$data/scheduler.properties"
-      bench=(--fake-rm-port "${RM_PORT:-18088}" --fake-rm-cpus "${RM_CPUS:-}")
     fi
     java -cp "$jar:$classes" io.datcp.scheduler.bench.LoadBenchmark --write-node-tokens "$data" \
       "${@:2}"
@@ -123,10 +126,10 @@ run_old() {
 
 if [[ "${RM_AB:-0}" == 1 && "${NEW_FIRST:-0}" == 1 ]]; then
   run new "$jar" --tokens-rm "$@"
-  run old "$jar" --tokens "$@"
+  run old "$jar" --tokens-rm-idle "$@"
   compare
 elif [[ "${RM_AB:-0}" == 1 ]]; then
-  run old "$jar" --tokens "$@"
+  run old "$jar" --tokens-rm-idle "$@"
   run new "$jar" --tokens-rm "$@"
   compare
 elif [[ -z "${OLD_JAR:-}" ]]; then
