@@ -9,7 +9,9 @@
 # Build first: mvn -q package -pl proto,scheduler -am -DskipTests   (from the repository root)
 # Extra arguments go to the benchmark; defaults: --hosts 10000 --jobs-per-second 20 --seconds 30
 # --hostile-seconds 60. SCHEDULER_JAVA_OPTS / BENCH_JAVA_OPTS add JVM options; GRPC_PORT and
-# HTTP_PORT override the ports (19090, 18080); KEEP_LOGS=DIR keeps the scheduler's GC log and log
+# HTTP_PORT override the ports (19090, 18080); ATTACKER_JAVA_OPTS sets the attacker's own JVM's
+# options (default -XX:TieredStopAtLevel=1, see below; ATTACKER_JAVA_OPTS= for the JVM's
+# default compilers); KEEP_LOGS=DIR keeps the scheduler's GC log and log
 # there; SCHEDULER_JAR=path runs that scheduler jar instead (an older one: the same attack
 # before the bounds), the clients still from this tree; EXTRA_CONF='key=value ...' adds scheduler
 # settings (e.g. reports.maxBytesPerSecondPerHost=1048576); PIN=1 runs the scheduler on CPU 0 and
@@ -105,9 +107,12 @@ if [[ -n "$attacker_warmup" ]]; then
     warm_args=(--hostile-warmup-seconds "$attacker_warmup" --hostile-warmup-target
       "127.0.0.1:$warm_grpc" --hostile-warmup-token "$warm_token")
   fi
+  # C1 only: the scheduler's refusals, not its code, pace the attacker (7 calls/s answered
+  # either way), and C2's recompiles in the attack's first seconds took the honest clients' core
+  # (2.4-2.6 s of JIT there), which a real attacker's machine does not share
   # shellcheck disable=SC2086
-  ${client_cpu[@]+"${client_cpu[@]}"} java -Xmx1g ${BENCH_JAVA_OPTS:-} -cp "$jar:$classes" \
-    io.datcp.scheduler.bench.LoadBenchmark "${bench_args[@]}" --hostile-attacker \
+  ${client_cpu[@]+"${client_cpu[@]}"} java -Xmx1g ${BENCH_JAVA_OPTS:-} ${ATTACKER_JAVA_OPTS--XX:TieredStopAtLevel=1} \
+    -cp "$jar:$classes" io.datcp.scheduler.bench.LoadBenchmark "${bench_args[@]}" --hostile-attacker \
     "${signal_args[@]}" "${warm_args[@]+"${warm_args[@]}"}" \
     > "$data/attacker.out" 2> "$data/attacker.err" &
   attacker_pid=$!
@@ -120,10 +125,10 @@ if [[ -n "$attacker_warmup" ]]; then
     echo "the attacker's JVM did not get ready:" >&2; tail -n 20 "$data/attacker.err" >&2; exit 1; }
   if [[ -n "$warm_pid" ]]; then
     stop "$warm_pid"
-    echo "== attacker in its own JVM, pid $attacker_pid, warmed up ${attacker_warmup} s on a throwaway scheduler (pid $warm_pid, port $warm_grpc, now stopped)"
+    echo "== attacker in its own JVM (options: ${ATTACKER_JAVA_OPTS--XX:TieredStopAtLevel=1}), pid $attacker_pid, warmed up ${attacker_warmup} s on a throwaway scheduler (pid $warm_pid, port $warm_grpc, now stopped)"
     warm_pid=""
   else
-    echo "== attacker in its own JVM, pid $attacker_pid, no warm-up"
+    echo "== attacker in its own JVM (options: ${ATTACKER_JAVA_OPTS--XX:TieredStopAtLevel=1}), pid $attacker_pid, no warm-up"
   fi
   grep -v ' INFO ' "$data/attacker.out" || true
 fi
