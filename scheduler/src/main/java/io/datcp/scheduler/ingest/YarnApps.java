@@ -203,11 +203,7 @@ public final class YarnApps {
             JsonNode list = json.readTree(response.contentUtf8()).path("taskAttempts")
                 .path("taskAttempt");
             for (JsonNode a : list.isArray() ? list : List.of(list)) {
-              String node = a.path("nodeHttpAddress").asText("");
-              int colon = node.lastIndexOf(':');
-              if (colon > 0) {
-                hosts.add(node.substring(0, colon));
-              }
+              hostOf(a.path("nodeHttpAddress").asText("")).ifPresent(hosts::add);
             }
             return Optional.of(hosts);
           } catch (IOException e) {
@@ -259,13 +255,16 @@ public final class YarnApps {
         continue;
       }
       String node = c.path("nodeId").asText("");
-      int colon = node.lastIndexOf(':');
-      if (colon <= 0) {
-        throw new IOException("container.nodeId '" + node + "' is not host:port");
-      }
-      hosts.add(node.substring(0, colon));
+      hosts.add(hostOf(node).orElseThrow(
+          () -> new IOException("container.nodeId '" + node + "' is not host:port")));
     }
     return hosts;
+  }
+
+  /** The host of a {@code host:port} (a nodeId, a nodeHttpAddress); empty when it is not one. */
+  private static Optional<String> hostOf(String hostPort) {
+    int colon = hostPort.lastIndexOf(':');
+    return colon > 0 ? Optional.of(hostPort.substring(0, colon)) : Optional.empty();
   }
 
   private <T> CompletableFuture<Optional<T>> ask(String jobId, AppReader<T> reader) {
