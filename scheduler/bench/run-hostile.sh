@@ -41,6 +41,10 @@ classes="$here/target/test-classes"
 grpc_port="${GRPC_PORT:-19090}"
 http_port="${HTTP_PORT:-18080}"
 attacker_warmup="${ATTACKER_JVM:-25}"  # empty: in the benchmark's JVM
+# C1 only: the scheduler's refusals, not its code, pace the attacker (7 calls/s answered either
+# way), and C2's recompiles in the attack's first seconds took the honest clients' core (2.4-3.3 s
+# of JIT there), which a real attacker's machine does not share
+attacker_opts="${ATTACKER_JAVA_OPTS--XX:TieredStopAtLevel=1}"
 if [[ "$attacker_warmup" == in-process ]]; then
   attacker_warmup=""
 elif [[ ! "$attacker_warmup" =~ ^[0-9]+$ ]]; then
@@ -107,11 +111,8 @@ if [[ -n "$attacker_warmup" ]]; then
     warm_args=(--hostile-warmup-seconds "$attacker_warmup" --hostile-warmup-target
       "127.0.0.1:$warm_grpc" --hostile-warmup-token "$warm_token")
   fi
-  # C1 only: the scheduler's refusals, not its code, pace the attacker (7 calls/s answered
-  # either way), and C2's recompiles in the attack's first seconds took the honest clients' core
-  # (2.4-2.6 s of JIT there), which a real attacker's machine does not share
   # shellcheck disable=SC2086
-  ${client_cpu[@]+"${client_cpu[@]}"} java -Xmx1g ${BENCH_JAVA_OPTS:-} ${ATTACKER_JAVA_OPTS--XX:TieredStopAtLevel=1} \
+  ${client_cpu[@]+"${client_cpu[@]}"} java -Xmx1g ${BENCH_JAVA_OPTS:-} $attacker_opts \
     -cp "$jar:$classes" io.datcp.scheduler.bench.LoadBenchmark "${bench_args[@]}" --hostile-attacker \
     "${signal_args[@]}" "${warm_args[@]+"${warm_args[@]}"}" \
     > "$data/attacker.out" 2> "$data/attacker.err" &
@@ -125,10 +126,10 @@ if [[ -n "$attacker_warmup" ]]; then
     echo "the attacker's JVM did not get ready:" >&2; tail -n 20 "$data/attacker.err" >&2; exit 1; }
   if [[ -n "$warm_pid" ]]; then
     stop "$warm_pid"
-    echo "== attacker in its own JVM (options: ${ATTACKER_JAVA_OPTS--XX:TieredStopAtLevel=1}), pid $attacker_pid, warmed up ${attacker_warmup} s on a throwaway scheduler (pid $warm_pid, port $warm_grpc, now stopped)"
+    echo "== attacker in its own JVM (options: $attacker_opts), pid $attacker_pid, warmed up ${attacker_warmup} s on a throwaway scheduler (pid $warm_pid, port $warm_grpc, now stopped)"
     warm_pid=""
   else
-    echo "== attacker in its own JVM (options: ${ATTACKER_JAVA_OPTS--XX:TieredStopAtLevel=1}), pid $attacker_pid, no warm-up"
+    echo "== attacker in its own JVM (options: $attacker_opts), pid $attacker_pid, no warm-up"
   fi
   grep -v ' INFO ' "$data/attacker.out" || true
 fi
